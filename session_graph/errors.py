@@ -1,0 +1,79 @@
+"""One error tree for session_graph.
+
+Every error the library raises on purpose derives from :class:`SessionGraphError` and,
+where the spec names a builtin (``TypeError``, ``KeyError``), from that builtin too, so
+``except KeyError`` keeps working for callers who wrote it against the reference.
+Each message names the culprit and the fix.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "DocumentError",
+    "DocumentTypeError",
+    "HandlerResultError",
+    "MemoUpdateError",
+    "MessageError",
+    "PolicyResultError",
+    "SessionGraphError",
+    "SettingsError",
+    "UnknownResizeTypeError",
+]
+
+
+class SessionGraphError(Exception):
+    """Base of every error session_graph raises on purpose."""
+
+
+class SettingsError(SessionGraphError, ValueError):
+    """A setting key or value is not valid (unknown namespace, wrong type, bad mode)."""
+
+
+class ConfigurationError(SessionGraphError, TypeError):
+    """A handler, node override or resize type cannot be used as given (not callable, bad name)."""
+
+
+class MessageError(SessionGraphError, ValueError):
+    """A message given to the session cannot be turned into a langchain-core message."""
+
+
+class PolicyResultError(SessionGraphError, TypeError):
+    """A policy handler returned something other than None, a type name or a decision dict."""
+
+
+class HandlerResultError(SessionGraphError, TypeError):
+    """A resize, memo-update or attachment-summary handler returned the wrong shape."""
+
+
+class UnknownResizeTypeError(SessionGraphError, KeyError):
+    """The policy decided a resize type that has no route and no registered handler."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class MemoUpdateError(SessionGraphError, RuntimeError):
+    """Folding messages into the memo failed (model error, malformed reply, no model).
+
+    The session keeps what the memo absorbed before the failure: ``memo_cursor`` points
+    at the first message not yet folded, nothing past it left the window, and the next
+    ``resize()`` resumes from there.
+
+    Attributes:
+        memo_cursor: index in ``full_chat_history`` of the first message not yet folded.
+        pending: how many messages still wait to be folded.
+    """
+
+    def __init__(self, message: str, *, memo_cursor: int = 0, pending: int = 0) -> None:
+        super().__init__(message)
+        self.memo_cursor = memo_cursor
+        self.pending = pending
+
+
+class DocumentError(SessionGraphError, ValueError):
+    """An exported JSON/YAML document is malformed or not a session document."""
+
+
+class DocumentTypeError(DocumentError, TypeError):
+    """An imported document is not a dict (a list, a string, a number...)."""

@@ -1,0 +1,160 @@
+"""Normalise input to langchain-core messages, and read text and parts back out.
+
+Accepted input: any ``BaseMessage``, or an OpenAI-style dict with ``role`` and ``content``
+(``tool_calls``, ``tool_call_id``, ``name``, ``id`` and list content included). Unknown
+extra keys are kept in ``additional_kwargs``; nothing the caller gave is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import json
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+
+from session_graph._ids import new_id
+from session_graph.errors import MessageError
+
+__all__ = ["MessageInput", "content_parts", "role_of", "to_message"]
+
+MessageInput = BaseMessage | Mapping[str, Any]
+
+_ROLES = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "function",
+}
+
+
+def role_of(message: BaseMessage) -> str:
+    """The OpenAI role name of a message (``user``, ``assistant``, ``system``, ``tool``)."""
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, FunctionMessage):
+        return "function"
+    if isinstance(message, ChatMessage):
+        return message.role
+    return message.type
+
+
+def content_parts(message: BaseMessage) -> list[str | dict[str, Any]]:
+    """The message content as a list of parts (a plain string becomes one text part)."""
+    content = message.content
+    if isinstance(content, str):
+        return [content] if content else []
+    return list(content)
+
+
+def to_message(value: MessageInput, *, where: str = "message") -> BaseMessage:
+    """Turn a message or an OpenAI-style dict into a langchain-core message with an id.
+
+    Args:
+        value: a ``BaseMessage`` or a dict with ``role`` and ``content``.
+        where: how to name the value in an error (for example ``"messages[3]"``).
+
+    Raises:
+        MessageError: unknown role, missing or mistyped content, malformed tool calls.
+    """
+    if isinstance(value, BaseMessage):
+        _check_content(value.content, where)
+        return value if value.id else value.model_copy(update={"id": new_id()})
+    if not isinstance(value, Mapping):
+        raise MessageError(
+            f"{where} must be a langchain-core message or a dict with 'role' and 'content', "
+            f"got {type(value).__name__}."
+        )
+    data = dict(value)
+    role = data.get("role")
+    if not isinstance(role, str) or role.lower() not in _ROLES:
+        raise MessageError(
+            f"{where} has role {role!r}; use one of {', '.join(sorted(set(_ROLES)))}."
+        )
+    kind = _ROLES[role.lower()]
+    if "content" not in data or data["content"] is None:
+        if kind == "assistant" and data.get("tool_calls"):
+            data["content"] = ""  # OpenAI allows a tool-calling reply without text
+        else:
+            raise MessageError(f"{where} ({role}) has no 'content'; give a string or a list of parts.")
+    _check_content(data["content"], where)
+    if kind == "tool" and not isinstance(data.get("tool_call_id"), str):
+        raise MessageError(f"{where} is a tool result without a string 'tool_call_id'.")
+    if "tool_calls" in data:
+        data["tool_calls"] = _check_tool_calls(data["tool_calls"], where)
+    for key in ("name", "id"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise MessageError(f"{where} has a non-string {key!r}: {data[key]!r}.")
+    if not data.get("id"):
+        data["id"] = new_id()
+    try:
+        (message,) = convert_to_messages([data])
+    except (ValueError, TypeError) as error:  # pragma: no cover - guarded by the checks above
+        raise MessageError(f"{where} could not be converted: {error}") from error
+    return message
+
+
+def _check_content(content: Any, where: str) -> None:
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise MessageError(
+            f"{where} content must be a string or a list of parts, got {type(content).__name__}."
+        )
+    for index, part in enumerate(content):
+        if isinstance(part, str):
+            continue
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise MessageError(
+                f"{where} content[{index}] must be a string or a dict with a 'type', got {part!r:.80}."
+            )
+
+
+def _check_tool_calls(tool_calls: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(tool_calls, list):
+        raise MessageError(f"{where} 'tool_calls' must be a list, got {type(tool_calls).__name__}.")
+    checked = []
+    for index, call in enumerate(tool_calls):
+        name = f"{where} tool_calls[{index}]"
+        if not isinstance(call, Mapping):
+            raise MessageError(f"{name} must be a dict, got {type(call).__name__}.")
+        call = dict(call)
+        if "function" in call:  # OpenAI wire format: {"id", "type", "function": {name, arguments}}
+            function = call["function"]
+            if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+                raise MessageError(f"{name} needs function.name as a string.")
+            arguments = function.get("arguments", "{}")
+            if isinstance(arguments, str):
+                try:
+                    json.loads(arguments or "{}")
+                except json.JSONDecodeError as error:
+                    raise MessageError(
+                        f"{name} ({function['name']}) has arguments that are not JSON: {error}."
+                    ) from error
+            elif not isinstance(arguments, Mapping):
+                raise MessageError(f"{name} arguments must be a JSON string or a dict.")
+            else:
+                call["function"] = {**function, "arguments": json.dumps(arguments)}
+        elif not isinstance(call.get("name"), str):
+            raise MessageError(f"{name} needs a 'name' (langchain style) or a 'function' (OpenAI style).")
+        checked.append(call)
+    return checked

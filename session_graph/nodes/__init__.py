@@ -1,0 +1,9 @@
+"""The resize graph's nodes: each a function ``(state, runtime) -> partial update``."""
+
+from session_graph.nodes.attachment_summary import attachment_summary
+from session_graph.nodes.deep_chunk import deep_chunk
+from session_graph.nodes.judge import judge
+from session_graph.nodes.lite_prune import lite_prune
+from session_graph.nodes.memo_update import memo_update
+
+__all__ = ["attachment_summary", "deep_chunk", "judge", "lite_prune", "memo_update"]

@@ -1,0 +1,63 @@
+"""A user's resize handler as a node: ``(full, current, memo, settings) -> (full, current, memo)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+import copy
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from session_graph._aio import maybe_await
+from session_graph.errors import HandlerResultError, MessageError
+from session_graph.messages import to_message
+from session_graph.state import ResizeContext, SessionState
+
+
+def resize_handler_node(
+    resize_type: str,
+) -> Callable[[SessionState, Runtime[ResizeContext]], Coroutine[Any, Any, dict[str, Any]]]:
+    """A node running the handler registered for ``resize_type``.
+
+    The handler gets copies of the histories and the memo, so one that edits them in
+    place and then fails leaves the session untouched.
+    """
+
+    async def run_resize_handler(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+        handler = runtime.context.resize_handlers[resize_type]
+        result = await maybe_await(
+            handler(
+                list(state.full_chat_history),
+                list(state.current_chat_history),
+                copy.deepcopy(state.memo),
+                state.settings,
+            )
+        )
+        full, current, memo = check_resize_result(result, state, resize_type)
+        return {"full_chat_history": full, "current_chat_history": current, "memo": memo}
+
+    run_resize_handler.__name__ = f"resize_handler_{resize_type}"
+    return run_resize_handler
+
+
+def check_resize_result(result: Any, state: SessionState, resize_type: str) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """Validate a handler's ``(full, current, memo)``; dict messages are normalised."""
+    name = f"the {resize_type!r} resize handler"
+    if not isinstance(result, tuple | list) or len(result) != 3:
+        raise HandlerResultError(f"{name} returned {result!r:.100}; return (full_chat_history, current_chat_history, memo).")
+    full, current, memo = result
+    if not isinstance(full, list) or not isinstance(current, list):
+        raise HandlerResultError(f"{name} must return lists for both histories, got {type(full).__name__} and {type(current).__name__}.")
+    if not isinstance(memo, dict):
+        raise HandlerResultError(f"{name} must return the memo as a dict, got {type(memo).__name__}.")
+    if len(full) < len(state.full_chat_history):
+        raise HandlerResultError(
+            f"{name} returned a full history of {len(full)} messages, shorter than the {len(state.full_chat_history)} "
+            "stored; the full history only grows: prune current_chat_history instead."
+        )
+    try:
+        full = [to_message(m, where=f"{name} full_chat_history[{i}]") for i, m in enumerate(full)]
+        current = [to_message(m, where=f"{name} current_chat_history[{i}]") for i, m in enumerate(current)]
+    except MessageError as error:
+        raise HandlerResultError(str(error)) from error
+    return full, current, memo

@@ -1,0 +1,439 @@
+"""Session: the facade with the spec's API over the state and the resize graph.
+
+A turn costs O(size of the new message): ``append_message`` normalises it once, measures
+it once and updates running totals; ``judge_resize`` reads those totals. ``resize`` runs
+the LangGraph resize graph on the state and commits its result in one step, so a failure
+anywhere leaves the session as it was (a memo failure keeps what the memo folded, see
+``MemoUpdateError``). Sync methods work inside a running event loop too.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Self
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langgraph.graph.state import CompiledStateGraph
+
+from session_graph import export
+from session_graph._aio import maybe_await, resolve_sync, run_sync
+from session_graph._ids import new_id
+from session_graph.attachments import summarize_attachments
+from session_graph.errors import ConfigurationError, MessageError, SessionGraphError
+from session_graph.graph import build_resize_graph
+from session_graph.memo import ModelMemoUpdater
+from session_graph.messages import MessageInput, role_of, to_message
+from session_graph.nodes.memo_update import memo_for_model
+from session_graph.policy import Decision, PolicyHandler, decide, default_policy
+from session_graph.settings import SessionSettings
+from session_graph.sizing import SizeCache
+from session_graph.state import (
+    AttachmentSummaryHandler,
+    MemoUpdateHandler,
+    ResizeContext,
+    ResizeHandler,
+    SessionState,
+)
+from session_graph.window import WindowTotals
+
+__all__ = ["ResizeEvent", "Session"]
+
+Force = Literal["lite", "deep"] | str | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeEvent:
+    """One resize that ran: when, why, and what it did to the window."""
+
+    turn: int
+    type: str
+    reason: str | None
+    severity: int | None
+    chars_before: int
+    chars_after: int
+    messages_before: int
+    messages_after: int
+    error: str | None = None
+
+
+def _callable(value: Any, what: str) -> Any:
+    if value is not None and not callable(value):
+        raise ConfigurationError(f"the {what} must be callable (sync or async), got {type(value).__name__}.")
+    return value
+
+
+class Session:
+    """A chat session: full history, current window, memo, and the policy that resizes.
+
+    Args:
+        id: the session id; a uuid4 hex when not given.
+        settings: a ``SessionSettings`` or a dict (nested or dotted keys under ``session.``).
+        policy_handler: ``(full, current, settings) -> None | str | dict``, sync or async.
+        resize_handlers: ``{type: (full, current, memo, settings) -> (full, current, memo)}``.
+        attachment_summary_handler: ``(message) -> list[dict]``.
+        memo_update_handler: ``(memo, messages, attachments, settings) -> dict``.
+        model: a langchain-core chat model that updates the memo in memo mode
+            (an explicit ``memo_update_handler`` takes precedence).
+
+    Example:
+        >>> session = Session(settings={"session.limit": {"chars": 60}})
+        >>> _ = session.append_message({"role": "user", "content": "hello " * 10})
+        >>> _ = session.append_message({"role": "assistant", "content": "hi!"})
+        >>> session.judge_resize()["type"]
+        'deep'
+    """
+
+    def __init__(
+        self,
+        id: str | None = None,  # noqa: A002 - the spec's name
+        *,
+        settings: SessionSettings | Mapping[str, Any] | None = None,
+        policy_handler: PolicyHandler | None = None,
+        resize_handlers: Mapping[str, ResizeHandler] | None = None,
+        attachment_summary_handler: AttachmentSummaryHandler | None = None,
+        memo_update_handler: MemoUpdateHandler | None = None,
+        model: BaseChatModel | None = None,
+    ) -> None:
+        if id is not None and (not isinstance(id, str) or not id):
+            raise ConfigurationError(f"the session id must be a non-empty string, got {id!r}.")
+        if isinstance(settings, SessionSettings):
+            settings = SessionSettings(settings.to_dict())
+        elif settings is not None and not isinstance(settings, Mapping):
+            raise ConfigurationError(f"settings must be a SessionSettings or a dict, got {type(settings).__name__}.")
+        self._policy = _callable(policy_handler, "policy handler")
+        self._resize_handlers: dict[str, ResizeHandler] = {}
+        for resize_type, handler in (resize_handlers or {}).items():
+            self.set_resize_handlers(resize_type, handler)
+        self._attachment_summary = _callable(attachment_summary_handler, "attachment summary handler")
+        self._memo_update = _callable(memo_update_handler, "memo update handler")
+        if model is not None and not isinstance(model, BaseChatModel):
+            raise ConfigurationError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}.")
+        self.model = model
+        self._model_updater = ModelMemoUpdater(model) if model is not None else None
+        self._overrides: dict[str, Callable[..., Any]] = {}
+        self._resizing = False
+        self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
+        self._install(
+            SessionState(
+                id=id or new_id(),
+                full_chat_history=[],
+                current_chat_history=[],
+                memo={},
+                settings=SessionSettings(settings),
+            )
+        )
+
+    # -- state, as the spec names it -----------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self._state.id
+
+    @property
+    def full_chat_history(self) -> list[BaseMessage]:
+        """Every message ever appended (do not edit in place: use append_message)."""
+        return self._state.full_chat_history
+
+    @property
+    def current_chat_history(self) -> list[BaseMessage]:
+        """The window the model sees."""
+        return self._state.current_chat_history
+
+    @property
+    def memo(self) -> dict[str, Any]:
+        return self._state.memo
+
+    @property
+    def settings(self) -> SessionSettings:
+        return self._state.settings
+
+    @property
+    def turns(self) -> int:
+        return self._state.turns
+
+    @property
+    def last_resize_turn(self) -> int:
+        return self._state.last_resize_turn
+
+    @property
+    def memo_cursor(self) -> int:
+        return self._state.memo_cursor
+
+    @property
+    def window_totals(self) -> WindowTotals:
+        """Running totals of the window (chars, messages, newest unit)."""
+        return self._totals
+
+    @property
+    def memo_for_model(self) -> dict[str, Any]:
+        """The memo as a model sees it (without ``last_resize``)."""
+        return memo_for_model(self._state.memo)
+
+    @property
+    def state(self) -> SessionState:
+        """The session as the resize graph's state."""
+        return self._state
+
+    # -- settings ------------------------------------------------------------------------
+    def set_settings(self, key: str, value: Any) -> Self:
+        """Replace the setting at a dotted key (``"session.limit"``, ``"session.mode"``...)."""
+        self._state.settings.set(key, value)
+        return self
+
+    def configure(
+        self,
+        *,
+        mode: Literal["lite", "memo"] | None = None,
+        limit: Mapping[str, int | None] | None = None,
+        every_n_turns: int | None = None,
+    ) -> Self:
+        """Set mode, limit and cadence at once; nothing changes if any value is invalid."""
+        staged = SessionSettings(self._state.settings.to_dict())
+        if mode is not None:
+            staged.set("session.mode", mode)
+        if limit is not None:
+            staged.set("session.limit", dict(limit))
+        if every_n_turns is not None:
+            staged.set("session.resize.every_n_turns", every_n_turns)
+        self._state.settings = staged
+        return self
+
+    def use_lite(self, *, chars: int | None = None, messages: int | None = None, every_n_turns: int | None = None) -> Self:
+        """Lite mode: prune to the limits, no memo (clears an explicit memo.enabled)."""
+        return self._use("lite", chars, messages, every_n_turns)
+
+    def use_memo(self, *, chars: int | None = None, messages: int | None = None, every_n_turns: int | None = None) -> Self:
+        """Memo mode: fold messages into the memo before they leave the window."""
+        return self._use("memo", chars, messages, every_n_turns)
+
+    def _use(self, mode: str, chars: int | None, messages: int | None, every_n_turns: int | None) -> Self:
+        limit = {k: v for k, v in (("chars", chars), ("messages", messages)) if v is not None}
+        self.configure(mode=mode, limit=limit or None, every_n_turns=every_n_turns)  # type: ignore[arg-type]
+        self._state.settings.set("session.memo.enabled", None)
+        return self
+
+    # -- handlers ------------------------------------------------------------------------
+    def set_policy_handler(self, policy_handler: PolicyHandler | None) -> Self:
+        """Replace the policy (None restores the default)."""
+        self._policy = _callable(policy_handler, "policy handler")
+        return self
+
+    def set_resize_handlers(self, resize_type: str, resize_handler: ResizeHandler | None) -> Self:
+        """Route ``resize_type`` to a handler (None removes it; lite/deep fall back to the defaults)."""
+        if not isinstance(resize_type, str) or not resize_type:
+            raise ConfigurationError(f"a resize type must be a non-empty string, got {resize_type!r}.")
+        if resize_handler is None:
+            self._resize_handlers.pop(resize_type, None)
+            return self
+        handler = _callable(resize_handler, f"resize handler for {resize_type!r}")
+        build_resize_graph(resize_types=[*self._resize_handlers, resize_type], overrides=getattr(self, "_overrides", {}))
+        self._resize_handlers[resize_type] = handler
+        return self
+
+    def set_attachment_summary_handler(self, attachment_summary_handler: AttachmentSummaryHandler | None) -> Self:
+        self._attachment_summary = _callable(attachment_summary_handler, "attachment summary handler")
+        return self
+
+    def set_memo_update_handler(self, memo_update_handler: MemoUpdateHandler | None) -> Self:
+        self._memo_update = _callable(memo_update_handler, "memo update handler")
+        return self
+
+    def override_node(self, name: str, node: Callable[..., Any] | None) -> Self:
+        """Replace one built-in node of the resize graph (None restores it)."""
+        overrides = {k: v for k, v in self._overrides.items() if k != name}
+        if node is not None:
+            overrides[name] = node
+        build_resize_graph(resize_types=self._resize_handlers, overrides=overrides)  # validates
+        self._overrides = overrides
+        return self
+
+    @property
+    def graph(self) -> CompiledStateGraph:
+        """The compiled resize graph for this session's handlers and overrides."""
+        return build_resize_graph(resize_types=self._resize_handlers, overrides=self._overrides)
+
+    def draw_mermaid(self) -> str:
+        """Mermaid text of the resize graph, with the policy's labels on the edges."""
+        return self.graph.get_graph().draw_mermaid()
+
+    # -- a turn --------------------------------------------------------------------------
+    def append_message(self, message: MessageInput) -> Self:
+        """Append a message to the full history and the window; O(size of the message).
+
+        Raises:
+            MessageError: the message is malformed or its id is already in the history.
+        """
+        message = to_message(message)
+        if message.id in self._index:
+            raise MessageError(
+                f"a message with id {message.id!r} is already in session {self.id}; "
+                "append each message once (give a copy a new id to repeat it)."
+            )
+        size = self._size(message)
+        role = role_of(message)
+        state = self._state
+        self._index[message.id] = len(state.full_chat_history)  # type: ignore[index]
+        state.full_chat_history.append(message)
+        state.current_chat_history.append(message)
+        self._totals = self._totals.add(role, size)
+        if role == "assistant":
+            state.turns += 1
+        return self
+
+    def judge_resize(self, force: Force = False) -> Decision | None:
+        """The policy's decision for the current window (``force`` overrides it)."""
+        return resolve_sync(self._judge(force))
+
+    async def async_judge_resize(self, force: Force = False) -> Decision | None:
+        """Async twin of :meth:`judge_resize`."""
+        return await maybe_await(self._judge(force))
+
+    def _judge(self, force: Force) -> Any:
+        state = self._state
+        return decide(
+            force,
+            self._policy,
+            lambda: (state.full_chat_history, state.current_chat_history, state.settings),
+            lambda: default_policy(self._totals, state.turns, state.last_resize_turn, state.settings.resolved()),
+        )
+
+    def resize(self, force: Force = False) -> list[BaseMessage]:
+        """Run the resize graph; returns the new window.
+
+        Raises:
+            UnknownResizeTypeError: (a ``KeyError``) the decided type has no route.
+            MemoUpdateError: the memo could not fold messages; progress is kept.
+        """
+        return run_sync(lambda: self.async_resize(force))
+
+    async def async_resize(self, force: Force = False) -> list[BaseMessage]:
+        """Async twin of :meth:`resize`."""
+        if self._resizing:
+            raise SessionGraphError(f"session {self.id} is already resizing; await that resize before starting another.")
+        self._resizing = True
+        try:
+            return await self._resize(force)
+        finally:
+            self._resizing = False
+
+    async def _resize(self, force: Force) -> list[BaseMessage]:
+        state = self._state
+        appended_before = len(state.full_chat_history)
+        before = self._totals
+        run_input = {
+            "id": state.id,
+            "full_chat_history": state.full_chat_history,
+            "current_chat_history": list(state.current_chat_history),
+            "memo": state.memo,
+            "settings": state.settings,
+            "turns": state.turns,
+            "last_resize_turn": state.last_resize_turn,
+            "memo_cursor": state.memo_cursor,
+        }
+        context = ResizeContext(
+            force=force,
+            policy=self._policy,
+            resize_handlers=dict(self._resize_handlers),
+            attachment_summary=self._attachment_summary or summarize_attachments,
+            memo_update=self._memo_update or self._model_updater,
+            size=self._size,
+            index_of=lambda m: self._index.get(m.id or ""),
+            totals=self._totals,
+        )
+        pending = appended_before - state.memo_cursor
+        out = await self.graph.ainvoke(run_input, context=context, config={"recursion_limit": pending + 25})
+        decision, error = out.get("decision"), out.get("error")
+        if decision is None:
+            return state.current_chat_history
+        # Commit in one step. Messages appended while the graph awaited a model join the window.
+        full = out["full_chat_history"]
+        late = state.full_chat_history[appended_before:]
+        if full is not state.full_chat_history:
+            full = list(full) + late
+        current = list(out["current_chat_history"]) + late
+        memo = dict(out["memo"])
+        if error is None:
+            memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
+        new_state = SessionState(
+            id=state.id,
+            full_chat_history=full,
+            current_chat_history=current,
+            memo=memo,
+            settings=state.settings,
+            turns=state.turns,
+            last_resize_turn=state.turns if error is None else state.last_resize_turn,
+            memo_cursor=out["memo_cursor"],
+        )
+        self._install(new_state, reindex=full is not state.full_chat_history)
+        self.resize_events.append(
+            ResizeEvent(
+                turn=state.turns,
+                type=decision["type"],
+                reason=decision.get("reason"),
+                severity=decision.get("severity"),
+                chars_before=before.chars,
+                chars_after=self._totals.chars,
+                messages_before=before.count,
+                messages_after=self._totals.count,
+                error=None if error is None else str(error),
+            )
+        )
+        if error is not None:
+            raise error
+        return self._state.current_chat_history
+
+    def _install(self, state: SessionState, *, reindex: bool = True) -> None:
+        """Adopt a state: rebuild what is derived from it (index, sizes, window totals)."""
+        if reindex:
+            index = {}
+            for position, message in enumerate(state.full_chat_history):
+                if message.id:
+                    index[message.id] = position
+            self._index = index
+            self._size = SizeCache()
+        window = state.current_chat_history
+        self._totals = WindowTotals.of([role_of(m) for m in window], [self._size(m) for m in window])
+        self._state = state
+
+    # -- export --------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The session as a plain dict (what to_json and to_yaml write)."""
+        return export.dump_state(self._state)
+
+    def to_json(self) -> str:
+        return export.to_json(self.to_dict())
+
+    def to_yaml(self) -> str:
+        return export.to_yaml(self.to_dict())
+
+    def load_json(self, value: str) -> Self:
+        """Replace this session's state with a JSON document; nothing changes on error."""
+        return self.load_dict(export.parse_json(value))
+
+    def load_yaml(self, value: str) -> Self:
+        """Replace this session's state with a YAML document; nothing changes on error."""
+        return self.load_dict(export.parse_yaml(value))
+
+    def load_dict(self, data: Any) -> Self:
+        """Replace this session's state with a parsed document; nothing changes on error."""
+        self._install(export.load_state(data, keep_id=self.id))
+        return self
+
+    @classmethod
+    def from_json(cls, value: str, **kwargs: Any) -> Session:
+        """A new session from a JSON document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_json(value)
+
+    @classmethod
+    def from_yaml(cls, value: str, **kwargs: Any) -> Session:
+        """A new session from a YAML document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_yaml(value)
+
+    def __repr__(self) -> str:
+        totals = self._totals
+        return (
+            f"Session(id={self.id!r}, messages={len(self.full_chat_history)}, window={totals.count} msgs/"
+            f"{totals.chars} chars, turns={self.turns}, memo_keys={sorted(self.memo_for_model)})"
+        )
