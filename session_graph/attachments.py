@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import hashlib
+import re
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -21,7 +22,8 @@ __all__ = ["is_inline_binary", "summarize_attachments", "summarize_part"]
 
 _REF_KEYS = ("file", "url", "path", "id", "name")
 _META_KEYS = ("name", "mime_type", "size", "width", "height", "duration")
-_BASE64_KEYS = ("base64", "data")
+_BASE64_KEYS = ("base64", "data", "file_data")
+_BASE64_TEXT = re.compile(r"^[A-Za-z0-9+/\s]+={0,2}$")
 
 
 def summarize_attachments(message: BaseMessage) -> list[dict[str, Any]]:
@@ -90,7 +92,7 @@ def _inline_payload(part: Mapping[str, Any], depth: int = 0) -> tuple[str | None
             if _is_data_url(value):
                 head, _, payload = value.partition(",")
                 return head[5:].split(";", 1)[0] or None, payload
-            if key in _BASE64_KEYS and (base64_block or key == "base64") and len(value) > 0:
+            if key in _BASE64_KEYS and value and (base64_block or _BASE64_TEXT.match(value[:4096])):
                 mime = part.get("mime_type") or part.get("media_type")
                 return (mime if isinstance(mime, str) else None), value
         elif isinstance(value, Mapping):

@@ -59,6 +59,14 @@ class ResizeEvent:
     error: str | None = None
 
 
+def _with_late(messages: list[BaseMessage], late: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` followed by the late messages it does not hold yet."""
+    if not late:
+        return list(messages)
+    held = {m.id for m in messages[-len(late) - 64 :]}
+    return [*messages, *(m for m in late if m.id not in held)]
+
+
 def _callable(value: Any, what: str) -> Any:
     if value is not None and not callable(value):
         raise ConfigurationError(f"the {what} must be callable (sync or async), got {type(value).__name__}.")
@@ -100,7 +108,7 @@ class Session:
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError(f"the session id must be a non-empty string, got {id!r}.")
         if isinstance(settings, SessionSettings):
-            settings = SessionSettings(settings.to_dict())
+            settings = settings.to_dict()
         elif settings is not None and not isinstance(settings, Mapping):
             raise ConfigurationError(f"settings must be a SessionSettings or a dict, got {type(settings).__name__}.")
         self._policy = _callable(policy_handler, "policy handler")
@@ -278,8 +286,8 @@ class Session:
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
         self._totals = self._totals.add(role, size)
-        if role == "assistant":
-            state.turns += 1
+        if role == "assistant" and not getattr(message, "tool_calls", None):
+            state.turns += 1  # a reply ends a turn; a tool call is a step inside it
         return self
 
     def judge_resize(self, force: Force = False) -> Decision | None:
@@ -347,12 +355,12 @@ class Session:
         decision, error = out.get("decision"), out.get("error")
         if decision is None:
             return state.current_chat_history
-        # Commit in one step. Messages appended while the graph awaited a model join the window.
-        full = out["full_chat_history"]
+        # Commit in one step. Messages appended while the graph awaited join both histories.
         late = state.full_chat_history[appended_before:]
+        full = out["full_chat_history"]
         if full is not state.full_chat_history:
-            full = list(full) + late
-        current = list(out["current_chat_history"]) + late
+            full = _with_late(full, late)
+        current = _with_late(out["current_chat_history"], late)
         memo = dict(out["memo"])
         if error is None:
             memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}

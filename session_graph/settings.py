@@ -7,7 +7,9 @@ by dotted key (``"session.resize.every_n_turns"``). ``set`` replaces the value a
 
 - ``session.limit.{chars,messages}`` (when set and not None) win over ``session.resize.*``;
 - an explicit ``session.memo.enabled`` wins over what ``session.mode`` implies;
-- a limit of 0 or None disables its check.
+- a limit of 0 or None disables its check;
+- ``session.resize.prune_to_ratio`` (default 1.0, the reference behaviour) cuts the window
+  to that share of the char limit, so a full window is not resized again on the next turn.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Limits:
         mode: ``"lite"`` or ``"memo"``.
         memo_enabled: whether resizes fold messages into the memo.
         instruct: the memo-update instructions.
+        prune_chars: the size a prune cuts the window to (``chars`` x ``prune_to_ratio``).
     """
 
     chars: int
@@ -55,6 +58,12 @@ class Limits:
     mode: str
     memo_enabled: bool
     instruct: tuple[str, ...]
+    prune_chars: int = 0
+
+
+def _ratio(key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise SettingsError(f"{key} must be a number in (0, 1], the share of the limit a prune keeps; got {value!r}.")
 
 
 def _opt_count(key: str, value: Any) -> None:
@@ -94,6 +103,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], None]] = {
     "session.resize.every_n_turns": _opt_count,
     "session.resize.max_messages_text_length": _opt_count,
     "session.resize.max_keep_messages_count": _opt_count,
+    "session.resize.prune_to_ratio": _ratio,
     "session.memo.enabled": _opt_bool,
     "session.memo.instruct": _instruct,
     "session.limit": _limit,
@@ -112,6 +122,7 @@ def _defaults() -> dict[str, Any]:
                 "every_n_turns": 8,
                 "max_messages_text_length": 12_000,
                 "max_keep_messages_count": None,
+                "prune_to_ratio": 1.0,
             },
             "memo": {"instruct": list(DEFAULT_MEMO_INSTRUCT)},
         }
@@ -221,7 +232,9 @@ class SessionSettings:
                 messages = get("session.resize.max_keep_messages_count")
             mode = get("session.mode")
             enabled = get("session.memo.enabled")
+            ratio = get("session.resize.prune_to_ratio")
             self._resolved = Limits(
+                prune_chars=int((chars or 0) * ratio),
                 chars=chars or 0,
                 messages=messages or 0,
                 every_n_turns=get("session.resize.every_n_turns") or 0,

@@ -12,7 +12,10 @@ from session_graph.window import plan_prune
 
 
 def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
-    """Keep the newest whole units under both limits (see ``window.plan_prune``)."""
+    """Keep the newest whole units under both limits (see ``window.plan_prune``).
+
+    The char limit used is ``Limits.prune_chars`` (the limit times ``prune_to_ratio``).
+    """
     ctx = runtime.context
     limits = state.settings.resolved()
     window = state.current_chat_history
@@ -26,7 +29,7 @@ def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str
     plan = plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
-        chars=limits.chars,
+        chars=limits.prune_chars,
         messages=limits.messages,
         pinned_from=pinned_from,
     )

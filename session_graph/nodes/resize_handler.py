@@ -25,22 +25,23 @@ def resize_handler_node(
 
     async def run_resize_handler(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
         handler = runtime.context.resize_handlers[resize_type]
+        full_in = list(state.full_chat_history)
         result = await maybe_await(
             handler(
-                list(state.full_chat_history),
+                full_in,
                 list(state.current_chat_history),
                 copy.deepcopy(state.memo),
                 state.settings,
             )
         )
-        full, current, memo = check_resize_result(result, state, resize_type)
+        full, current, memo = check_resize_result(result, len(full_in), resize_type)
         return {"full_chat_history": full, "current_chat_history": current, "memo": memo}
 
     run_resize_handler.__name__ = f"resize_handler_{resize_type}"
     return run_resize_handler
 
 
-def check_resize_result(result: Any, state: SessionState, resize_type: str) -> tuple[list[Any], list[Any], dict[str, Any]]:
+def check_resize_result(result: Any, stored: int, resize_type: str) -> tuple[list[Any], list[Any], dict[str, Any]]:
     """Validate a handler's ``(full, current, memo)``; dict messages are normalised."""
     name = f"the {resize_type!r} resize handler"
     if not isinstance(result, tuple | list) or len(result) != 3:
@@ -50,9 +51,9 @@ def check_resize_result(result: Any, state: SessionState, resize_type: str) -> t
         raise HandlerResultError(f"{name} must return lists for both histories, got {type(full).__name__} and {type(current).__name__}.")
     if not isinstance(memo, dict):
         raise HandlerResultError(f"{name} must return the memo as a dict, got {type(memo).__name__}.")
-    if len(full) < len(state.full_chat_history):
+    if len(full) < stored:
         raise HandlerResultError(
-            f"{name} returned a full history of {len(full)} messages, shorter than the {len(state.full_chat_history)} "
+            f"{name} returned a full history of {len(full)} messages, shorter than the {stored} "
             "stored; the full history only grows: prune current_chat_history instead."
         )
     try:

@@ -1,0 +1,74 @@
+"""Shared fixtures: every behaviour is checked through the sync and the async API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage
+import pytest
+
+from session_graph import Session
+
+
+class Api:
+    """Calls a session the sync way or the async way, with one spelling in tests."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def judge(self, session: Session, force: Any = False) -> Any:
+        if self.mode == "sync":
+            return session.judge_resize(force)
+        return asyncio.run(session.async_judge_resize(force))
+
+    def resize(self, session: Session, force: Any = False) -> Any:
+        if self.mode == "sync":
+            return session.resize(force)
+        return asyncio.run(session.async_resize(force))
+
+
+@pytest.fixture(params=["sync", "async"])
+def api(request: pytest.FixtureRequest) -> Api:
+    return Api(request.param)
+
+
+def memo_reply(memo: dict[str, Any]) -> str:
+    return json.dumps({"memo": memo})
+
+
+def fake_model(*replies: str) -> FakeListChatModel:
+    """A chat model answering with ``replies`` in order (and recording what it was sent)."""
+    return RecordingModel(responses=list(replies))
+
+
+class RecordingModel(FakeListChatModel):
+    """FakeListChatModel that keeps every prompt it received."""
+
+    prompts: list[Any] = []
+
+    def _call(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> str:
+        self.prompts = [*self.prompts, messages]
+        return super()._call(messages, stop, run_manager, **kwargs)
+
+
+class BrokenModel(GenericFakeChatModel):
+    """A chat model whose every call raises, like a provider outage."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("provider unavailable (simulated)")
+
+
+@pytest.fixture
+def broken_model() -> BrokenModel:
+    return BrokenModel(messages=iter([AIMessage(content="never")]))
+
+
+def chat(session: Session, turns: int, size: int = 10, start: int = 0) -> Session:
+    """Append ``turns`` user/assistant pairs with contents of ``size`` characters."""
+    for i in range(start, start + turns):
+        session.append_message({"role": "user", "content": f"u{i}".ljust(size, ".")})
+        session.append_message({"role": "assistant", "content": f"a{i}".ljust(size, ".")})
+    return session
