@@ -21,6 +21,7 @@ from session_graph.session import ResizeEvent, Session
 from session_graph.settings import DEFAULT_MEMO_INSTRUCT, Limits, SessionSettings
 from session_graph.sizing import message_chars
 from session_graph.state import ResizeContext, SessionState
+from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
 __all__ = sorted(
@@ -28,6 +29,7 @@ __all__ = sorted(
         "ConfigurationError",
         "DEFAULT_MEMO_INSTRUCT",
         "Decision",
+        "GraphDrawing",
         "DocumentError",
         "DocumentTypeError",
         "HandlerResultError",
@@ -48,6 +50,7 @@ __all__ = sorted(
         "WindowTotals",
         "build_resize_graph",
         "default_policy",
+        "draw",
         "message_chars",
         "summarize_attachments",
         "to_message",

@@ -3,8 +3,8 @@
 ::
 
     START -> judge -- no resize ---------------------------------------------> END
-                   -- lite (50 messages / 10 turns) -> memo_update -> lite_prune -> END
-                   -- deep (100 chars) -> attachment_summary -> deep_chunk -> memo_update
+                   -- lite: messages (50) / turns (10) -> memo_update -> lite_prune -> END
+                   -- deep: chars at limit (100) -> attachment_summary -> deep_chunk -> memo_update
                    -- <type> (handler) -> <type> -> END
     memo_update -- next chunk --> memo_update
 
@@ -42,8 +42,8 @@ NO_RESIZE = "no resize"
 NEXT_CHUNK = "next chunk"
 CHUNKS_DONE = "memo covers the chunks"
 ROUTE_LABELS = {
-    "deep": "deep: chars over limit, severity 100",
-    "lite": "lite: messages over limit 50, every_n_turns 10",
+    "deep": "deep: chars at limit (100)",
+    "lite": "lite: messages (50) / turns (10)",
 }
 
 

@@ -37,6 +37,7 @@ from session_graph.state import (
     ResizeHandler,
     SessionState,
 )
+from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
 __all__ = ["ResizeEvent", "Session"]
@@ -265,6 +266,10 @@ class Session:
     def draw_mermaid(self) -> str:
         """Mermaid text of the resize graph, with the policy's labels on the edges."""
         return self.graph.get_graph().draw_mermaid()
+
+    def draw(self) -> GraphDrawing:
+        """The resize graph drawn offline: shows as SVG in Jupyter, ``.mermaid`` for text."""
+        return draw(self.graph)
 
     # -- a turn --------------------------------------------------------------------------
     def append_message(self, message: MessageInput) -> Self:
