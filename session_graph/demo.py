@@ -67,7 +67,7 @@ def replay(session: Session, messages: list[dict[str, Any]], *, out: Any = print
         session.resize()
         event = session.resize_events[-1]
         out(
-            f"  turn {event.turn:4d}  {event.type:<5} {str(event.reason):<26} severity {event.severity or 0:>3}  "
+            f"  turn {event.turn:4d}  {event.type:<5} {event.reason!s:<26} severity {event.severity or 0:>3}  "
             f"window {event.chars_before:>6} -> {event.chars_after:>6} chars, "
             f"{event.messages_before:>3} -> {event.messages_after:>3} msgs"
         )

@@ -21,7 +21,7 @@ from session_graph.errors import MemoUpdateError
 from session_graph.messages import role_of
 from session_graph.settings import SessionSettings
 
-__all__ = ["MemoReply", "ModelMemoUpdater", "build_memo_prompt", "parse_memo_reply", "message_for_prompt"]
+__all__ = ["MemoReply", "ModelMemoUpdater", "build_memo_prompt", "message_for_prompt", "parse_memo_reply"]
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 

@@ -35,7 +35,7 @@ class Decision(TypedDict):
     meta: NotRequired[dict[str, Any]]
 
 
-PolicyHandler = Callable[..., "None | str | Mapping[str, Any] | Awaitable[None | str | Mapping[str, Any]]"]
+PolicyHandler = Callable[..., "str | Mapping[str, Any] | Awaitable[str | Mapping[str, Any] | None] | None"]
 
 
 def default_policy(totals: WindowTotals, turns: int, last_resize_turn: int, limits: Limits) -> Decision | None:
@@ -78,7 +78,7 @@ def decide(
     policy: PolicyHandler | None,
     policy_args: Callable[[], tuple[Any, ...]],
     default: Callable[[], Decision | None],
-) -> Decision | None | Awaitable[Decision | None]:
+) -> Decision | Awaitable[Decision | None] | None:
     """The judge, written once: a decision, or an awaitable of one for async policies.
 
     Sync callers resolve the awaitable on a private loop, async callers await it.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Self
 
 from langchain_core.language_models import BaseChatModel
@@ -22,14 +21,15 @@ from session_graph import export
 from session_graph._aio import maybe_await, resolve_sync, run_sync
 from session_graph._ids import new_id
 from session_graph.attachments import summarize_attachments
-from session_graph.errors import ConfigurationError, MessageError, SessionGraphError
+from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.graph import build_resize_graph
+from session_graph.ledger import Ledger
 from session_graph.memo import ModelMemoUpdater
-from session_graph.messages import MessageInput, role_of, to_message
+from session_graph.messages import MessageInput, to_message
 from session_graph.nodes.memo_update import memo_for_model
 from session_graph.policy import Decision, PolicyHandler, decide, default_policy
+from session_graph.resize_run import ResizeEvent, run_resize
 from session_graph.settings import SessionSettings
-from session_graph.sizing import SizeCache
 from session_graph.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
@@ -40,32 +40,9 @@ from session_graph.state import (
 from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
-__all__ = ["ResizeEvent", "Session"]
+__all__ = ["Session"]
 
 Force = Literal["lite", "deep"] | str | bool | None
-
-
-@dataclass(frozen=True, slots=True)
-class ResizeEvent:
-    """One resize that ran: when, why, and what it did to the window."""
-
-    turn: int
-    type: str
-    reason: str | None
-    severity: int | None
-    chars_before: int
-    chars_after: int
-    messages_before: int
-    messages_after: int
-    error: str | None = None
-
-
-def _with_late(messages: list[BaseMessage], late: list[BaseMessage]) -> list[BaseMessage]:
-    """``messages`` followed by the late messages it does not hold yet."""
-    if not late:
-        return list(messages)
-    held = {m.id for m in messages[-len(late) - 64 :]}
-    return [*messages, *(m for m in late if m.id not in held)]
 
 
 def _callable(value: Any, what: str) -> Any:
@@ -97,7 +74,7 @@ class Session:
 
     def __init__(
         self,
-        id: str | None = None,  # noqa: A002 - the spec's name
+        id: str | None = None,
         *,
         settings: SessionSettings | Mapping[str, Any] | None = None,
         policy_handler: PolicyHandler | None = None,
@@ -173,7 +150,7 @@ class Session:
     @property
     def window_totals(self) -> WindowTotals:
         """Running totals of the window (chars, messages, newest unit)."""
-        return self._totals
+        return self._ledger.totals
 
     @property
     def memo_for_model(self) -> dict[str, Any]:
@@ -279,18 +256,11 @@ class Session:
             MessageError: the message is malformed or its id is already in the history.
         """
         message = to_message(message)
-        if message.id in self._index:
-            raise MessageError(
-                f"a message with id {message.id!r} is already in session {self.id}; "
-                "append each message once (give a copy a new id to repeat it)."
-            )
-        size = self._size(message)
-        role = role_of(message)
         state = self._state
-        self._index[message.id] = len(state.full_chat_history)  # type: ignore[index]
+        self._ledger.check_new(message, state.id)
+        role = self._ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
-        self._totals = self._totals.add(role, size)
         if role == "assistant" and not getattr(message, "tool_calls", None):
             state.turns += 1  # a reply ends a turn; a tool call is a step inside it
         return self
@@ -309,7 +279,7 @@ class Session:
             force,
             self._policy,
             lambda: (state.full_chat_history, state.current_chat_history, state.settings),
-            lambda: default_policy(self._totals, state.turns, state.last_resize_turn, state.settings.resolved()),
+            lambda: default_policy(self._ledger.totals, state.turns, state.last_resize_turn, state.settings.resolved()),
         )
 
     def resize(self, force: Force = False) -> list[BaseMessage]:
@@ -332,54 +302,22 @@ class Session:
             self._resizing = False
 
     async def _resize(self, force: Force) -> list[BaseMessage]:
-        state = self._state
-        appended_before = len(state.full_chat_history)
-        before = self._totals
-        run_input = {
-            "id": state.id,
-            "full_chat_history": state.full_chat_history,
-            "current_chat_history": list(state.current_chat_history),
-            "memo": state.memo,
-            "settings": state.settings,
-            "turns": state.turns,
-            "last_resize_turn": state.last_resize_turn,
-            "memo_cursor": state.memo_cursor,
-        }
+        state, before = self._state, self._ledger.totals
         context = ResizeContext(
             force=force,
             policy=self._policy,
             resize_handlers=dict(self._resize_handlers),
             attachment_summary=self._attachment_summary or summarize_attachments,
             memo_update=self._memo_update or self._model_updater,
-            size=self._size,
-            index_of=lambda m: self._index.get(m.id or ""),
-            totals=self._totals,
+            size=self._ledger.size,
+            index_of=self._ledger.index_of,
+            totals=before,
         )
-        pending = appended_before - state.memo_cursor
-        out = await self.graph.ainvoke(run_input, context=context, config={"recursion_limit": pending + 25})
-        decision, error = out.get("decision"), out.get("error")
-        if decision is None:
+        outcome = await run_resize(self.graph, state, context)
+        if outcome.state is None or outcome.decision is None:
             return state.current_chat_history
-        # Commit in one step. Messages appended while the graph awaited join both histories.
-        late = state.full_chat_history[appended_before:]
-        full = out["full_chat_history"]
-        if full is not state.full_chat_history:
-            full = _with_late(full, late)
-        current = _with_late(out["current_chat_history"], late)
-        memo = dict(out["memo"])
-        if error is None:
-            memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
-        new_state = SessionState(
-            id=state.id,
-            full_chat_history=full,
-            current_chat_history=current,
-            memo=memo,
-            settings=state.settings,
-            turns=state.turns,
-            last_resize_turn=state.turns if error is None else state.last_resize_turn,
-            memo_cursor=out["memo_cursor"],
-        )
-        self._install(new_state, reindex=full is not state.full_chat_history)
+        self._install(outcome.state, reindex=outcome.full_replaced)
+        after, decision = self._ledger.totals, outcome.decision
         self.resize_events.append(
             ResizeEvent(
                 turn=state.turns,
@@ -387,27 +325,24 @@ class Session:
                 reason=decision.get("reason"),
                 severity=decision.get("severity"),
                 chars_before=before.chars,
-                chars_after=self._totals.chars,
+                chars_after=after.chars,
                 messages_before=before.count,
-                messages_after=self._totals.count,
-                error=None if error is None else str(error),
+                messages_after=after.count,
+                error=None if outcome.error is None else str(outcome.error),
             )
         )
-        if error is not None:
-            raise error
+        if outcome.error is not None:
+            raise outcome.error
         return self._state.current_chat_history
 
     def _install(self, state: SessionState, *, reindex: bool = True) -> None:
         """Adopt a state: rebuild what is derived from it (index, sizes, window totals)."""
-        if reindex:
-            index = {}
-            for position, message in enumerate(state.full_chat_history):
-                if message.id:
-                    index[message.id] = position
-            self._index = index
-            self._size = SizeCache()
-        window = state.current_chat_history
-        self._totals = WindowTotals.of([role_of(m) for m in window], [self._size(m) for m in window])
+        if reindex or not hasattr(self, "_ledger"):
+            ledger = Ledger(state)
+        else:
+            ledger = self._ledger
+            ledger.rebuild(state, reindex=False)
+        self._ledger = ledger
         self._state = state
 
     # -- export --------------------------------------------------------------------------
@@ -445,7 +380,7 @@ class Session:
         return cls(**kwargs).load_yaml(value)
 
     def __repr__(self) -> str:
-        totals = self._totals
+        totals = self._ledger.totals
         return (
             f"Session(id={self.id!r}, messages={len(self.full_chat_history)}, window={totals.count} msgs/"
             f"{totals.chars} chars, turns={self.turns}, memo_keys={sorted(self.memo_for_model)})"

@@ -47,7 +47,7 @@ def fake_model(*replies: str) -> FakeListChatModel:
 class RecordingModel(FakeListChatModel):
     """FakeListChatModel that keeps every prompt it received."""
 
-    prompts: list[Any] = []
+    prompts: list[Any] = []  # noqa: RUF012 - a pydantic field, copied per instance
 
     def _call(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> str:
         self.prompts = [*self.prompts, messages]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from conftest import chat
 from langchain_core.messages import AIMessage
 import pytest
 import yaml
 
-from conftest import chat
 from session_graph import DocumentError, DocumentTypeError, Session
 
 KEYS = {"id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from conftest import Api, BrokenModel, chat, fake_model, memo_reply
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
-from conftest import Api, BrokenModel, chat, fake_model, memo_reply
 from session_graph import MemoUpdateError, Session, message_chars
 
 
@@ -133,7 +133,7 @@ def test_a_model_exception_is_reported(api: Api, broken_model: BrokenModel) -> N
 
 def test_memo_mode_without_a_model_says_how_to_fix_it(api: Api) -> None:
     session = chat(Session().use_memo(messages=2), 2)
-    with pytest.raises(MemoUpdateError, match="Session\\(model=...\\)"):
+    with pytest.raises(MemoUpdateError, match=r"Session\(model=\.\.\.\)"):
         api.resize(session, "lite")
     assert len(session.current_chat_history) == 4
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import Api, chat
 import pytest
 
-from conftest import Api, chat
 from session_graph import PolicyResultError, Session
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from session_graph import MemoUpdateError, Session, WindowTotals, message_chars
@@ -112,10 +114,8 @@ def test_memo_mode_never_drops_what_the_memo_does_not_cover(history: list[list[B
         for message in turn:
             session.append_message(message)
             appended.append(session.full_chat_history[-1])
-        try:
+        with contextlib.suppress(MemoUpdateError):
             session.resize()
-        except MemoUpdateError:
-            pass
         check_window(session, appended)
         cursor = session.memo_cursor
         uncovered = session.full_chat_history[cursor:]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from conftest import Api, chat
 from langchain_core.messages import AIMessage
 import pytest
 
-from conftest import Api, chat
 from session_graph import ConfigurationError, HandlerResultError, Session, UnknownResizeTypeError, message_chars
 
 

@@ -7,8 +7,7 @@ import json
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 import pytest
 
-from session_graph import Session, message_chars, summarize_attachments
-from session_graph import sizing
+from session_graph import Session, message_chars, sizing, summarize_attachments
 
 PIXELS = "iVBORw0KGgo" * 3000  # ~33 KB of base64
 

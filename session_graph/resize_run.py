@@ -1,0 +1,91 @@
+"""One resize run: invoke the graph on a snapshot of the state and build the state to commit.
+
+The session commits the result in one step, so a failure anywhere before that leaves it
+as it was. Messages appended while the graph awaited a model join both histories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.graph.state import CompiledStateGraph
+
+from session_graph.errors import MemoUpdateError
+from session_graph.policy import Decision
+from session_graph.state import ResizeContext, SessionState
+
+__all__ = ["ResizeEvent", "ResizeOutcome", "run_resize"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeEvent:
+    """One resize that ran: when, why, and what it did to the window."""
+
+    turn: int
+    type: str
+    reason: str | None
+    severity: int | None
+    chars_before: int
+    chars_after: int
+    messages_before: int
+    messages_after: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeOutcome:
+    """What a run produced: the state to commit (None: nothing to do), its decision, its error."""
+
+    state: SessionState | None
+    decision: Decision | None
+    error: MemoUpdateError | None
+    full_replaced: bool
+
+
+async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
+    """Run the resize graph on ``state`` and build the state to commit."""
+    appended_before = len(state.full_chat_history)
+    run_input: dict[str, Any] = {
+        "id": state.id,
+        "full_chat_history": state.full_chat_history,
+        "current_chat_history": list(state.current_chat_history),
+        "memo": state.memo,
+        "settings": state.settings,
+        "turns": state.turns,
+        "last_resize_turn": state.last_resize_turn,
+        "memo_cursor": state.memo_cursor,
+    }
+    pending = appended_before - state.memo_cursor  # at most one memo chunk per pending message
+    out = await graph.ainvoke(run_input, context=context, config={"recursion_limit": pending + 25})
+    decision, error = out.get("decision"), out.get("error")
+    if decision is None:
+        return ResizeOutcome(None, None, None, False)
+    late = state.full_chat_history[appended_before:]
+    full = out["full_chat_history"]
+    replaced = full is not state.full_chat_history
+    if replaced:
+        full = _with_late(full, late)
+    memo = dict(out["memo"])
+    if error is None:
+        memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
+    new_state = SessionState(
+        id=state.id,
+        full_chat_history=full,
+        current_chat_history=_with_late(out["current_chat_history"], late),
+        memo=memo,
+        settings=state.settings,
+        turns=state.turns,
+        last_resize_turn=state.turns if error is None else state.last_resize_turn,
+        memo_cursor=out["memo_cursor"],
+    )
+    return ResizeOutcome(new_state, decision, error, replaced)
+
+
+def _with_late(messages: list[BaseMessage], late: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` followed by the late messages it does not hold yet (they can only be at its end)."""
+    if not late:
+        return list(messages)
+    held = {m.id for m in messages[-len(late) - 64 :]}
+    return [*messages, *(m for m in late if m.id not in held)]
