@@ -26,8 +26,9 @@ from session_graph.graph import build_resize_graph
 from session_graph.ledger import Ledger
 from session_graph.memo import ModelMemoUpdater
 from session_graph.messages import MessageInput, to_message
+from session_graph.nodes.judge import judge_state
 from session_graph.nodes.memo_update import memo_for_model
-from session_graph.policy import Decision, PolicyHandler, decide, default_policy
+from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, run_resize
 from session_graph.settings import SessionSettings
 from session_graph.state import (
@@ -90,6 +91,7 @@ class Session:
         elif settings is not None and not isinstance(settings, Mapping):
             raise ConfigurationError(f"settings must be a SessionSettings or a dict, got {type(settings).__name__}.")
         self._policy = _callable(policy_handler, "policy handler")
+        self._overrides: dict[str, Callable[..., Any]] = {}
         self._resize_handlers: dict[str, ResizeHandler] = {}
         for resize_type, handler in (resize_handlers or {}).items():
             self.set_resize_handlers(resize_type, handler)
@@ -99,7 +101,6 @@ class Session:
             raise ConfigurationError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}.")
         self.model = model
         self._model_updater = ModelMemoUpdater(model) if model is not None else None
-        self._overrides: dict[str, Callable[..., Any]] = {}
         self._resizing = False
         self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
         self._install(
@@ -214,7 +215,7 @@ class Session:
             self._resize_handlers.pop(resize_type, None)
             return self
         handler = _callable(resize_handler, f"resize handler for {resize_type!r}")
-        build_resize_graph(resize_types=[*self._resize_handlers, resize_type], overrides=getattr(self, "_overrides", {}))
+        build_resize_graph(resize_types=[*self._resize_handlers, resize_type], overrides=self._overrides)
         self._resize_handlers[resize_type] = handler
         return self
 
@@ -274,13 +275,7 @@ class Session:
         return await maybe_await(self._judge(force))
 
     def _judge(self, force: Force) -> Any:
-        state = self._state
-        return decide(
-            force,
-            self._policy,
-            lambda: (state.full_chat_history, state.current_chat_history, state.settings),
-            lambda: default_policy(self._ledger.totals, state.turns, state.last_resize_turn, state.settings.resolved()),
-        )
+        return judge_state(force, self._policy, self._state, self._ledger.totals)
 
     def resize(self, force: Force = False) -> list[BaseMessage]:
         """Run the resize graph; returns the new window.

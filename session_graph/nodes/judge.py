@@ -7,19 +7,22 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph._aio import maybe_await
-from session_graph.policy import decide, default_policy
+from session_graph.policy import PolicyHandler, decide, default_policy
 from session_graph.state import ResizeContext, SessionState
+from session_graph.window import WindowTotals
+
+
+def judge_state(force: Any, policy: PolicyHandler | None, state: SessionState, totals: WindowTotals) -> Any:
+    """The decision for a state: a Decision, None, or an awaitable of one (async policies)."""
+    return decide(
+        force,
+        policy,
+        lambda: (state.full_chat_history, state.current_chat_history, state.settings),
+        lambda: default_policy(totals, state.turns, state.last_resize_turn, state.settings.resolved()),
+    )
 
 
 async def judge(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
     """Record the decision for this run in ``state.decision``."""
     ctx = runtime.context
-    decision = await maybe_await(
-        decide(
-            ctx.force,
-            ctx.policy,
-            lambda: (state.full_chat_history, state.current_chat_history, state.settings),
-            lambda: default_policy(ctx.totals, state.turns, state.last_resize_turn, state.settings.resolved()),
-        )
-    )
-    return {"decision": decision}
+    return {"decision": await maybe_await(judge_state(ctx.force, ctx.policy, state, ctx.totals))}
