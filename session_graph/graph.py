@@ -3,8 +3,8 @@
 ::
 
     START -> judge -- no resize ---------------------------------------------> END
-                   -- lite: messages (50) / turns (10) -> memo_update -> lite_prune -> END
-                   -- deep: chars at limit (100) -> attachment_summary -> deep_chunk -> memo_update
+                   -- lite: messages (50) / turns (10) -> memo_update -> summary_fold -> lite_prune -> END
+                   -- deep: chars or tokens at limit (100) -> attachment_summary -> deep_chunk -> memo_update
                    -- <type> (handler) -> <type> -> END
     memo_update -- next chunk --> memo_update
 
@@ -24,25 +24,26 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.errors import ConfigurationError, UnknownResizeTypeError
-from session_graph.nodes import attachment_summary, deep_chunk, judge, lite_prune, memo_update
+from session_graph.nodes import attachment_summary, deep_chunk, judge, lite_prune, memo_update, summary_fold
 from session_graph.nodes.resize_handler import resize_handler_node
 from session_graph.state import ResizeContext, SessionState
 
 __all__ = ["NODE_NAMES", "ROUTE_LABELS", "build_resize_graph"]
 
-NODE_NAMES = ("judge", "attachment_summary", "deep_chunk", "memo_update", "lite_prune")
+NODE_NAMES = ("judge", "attachment_summary", "deep_chunk", "memo_update", "summary_fold", "lite_prune")
 _DEFAULT_NODES: dict[str, Callable[..., Any]] = {
     "judge": judge,
     "attachment_summary": attachment_summary,
     "deep_chunk": deep_chunk,
     "memo_update": memo_update,
+    "summary_fold": summary_fold,
     "lite_prune": lite_prune,
 }
 NO_RESIZE = "no resize"
 NEXT_CHUNK = "next chunk"
 CHUNKS_DONE = "memo covers the chunks"
 ROUTE_LABELS = {
-    "deep": "deep: chars at limit (100)",
+    "deep": "deep: chars or tokens at limit (100)",
     "lite": "lite: messages (50) / turns (10)",
 }
 
@@ -101,10 +102,12 @@ def _build(resize_types: tuple[str, ...], overrides: tuple[tuple[str, Callable[.
         routes[ROUTE_LABELS["lite"]], labels["lite"] = "memo_update", ROUTE_LABELS["lite"]
     if not {"lite", "deep"} <= set(resize_types):
         graph.add_node("memo_update", nodes["memo_update"])
+        graph.add_node("summary_fold", nodes["summary_fold"])
         graph.add_node("lite_prune", nodes["lite_prune"])
         graph.add_conditional_edges(
-            "memo_update", _route_chunks, {NEXT_CHUNK: "memo_update", CHUNKS_DONE: "lite_prune"}
+            "memo_update", _route_chunks, {NEXT_CHUNK: "memo_update", CHUNKS_DONE: "summary_fold"}
         )
+        graph.add_edge("summary_fold", "lite_prune")
         graph.add_edge("lite_prune", END)
 
     def route_decision(state: SessionState) -> str:

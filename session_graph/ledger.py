@@ -1,37 +1,58 @@
-"""The session's running accounting: message positions, sizes and window totals.
+"""The session's running accounting: message positions, sizes, tokens and window totals.
 
 Everything here is derived from the state and rebuilt from it after a resize or a load;
-per message it costs O(size of the message), never O(history).
+per message it costs O(size of the message), never O(history): each message is measured
+once (chars always, tokens when a token counter is in use) and the totals are running sums.
 """
 
 from __future__ import annotations
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph.errors import MessageError
 from session_graph.messages import role_of
+from session_graph.settings import Limits
 from session_graph.sizing import SizeCache
 from session_graph.state import SessionState
+from session_graph.tokens import CharCounter, CostRules, TokenCounter, counter_for, message_tokens
 from session_graph.window import WindowTotals
 
 __all__ = ["Ledger"]
 
 
 class Ledger:
-    """Positions of messages in the full history, their sizes, and the window totals."""
+    """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_index", "size", "totals")
+    __slots__ = ("_counter_key", "_index", "counter", "rules", "size", "tokens", "totals")
 
     def __init__(self, state: SessionState) -> None:
         self._index: dict[str, int] = {}
         self.size = SizeCache()
+        self.counter: TokenCounter = CharCounter()
+        self.rules = CostRules()
+        self.tokens: SizeCache | None = None
+        self._counter_key: object = None
         self.totals = WindowTotals()
         self.rebuild(state, reindex=True)
 
+    # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
         """Where a message sits in the full history, or None if it is not there."""
         return self._index.get(message.id or "")
 
+    def token_count(self, message: BaseMessage) -> int:
+        """Tokens of one message with the counter in use (its chars when there is none)."""
+        return self.tokens(message) if self.tokens is not None else self.size(message)
+
+    def fixed_tokens(self, state: SessionState, limits: Limits) -> int:
+        """Tokens every request spends outside the window: system prompt, reserve, priming."""
+        system = system_prompt(state)
+        window = state.current_chat_history
+        outside = system is not None and not (window and window[0] is system)
+        reserve = limits.reserve_tokens if (limits.summary_enabled or limits.memo_enabled) else 0
+        return (self.token_count(system) if outside and system is not None else 0) + reserve + limits.reply_priming
+
+    # -- updates -----------------------------------------------------------------------------
     def check_new(self, message: BaseMessage, session_id: str) -> None:
         """Refuse a message whose id is already in the history."""
         if message.id in self._index:
@@ -43,15 +64,45 @@ class Ledger:
     def add(self, message: BaseMessage, position: int) -> str:
         """Account for one appended message; returns its role."""
         role = role_of(message)
-        size = self.size(message)
         self._index[message.id or ""] = position
-        self.totals = self.totals.add(role, size)
+        tokens = self.tokens(message) if self.tokens is not None else 0
+        self.totals = self.totals.add(role, self.size(message), tokens)
         return role
+
+    def sync(self, state: SessionState, limits: Limits) -> None:
+        """Switch token counters when the settings asked for another one (recounts the window)."""
+        key = (limits.counter, limits.per_message, limits.per_name)
+        if key == self._counter_key:
+            return
+        self._counter_key = key
+        self.rules = CostRules(per_message=limits.per_message, per_name=limits.per_name, reply_priming=limits.reply_priming)
+        if limits.counter is None:
+            self.counter, self.tokens = CharCounter(), None
+        else:
+            encoding, model, approximate = limits.counter
+            counter = counter_for(encoding=encoding, model=model, approximate=approximate)
+            rules = self.rules
+            self.counter = counter
+            self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))
+        self.rebuild(state, reindex=False)
 
     def rebuild(self, state: SessionState, *, reindex: bool) -> None:
         """Recompute the window totals (and, if the full history was replaced, the index)."""
         if reindex:
             self._index = {m.id: i for i, m in enumerate(state.full_chat_history) if m.id}
             self.size = SizeCache()
+            if self.tokens is not None:
+                counter, rules = self.counter, self.rules
+                self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))
         window = state.current_chat_history
-        self.totals = WindowTotals.of([role_of(m) for m in window], [self.size(m) for m in window])
+        self.totals = WindowTotals.of(
+            [role_of(m) for m in window],
+            [self.size(m) for m in window],
+            [self.tokens(m) for m in window] if self.tokens is not None else None,
+        )
+
+
+def system_prompt(state: SessionState) -> BaseMessage | None:
+    """The system prompt: the first message of the full history, if it is a system message."""
+    full = state.full_chat_history
+    return full[0] if full and isinstance(full[0], SystemMessage) else None

@@ -4,6 +4,7 @@ The default policy reads the running window totals, never the history, so judgin
 O(1) per turn. Its order, highest severity first:
 
 1. window chars >= limit          -> ``{"type": "deep", "reason": "max_messages_text_length", "severity": 100}``
+   window + fixed tokens > budget -> ``{"type": "deep", "reason": "max_tokens", "severity": 100}``
 2. window messages > limit        -> ``{"type": "lite", "reason": "max_keep_messages_count", "severity": 50}``
 3. turns since last resize >= N   -> ``{"type": "lite", "reason": "every_n_turns", "severity": 10}``
 4. otherwise None.
@@ -38,11 +39,20 @@ class Decision(TypedDict):
 PolicyHandler = Callable[..., "str | Mapping[str, Any] | Awaitable[str | Mapping[str, Any] | None] | None"]
 
 
-def default_policy(totals: WindowTotals, turns: int, last_resize_turn: int, limits: Limits) -> Decision | None:
-    """The default policy on running totals (see the module docstring)."""
-    over_chars, over_messages = totals.prunable(limits.chars, limits.messages)
+def default_policy(
+    totals: WindowTotals, turns: int, last_resize_turn: int, limits: Limits, fixed_tokens: int = 0
+) -> Decision | None:
+    """The default policy on running totals (see the module docstring).
+
+    ``fixed_tokens`` is what every request spends outside the window (system prompt,
+    summary reserve, reply priming); the window's room under a token budget is the rest.
+    """
+    token_room = max(1, limits.tokens - fixed_tokens) if limits.tokens else 0
+    over_chars, over_messages, over_tokens = totals.prunable(limits.chars, limits.messages, token_room)
     if over_chars:
         return {"type": "deep", "reason": "max_messages_text_length", "severity": 100}
+    if over_tokens:
+        return {"type": "deep", "reason": "max_tokens", "severity": 100}
     if over_messages:
         return {"type": "lite", "reason": "max_keep_messages_count", "severity": 50}
     if limits.every_n_turns and turns - last_resize_turn >= limits.every_n_turns:

@@ -37,7 +37,11 @@ from session_graph.state import (
     ResizeContext,
     ResizeHandler,
     SessionState,
+    SummaryHandler,
 )
+from session_graph.summary import ModelSummarizer
+from session_graph.tokens import TokenCounter
+from session_graph.view import SessionView, build_view
 from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
@@ -62,8 +66,9 @@ class Session:
         resize_handlers: ``{type: (full, current, memo, settings) -> (full, current, memo)}``.
         attachment_summary_handler: ``(message) -> list[dict]``.
         memo_update_handler: ``(memo, messages, attachments, settings) -> dict``.
-        model: a langchain-core chat model that updates the memo in memo mode
-            (an explicit ``memo_update_handler`` takes precedence).
+        model: a langchain-core chat model that updates the memo in memo mode and the
+            summary in summary mode (explicit handlers take precedence).
+        summary_handler: ``(summary, messages, settings) -> str``, for summary mode.
 
     Example:
         >>> session = Session(settings={"session.limit": {"chars": 60}})
@@ -83,6 +88,7 @@ class Session:
         attachment_summary_handler: AttachmentSummaryHandler | None = None,
         memo_update_handler: MemoUpdateHandler | None = None,
         model: BaseChatModel | None = None,
+        summary_handler: SummaryHandler | None = None,
     ) -> None:
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError(f"the session id must be a non-empty string, got {id!r}.")
@@ -101,6 +107,8 @@ class Session:
             raise ConfigurationError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}.")
         self.model = model
         self._model_updater = ModelMemoUpdater(model) if model is not None else None
+        self._model_summarizer = ModelSummarizer(model) if model is not None else None
+        self._summary_handler = _callable(summary_handler, "summary handler")
         self._resizing = False
         self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
         self._install(
@@ -227,6 +235,11 @@ class Session:
         self._memo_update = _callable(memo_update_handler, "memo update handler")
         return self
 
+    def set_summary_handler(self, summary_handler: SummaryHandler | None) -> Self:
+        """Replace the summary fold of summary mode: ``(summary, messages, settings) -> str``."""
+        self._summary_handler = _callable(summary_handler, "summary handler")
+        return self
+
     def override_node(self, name: str, node: Callable[..., Any] | None) -> Self:
         """Replace one built-in node of the resize graph (None restores it)."""
         overrides = {k: v for k, v in self._overrides.items() if k != name}
@@ -235,6 +248,22 @@ class Session:
         build_resize_graph(resize_types=self._resize_handlers, overrides=overrides)  # validates
         self._overrides = overrides
         return self
+
+    # -- what the model sees -------------------------------------------------------------
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter in use (``counter.name`` says which; ``chars`` without a token budget)."""
+        self._ledger.sync(self._state, self._state.settings.resolved())
+        return self._ledger.counter
+
+    def view(self) -> SessionView:
+        """Exactly the messages to send to a model: system prompt, summary or memo, window.
+
+        Under ``session.limit.tokens`` its ``tokens`` never exceed the budget.
+        """
+        limits = self._state.settings.resolved()
+        self._ledger.sync(self._state, limits)
+        return build_view(self._state, self._ledger, limits)
 
     @property
     def graph(self) -> CompiledStateGraph:
@@ -258,6 +287,7 @@ class Session:
         """
         message = to_message(message)
         state = self._state
+        self._ledger.sync(state, state.settings.resolved())
         self._ledger.check_new(message, state.id)
         role = self._ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
@@ -275,7 +305,10 @@ class Session:
         return await maybe_await(self._judge(force))
 
     def _judge(self, force: Force) -> Any:
-        return judge_state(force, self._policy, self._state, self._ledger.totals)
+        state = self._state
+        limits = state.settings.resolved()
+        self._ledger.sync(state, limits)
+        return judge_state(force, self._policy, state, self._ledger.totals, self._ledger.fixed_tokens(state, limits))
 
     def resize(self, force: Force = False) -> list[BaseMessage]:
         """Run the resize graph; returns the new window.
@@ -297,16 +330,25 @@ class Session:
             self._resizing = False
 
     async def _resize(self, force: Force) -> list[BaseMessage]:
-        state, before = self._state, self._ledger.totals
+        state = self._state
+        limits = state.settings.resolved()
+        ledger = self._ledger
+        ledger.sync(state, limits)
+        before = ledger.totals
         context = ResizeContext(
             force=force,
             policy=self._policy,
             resize_handlers=dict(self._resize_handlers),
             attachment_summary=self._attachment_summary or summarize_attachments,
             memo_update=self._memo_update or self._model_updater,
-            size=self._ledger.size,
-            index_of=self._ledger.index_of,
+            size=ledger.size,
+            index_of=ledger.index_of,
             totals=before,
+            tokens=ledger.token_count,
+            fixed_tokens=ledger.fixed_tokens(state, limits),
+            counter=ledger.counter if ledger.tokens is not None else None,
+            rules=ledger.rules,
+            summarize=self._summary_handler or self._model_summarizer,
         )
         outcome = await run_resize(self.graph, state, context)
         if outcome.state is None or outcome.decision is None:
@@ -337,6 +379,7 @@ class Session:
         else:
             ledger = self._ledger
             ledger.rebuild(state, reindex=False)
+        ledger.sync(state, state.settings.resolved())
         self._ledger = ledger
         self._state = state
 

@@ -50,6 +50,15 @@ class Limits:
         memo_enabled: whether resizes fold messages into the memo.
         instruct: the memo-update instructions.
         prune_chars: the size a prune cuts the window to (``chars`` x ``prune_to_ratio``).
+        tokens: the token budget of what is sent to the model; 0 disables.
+        prune_tokens: the token budget a prune cuts to (``tokens`` x ``prune_to_ratio``).
+        counter: which token counter: ``(encoding, model, approximate)``, or None for chars.
+        per_message: tokens each message adds (OpenAI: 3).
+        per_name: tokens a ``name`` adds (OpenAI: 1).
+        reply_priming: tokens each request adds (OpenAI: 3).
+        summary_enabled: whether messages leaving the window are folded into a summary.
+        reserve_tokens: tokens kept for the summary or memo message in the view.
+        summary_prompt: a replacement for the summary fold prompt, or None.
     """
 
     chars: int
@@ -59,6 +68,15 @@ class Limits:
     memo_enabled: bool
     instruct: tuple[str, ...]
     prune_chars: int = 0
+    tokens: int = 0
+    prune_tokens: int = 0
+    counter: tuple[str | None, str | None, bool] | None = None
+    per_message: int = 3
+    per_name: int = 1
+    reply_priming: int = 3
+    summary_enabled: bool = False
+    reserve_tokens: int = 512
+    summary_prompt: str | None = None
 
 
 def _ratio(key: str, value: Any) -> None:
@@ -77,8 +95,18 @@ def _opt_bool(key: str, value: Any) -> None:
 
 
 def _mode(key: str, value: Any) -> None:
-    if value not in ("lite", "memo"):
-        raise SettingsError(f"{key} must be 'lite' or 'memo', got {value!r}.")
+    if value not in ("lite", "memo", "summary"):
+        raise SettingsError(f"{key} must be 'lite', 'memo' or 'summary', got {value!r}.")
+
+
+def _opt_str(key: str, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise SettingsError(f"{key} must be a non-empty string or None, got {value!r}.")
+
+
+def _count(key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SettingsError(f"{key} must be a whole number >= 0, got {value!r}.")
 
 
 def _instruct(key: str, value: Any) -> None:
@@ -91,9 +119,9 @@ def _limit(key: str, value: Any) -> None:
         return
     if not isinstance(value, Mapping):
         raise SettingsError(f"{key} must be a dict like {{'chars': 4000, 'messages': 40}} or None, got {value!r}.")
-    unknown = set(value) - {"chars", "messages"}
+    unknown = set(value) - {"chars", "messages", "tokens"}
     if unknown:
-        raise SettingsError(f"{key} takes only 'chars' and 'messages', got {sorted(unknown)}.")
+        raise SettingsError(f"{key} takes only 'chars', 'messages' and 'tokens', got {sorted(unknown)}.")
     for name, item in value.items():
         _opt_count(f"{key}.{name}", item)
 
@@ -109,9 +137,28 @@ _VALIDATORS: dict[str, Callable[[str, Any], None]] = {
     "session.limit": _limit,
     "session.limit.chars": _opt_count,
     "session.limit.messages": _opt_count,
+    "session.limit.tokens": _opt_count,
+    "session.tokens.encoding": _opt_str,
+    "session.tokens.model": _opt_str,
+    "session.tokens.approximate": _opt_bool,
+    "session.tokens.per_message": _count,
+    "session.tokens.per_name": _count,
+    "session.tokens.reply_priming": _count,
+    "session.summary.reserve_tokens": _count,
+    "session.summary.prompt": _opt_str,
 }
 # Keys the spec documents as "unset" by default: reading them gives None, not KeyError.
-_KNOWN_UNSET = ("session.memo.enabled", "session.limit", "session.limit.chars", "session.limit.messages")
+_KNOWN_UNSET = (
+    "session.memo.enabled",
+    "session.limit",
+    "session.limit.chars",
+    "session.limit.messages",
+    "session.limit.tokens",
+    "session.tokens.encoding",
+    "session.tokens.model",
+    "session.tokens.approximate",
+    "session.summary.prompt",
+)
 
 
 def _defaults() -> dict[str, Any]:
@@ -125,6 +172,8 @@ def _defaults() -> dict[str, Any]:
                 "prune_to_ratio": 1.0,
             },
             "memo": {"instruct": list(DEFAULT_MEMO_INSTRUCT)},
+            "tokens": {"per_message": 3, "per_name": 1, "reply_priming": 3},
+            "summary": {"reserve_tokens": 512},
         }
     }
 
@@ -233,13 +282,26 @@ class SessionSettings:
             mode = get("session.mode")
             enabled = get("session.memo.enabled")
             ratio = get("session.resize.prune_to_ratio")
+            tokens = limit.get("tokens") or 0
+            encoding, model = get("session.tokens.encoding"), get("session.tokens.model")
+            approximate = bool(get("session.tokens.approximate"))
+            wants_tokens = bool(tokens or encoding or model or approximate)
             self._resolved = Limits(
+                tokens=tokens,
+                prune_tokens=int(tokens * ratio),
+                counter=(encoding, model, approximate) if wants_tokens else None,
+                per_message=get("session.tokens.per_message"),
+                per_name=get("session.tokens.per_name"),
+                reply_priming=get("session.tokens.reply_priming"),
+                summary_enabled=mode == "summary",
+                reserve_tokens=get("session.summary.reserve_tokens"),
+                summary_prompt=get("session.summary.prompt"),
                 prune_chars=int((chars or 0) * ratio),
                 chars=chars or 0,
                 messages=messages or 0,
                 every_n_turns=get("session.resize.every_n_turns") or 0,
                 mode=mode,
-                memo_enabled=(mode == "memo") if enabled is None else enabled,
+                memo_enabled=(mode == "memo") if enabled is None else enabled and mode != "summary",
                 instruct=tuple(get("session.memo.instruct")),
             )
         return self._resolved

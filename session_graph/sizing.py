@@ -8,6 +8,7 @@ their names and arguments: a tool-calling reply with empty text is not free for 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import json
 from typing import Any
 
@@ -49,15 +50,16 @@ def message_chars(message: BaseMessage) -> int:
 
 
 class SizeCache:
-    """Sizes of messages by id, each computed once.
+    """Measures of messages by id, each computed once (chars by default, or any measure).
 
-    A cached size is reused only for the very object it was computed from, so a handler
+    A cached value is reused only for the very object it was computed from, so a handler
     that returns an edited copy under the same id is measured afresh.
     """
 
-    __slots__ = ("_sizes",)
+    __slots__ = ("_measure", "_sizes")
 
-    def __init__(self) -> None:
+    def __init__(self, measure: Callable[[BaseMessage], int] | None = None) -> None:
+        self._measure = measure or message_chars
         self._sizes: dict[str, tuple[BaseMessage, int]] = {}
 
     def __call__(self, message: BaseMessage) -> int:
@@ -65,7 +67,7 @@ class SizeCache:
         cached = self._sizes.get(key)
         if cached is not None and cached[0] is message:
             return cached[1]
-        size = message_chars(message)
+        size = self._measure(message)
         if key:
             self._sizes[key] = (message, size)
         return size

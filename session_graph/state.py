@@ -20,6 +20,7 @@ from session_graph.errors import MemoUpdateError
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.settings import SessionSettings
 from session_graph.sizing import message_chars
+from session_graph.tokens import CostRules, TokenCounter
 from session_graph.window import WindowTotals
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ResizeContext",
     "ResizeHandler",
     "SessionState",
+    "SummaryHandler",
 ]
 
 ResizeHandler = Callable[..., Any]
@@ -35,6 +37,8 @@ ResizeHandler = Callable[..., Any]
 AttachmentSummaryHandler = Callable[[BaseMessage], "list[dict[str, Any]] | Awaitable[list[dict[str, Any]]]"]
 MemoUpdateHandler = Callable[..., "dict[str, Any] | Awaitable[dict[str, Any]]"]
 """``(memo, messages, attachments, settings) -> memo``, sync or async."""
+SummaryHandler = Callable[..., "str | Awaitable[str]"]
+"""``(summary, messages, settings) -> summary``, sync or async."""
 
 
 @dataclass
@@ -87,6 +91,11 @@ class ResizeContext:
         size: the size of a message (cached per message by the session).
         index_of: the index of a message in the full history, or None if it is not there.
         totals: the running window totals the default policy reads.
+        tokens: the tokens of a message with the counter in use (its chars without one).
+        fixed_tokens: tokens every request spends outside the window (system prompt, reserve, priming).
+        counter: the token counter in use, or None when the session counts chars.
+        rules: the per-message cost rules of the counter.
+        summarize: the summary handler, or None when no model or handler is set.
     """
 
     force: Any = False
@@ -97,3 +106,8 @@ class ResizeContext:
     size: Callable[[BaseMessage], int] = message_chars
     index_of: Callable[[BaseMessage], int | None] = _no_index
     totals: WindowTotals = field(default_factory=WindowTotals)
+    tokens: Callable[[BaseMessage], int] = message_chars
+    fixed_tokens: int = 0
+    counter: TokenCounter | None = None
+    rules: CostRules = field(default_factory=CostRules)
+    summarize: SummaryHandler | None = None

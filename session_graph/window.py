@@ -25,37 +25,46 @@ class WindowTotals:
         count: messages in the window.
         tail_chars: characters of the newest unit (which a prune always keeps).
         tail_count: messages in the newest unit.
+        tokens: tokens of the whole window (0 when no token counter is in use).
+        tail_tokens: tokens of the newest unit.
     """
 
     chars: int = 0
     count: int = 0
     tail_chars: int = 0
     tail_count: int = 0
+    tokens: int = 0
+    tail_tokens: int = 0
 
-    def add(self, role: str, size: int) -> WindowTotals:
+    def add(self, role: str, size: int, tokens: int = 0) -> WindowTotals:
         """The totals after one more message (a tool result joins the newest unit)."""
         if role == "tool" and self.count:
-            return WindowTotals(self.chars + size, self.count + 1, self.tail_chars + size, self.tail_count + 1)
-        return WindowTotals(self.chars + size, self.count + 1, size, 1)
+            return WindowTotals(
+                self.chars + size, self.count + 1, self.tail_chars + size, self.tail_count + 1,
+                self.tokens + tokens, self.tail_tokens + tokens,
+            )
+        return WindowTotals(self.chars + size, self.count + 1, size, 1, self.tokens + tokens, tokens)
 
     @classmethod
-    def of(cls, roles: Sequence[str], sizes: Sequence[int]) -> WindowTotals:
+    def of(cls, roles: Sequence[str], sizes: Sequence[int], tokens: Sequence[int] | None = None) -> WindowTotals:
         """Totals of a whole window, O(len(window)); used after a resize."""
         totals = cls()
-        for role, size in zip(roles, sizes, strict=True):
-            totals = totals.add(role, size)
+        for index, (role, size) in enumerate(zip(roles, sizes, strict=True)):
+            totals = totals.add(role, size, tokens[index] if tokens is not None else 0)
         return totals
 
-    def prunable(self, chars: int, messages: int) -> tuple[bool, bool]:
-        """Whether a prune could shrink the window for (chars, messages) limits.
+    def prunable(self, chars: int, messages: int, tokens: int = 0) -> tuple[bool, bool, bool]:
+        """Whether a prune could shrink the window for (chars, messages, tokens) limits.
 
         A window that is just its newest unit cannot shrink, so an oversized single message
-        never makes the policy fire on every turn.
+        never makes the policy fire on every turn. ``tokens`` is the budget left for the
+        window (after the system prompt, the summary reserve and the reply priming).
         """
         more_than_tail = self.count > self.tail_count
         return (
             bool(chars) and self.chars >= chars and more_than_tail,
             bool(messages) and self.count > messages and more_than_tail,
+            tokens > 0 and self.tokens > tokens and more_than_tail,
         )
 
 
@@ -88,6 +97,8 @@ def plan_prune(
     chars: int,
     messages: int,
     pinned_from: int | None = None,
+    tokens: Sequence[int] | None = None,
+    max_tokens: int = 0,
 ) -> PrunePlan:
     """Keep the newest whole units that fit both limits, starting at a turn where it can.
 
@@ -97,6 +108,8 @@ def plan_prune(
         chars: the window must stay under this many characters (0: no limit).
         messages: the window keeps at most this many messages (0: no limit).
         pinned_from: first index the memo has not covered yet; nothing from there on is cut.
+        tokens: tokens of each window message, when a token budget applies.
+        max_tokens: the window keeps at most this many tokens (0: no limit).
 
     The newest unit is always kept, even when it alone breaks a limit. The cut is then
     moved to the first user message inside the kept part when there is one, so the window
@@ -104,17 +117,21 @@ def plan_prune(
     """
     n = len(roles)
     starts = unit_starts(roles)
-    keep_from, kept_chars, kept_count = n, 0, 0
+    keep_from, kept_chars, kept_count, kept_tokens = n, 0, 0, 0
     for index in range(len(starts) - 1, -1, -1):
         start = starts[index]
         end = starts[index + 1] if index + 1 < len(starts) else n
         unit_chars = sum(sizes[start:end])
         unit_count = end - start
+        unit_tokens = sum(tokens[start:end]) if tokens is not None else 0
         if keep_from < n and (
-            (chars and kept_chars + unit_chars >= chars) or (messages and kept_count + unit_count > messages)
+            (chars and kept_chars + unit_chars >= chars)
+            or (messages and kept_count + unit_count > messages)
+            or (max_tokens and kept_tokens + unit_tokens > max_tokens)
         ):
             break
         keep_from, kept_chars, kept_count = start, kept_chars + unit_chars, kept_count + unit_count
+        kept_tokens += unit_tokens
     if keep_from < n and roles[keep_from] not in _BOUNDARY_ROLES:
         boundary = next((i for i in range(keep_from + 1, n) if roles[i] in _BOUNDARY_ROLES), None)
         if boundary is not None:

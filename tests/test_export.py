@@ -85,7 +85,7 @@ def test_non_dict_documents_are_type_errors(value: str) -> None:
         ({"turns": -1}, "'turns' must be a whole number"),
         ({"memo_cursor": 99}, "full history has only"),
         ({"last_resize_turn": 50}, "after 'turns'"),
-        ({"settings": {"session": {"mode": "heavy"}}}, "'lite' or 'memo'"),
+        ({"settings": {"session": {"mode": "heavy"}}}, "'lite', 'memo' or 'summary'"),
         ({"settings": {"provider": {"api_key": "sk"}}}, "outside the 'session.' namespace"),
         ({"id": 7}, "'id' must be a non-empty string"),
     ],

@@ -35,7 +35,7 @@ def test_graph_nodes_and_labelled_edges() -> None:
     graph = build_resize_graph().get_graph()
     assert set(NODE_NAMES) <= set(graph.nodes)
     labels = {(e.source, e.target): e.data for e in graph.edges if e.conditional}
-    assert labels[("judge", "attachment_summary")] == "deep: chars at limit (100)"
+    assert labels[("judge", "attachment_summary")] == "deep: chars or tokens at limit (100)"
     assert labels[("judge", "memo_update")] == "lite: messages (50) / turns (10)"
     assert labels[("judge", "__end__")] == "no resize"
     assert labels[("memo_update", "memo_update")] == "next chunk"

@@ -89,7 +89,7 @@ def test_lite_windows_keep_every_invariant(history: list[list[BaseMessage]], cha
             if decision is not None:
                 over_limits_only_as_one_unit(session)
                 limits = session.settings.resolved()  # a resize leaves nothing for the limits to fire on
-                assert session.window_totals.prunable(limits.chars, limits.messages) == (False, False)
+                assert session.window_totals.prunable(limits.chars, limits.messages) == (False, False, False)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

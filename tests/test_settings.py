@@ -83,10 +83,10 @@ def test_configure_and_sugar() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "words"),
     [
-        ("session.mode", "heavy", "'lite' or 'memo'"),
+        ("session.mode", "heavy", "'lite', 'memo' or 'summary'"),
         ("session.resize.every_n_turns", -1, ">= 0"),
         ("session.resize.every_n_turns", True, ">= 0"),
-        ("session.limit", {"tokens": 5}, "only 'chars' and 'messages'"),
+        ("session.limit", {"bytes": 5}, "only 'chars', 'messages' and 'tokens'"),
         ("session.limit", [1, 2], "must be a dict"),
         ("session.memo.enabled", "yes", "True, False or None"),
         ("session.memo.instruct", "one string", "list of instruction strings"),

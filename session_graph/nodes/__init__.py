@@ -5,5 +5,6 @@ from session_graph.nodes.deep_chunk import deep_chunk
 from session_graph.nodes.judge import judge
 from session_graph.nodes.lite_prune import lite_prune
 from session_graph.nodes.memo_update import memo_update
+from session_graph.nodes.summary_fold import summary_fold
 
-__all__ = ["attachment_summary", "deep_chunk", "judge", "lite_prune", "memo_update"]
+__all__ = ["attachment_summary", "deep_chunk", "judge", "lite_prune", "memo_update", "summary_fold"]

@@ -12,17 +12,19 @@ from session_graph.state import ResizeContext, SessionState
 from session_graph.window import WindowTotals
 
 
-def judge_state(force: Any, policy: PolicyHandler | None, state: SessionState, totals: WindowTotals) -> Any:
+def judge_state(
+    force: Any, policy: PolicyHandler | None, state: SessionState, totals: WindowTotals, fixed_tokens: int = 0
+) -> Any:
     """The decision for a state: a Decision, None, or an awaitable of one (async policies)."""
     return decide(
         force,
         policy,
         lambda: (state.full_chat_history, state.current_chat_history, state.settings),
-        lambda: default_policy(totals, state.turns, state.last_resize_turn, state.settings.resolved()),
+        lambda: default_policy(totals, state.turns, state.last_resize_turn, state.settings.resolved(), fixed_tokens),
     )
 
 
 async def judge(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
     """Record the decision for this run in ``state.decision``."""
     ctx = runtime.context
-    return {"decision": await maybe_await(judge_state(ctx.force, ctx.policy, state, ctx.totals))}
+    return {"decision": await maybe_await(judge_state(ctx.force, ctx.policy, state, ctx.totals, ctx.fixed_tokens))}

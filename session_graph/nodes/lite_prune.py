@@ -8,29 +8,42 @@ from langgraph.runtime import Runtime
 
 from session_graph.messages import role_of
 from session_graph.state import ResizeContext, SessionState
-from session_graph.window import plan_prune
+from session_graph.window import PrunePlan, plan_prune
 
 
-def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
-    """Keep the newest whole units under both limits (see ``window.plan_prune``).
+def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) -> PrunePlan:
+    """The cut for this state: char, message and token limits, pinned at the memo cursor.
 
-    The char limit used is ``Limits.prune_chars`` (the limit times ``prune_to_ratio``).
+    Under a token budget the room is the budget (times ``prune_to_ratio``) less what every
+    request spends outside the window (system prompt, summary reserve, reply priming).
     """
-    ctx = runtime.context
     limits = state.settings.resolved()
     window = state.current_chat_history
     pinned_from = None
-    if limits.memo_enabled:
+    if pinned and (limits.memo_enabled or limits.summary_enabled):
         for position, message in enumerate(window):
             index = ctx.index_of(message)
             if index is not None and index >= state.memo_cursor:
                 pinned_from = position
                 break
-    plan = plan_prune(
+        else:
+            pinned_from = len(window) if window else None
+    token_room = max(1, limits.prune_tokens - ctx.fixed_tokens) if limits.tokens else 0
+    return plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
         chars=limits.prune_chars,
         messages=limits.messages,
         pinned_from=pinned_from,
+        tokens=[ctx.tokens(m) for m in window] if token_room else None,
+        max_tokens=token_room,
     )
-    return {"current_chat_history": window[plan.keep_from :]}
+
+
+def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+    """Keep the newest whole units under every limit (see ``window.plan_prune``).
+
+    The char limit used is ``Limits.prune_chars`` (the limit times ``prune_to_ratio``).
+    """
+    plan = prune_plan(state, runtime.context)
+    return {"current_chat_history": state.current_chat_history[plan.keep_from :]}
