@@ -16,7 +16,7 @@ from session_graph.window import unit_starts
 
 __all__ = ["BudgetPlan", "plan_budget"]
 
-_BOUNDARY_ROLES = frozenset({"user", "system"})
+_BOUNDARY_ROLES = frozenset({"user"})
 
 
 @dataclass(frozen=True, slots=True)

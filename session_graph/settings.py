@@ -114,6 +114,12 @@ def _instruct(key: str, value: Any) -> None:
         raise SettingsError(f"{key} must be a list of instruction strings, got {value!r}.")
 
 
+def _token_budget(key: str, value: Any) -> None:
+    _opt_count(key, value)
+    if value and value < 32:
+        raise SettingsError(f"{key} must be 0/None (no budget) or at least 32 tokens, got {value!r}.")
+
+
 def _limit(key: str, value: Any) -> None:
     if value is None:
         return
@@ -123,7 +129,7 @@ def _limit(key: str, value: Any) -> None:
     if unknown:
         raise SettingsError(f"{key} takes only 'chars', 'messages' and 'tokens', got {sorted(unknown)}.")
     for name, item in value.items():
-        _opt_count(f"{key}.{name}", item)
+        (_token_budget if name == "tokens" else _opt_count)(f"{key}.{name}", item)
 
 
 _VALIDATORS: dict[str, Callable[[str, Any], None]] = {
@@ -137,7 +143,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], None]] = {
     "session.limit": _limit,
     "session.limit.chars": _opt_count,
     "session.limit.messages": _opt_count,
-    "session.limit.tokens": _opt_count,
+    "session.limit.tokens": _token_budget,
     "session.tokens.encoding": _opt_str,
     "session.tokens.model": _opt_str,
     "session.tokens.approximate": _opt_bool,

@@ -136,4 +136,20 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits) -> SessionVi
         kept.append(message)
     messages = [m for m in (system, extra) if m is not None] + kept
     total = sum(measure(m) for m in messages) + limits.reply_priming
+    if total > budget:
+        # A cut message can stay over its share when its fixed part (overhead, tool ids)
+        # is: keep the turn's user message alone, then drop the summary/memo message.
+        users = [i for i in plan.keep if roles[i] == "user"]
+        kept = [window[users[-1]]] if users else []
+        truncated = [t for t in truncated if system is not None and t == system.id]
+        for candidate in ([system, extra], [system]):
+            messages = [m for m in candidate if m is not None] + kept
+            total = sum(measure(m) for m in messages) + limits.reply_priming
+            if total <= budget:
+                break
+        if total > budget and kept:  # the user message itself, cut to what is left
+            left = budget - total + measure(kept[0])
+            messages[-1] = truncate_message(kept[0], left, measure)
+            truncated.append(kept[0].id or "")
+            total = sum(measure(m) for m in messages) + limits.reply_priming
     return SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated), plan.elided)

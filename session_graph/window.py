@@ -27,6 +27,8 @@ class WindowTotals:
         tail_count: messages in the newest unit.
         tokens: tokens of the whole window (0 when no token counter is in use).
         tail_tokens: tokens of the newest unit.
+        turn_count: messages since the newest user message (the current turn), which a
+            prune under a token budget always keeps.
     """
 
     chars: int = 0
@@ -35,15 +37,17 @@ class WindowTotals:
     tail_count: int = 0
     tokens: int = 0
     tail_tokens: int = 0
+    turn_count: int = 0
 
     def add(self, role: str, size: int, tokens: int = 0) -> WindowTotals:
         """The totals after one more message (a tool result joins the newest unit)."""
+        turn = 1 if role == "user" else self.turn_count + 1
         if role == "tool" and self.count:
             return WindowTotals(
                 self.chars + size, self.count + 1, self.tail_chars + size, self.tail_count + 1,
-                self.tokens + tokens, self.tail_tokens + tokens,
+                self.tokens + tokens, self.tail_tokens + tokens, turn,
             )
-        return WindowTotals(self.chars + size, self.count + 1, size, 1, self.tokens + tokens, tokens)
+        return WindowTotals(self.chars + size, self.count + 1, size, 1, self.tokens + tokens, tokens, turn)
 
     @classmethod
     def of(cls, roles: Sequence[str], sizes: Sequence[int], tokens: Sequence[int] | None = None) -> WindowTotals:
@@ -64,7 +68,7 @@ class WindowTotals:
         return (
             bool(chars) and self.chars >= chars and more_than_tail,
             bool(messages) and self.count > messages and more_than_tail,
-            tokens > 0 and self.tokens > tokens and more_than_tail,
+            tokens > 0 and self.tokens > tokens and self.count > max(self.tail_count, self.turn_count),
         )
 
 
@@ -99,6 +103,7 @@ def plan_prune(
     pinned_from: int | None = None,
     tokens: Sequence[int] | None = None,
     max_tokens: int = 0,
+    keep_turn: bool = False,
 ) -> PrunePlan:
     """Keep the newest whole units that fit both limits, starting at a turn where it can.
 
@@ -110,6 +115,7 @@ def plan_prune(
         pinned_from: first index the memo has not covered yet; nothing from there on is cut.
         tokens: tokens of each window message, when a token budget applies.
         max_tokens: the window keeps at most this many tokens (0: no limit).
+        keep_turn: never cut past the newest user message (the window under a token budget).
 
     The newest unit is always kept, even when it alone breaks a limit. The cut is then
     moved to the first user message inside the kept part when there is one, so the window
@@ -138,6 +144,10 @@ def plan_prune(
             keep_from = boundary
     while keep_from < n - 1 and roles[keep_from] == "tool":
         keep_from += 1
+    if keep_turn:
+        newest_user = next((i for i in range(n - 1, -1, -1) if roles[i] == "user"), None)
+        if newest_user is not None and newest_user < keep_from:
+            keep_from = newest_user
     pinned = pinned_from is not None and pinned_from < keep_from
     if pinned:
         keep_from = pinned_from

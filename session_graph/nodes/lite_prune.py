@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from session_graph.ledger import system_prompt
 from session_graph.messages import role_of
 from session_graph.state import ResizeContext, SessionState
 from session_graph.window import PrunePlan, plan_prune
@@ -19,6 +20,10 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
     """
     limits = state.settings.resolved()
     window = state.current_chat_history
+    # Under a token budget the system prompt travels in the view, outside the window.
+    system = system_prompt(state) if limits.tokens else None
+    skip = 1 if system is not None and window and window[0] is system else 0
+    window = window[skip:]
     pinned_from = None
     if pinned and (limits.memo_enabled or limits.summary_enabled):
         for position, message in enumerate(window):
@@ -28,8 +33,9 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
                 break
         else:
             pinned_from = len(window) if window else None
-    token_room = max(1, limits.prune_tokens - ctx.fixed_tokens) if limits.tokens else 0
-    return plan_prune(
+    fixed = ctx.fixed_tokens + (ctx.tokens(system) if skip and system is not None else 0)
+    token_room = max(1, limits.prune_tokens - fixed) if limits.tokens else 0
+    plan = plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
         chars=limits.prune_chars,
@@ -37,7 +43,9 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         pinned_from=pinned_from,
         tokens=[ctx.tokens(m) for m in window] if token_room else None,
         max_tokens=token_room,
+        keep_turn=bool(token_room),
     )
+    return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 
 
 def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from session_graph._aio import maybe_await
 from session_graph.errors import MemoUpdateError
+from session_graph.ledger import system_prompt
 from session_graph.nodes.lite_prune import prune_plan
 from session_graph.state import ResizeContext, SessionState
 from session_graph.summary import SUMMARY_HEADER
@@ -30,7 +31,10 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
     cut = ctx.index_of(window[plan.keep_from]) if plan.keep_from < len(window) else len(state.full_chat_history)
     if cut is None or cut <= state.memo_cursor:
         return {}
-    leaving = state.full_chat_history[state.memo_cursor : cut]
+    system = system_prompt(state)  # the system prompt stays in the view; it is never folded
+    leaving = [m for m in state.full_chat_history[state.memo_cursor : cut] if m is not system]
+    if not leaving:
+        return {"memo_cursor": cut}
     previous = state.memo.get("summary", "")
     try:
         if ctx.summarize is None:
