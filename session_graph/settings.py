@@ -6,6 +6,7 @@ by dotted key (``"session.resize.every_n_turns"``). ``set`` replaces the value a
 :class:`Limits`, resolved with the precedence rules:
 
 - ``session.limit.{chars,messages}`` (when set and not None) win over ``session.resize.*``;
+- ``session.limit.tokens`` replaces the char limit, unless ``session.limit.chars`` is set too;
 - an explicit ``session.memo.enabled`` wins over what ``session.mode`` implies;
 - a limit of 0 or None disables its check;
 - ``session.resize.prune_to_ratio`` (default 1.0, the reference behaviour) cuts the window
@@ -51,7 +52,8 @@ class Limits:
         instruct: the memo-update instructions.
         prune_chars: the size a prune cuts the window to (``chars`` x ``prune_to_ratio``).
         tokens: the token budget of what is sent to the model; 0 disables.
-        prune_tokens: the token budget a prune cuts to (``tokens`` x ``prune_to_ratio``).
+        prune_tokens: the token budget a prune cuts to (``tokens`` x ``session.tokens.prune_to_ratio``,
+            0.8 by default: the headroom spares a resize, or a summary call, on every turn).
         counter: which token counter: ``(encoding, model, approximate)``, or None for chars.
         per_message: tokens each message adds (OpenAI: 3).
         per_name: tokens a ``name`` adds (OpenAI: 1).
@@ -150,6 +152,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], None]] = {
     "session.tokens.per_message": _count,
     "session.tokens.per_name": _count,
     "session.tokens.reply_priming": _count,
+    "session.tokens.prune_to_ratio": _ratio,
     "session.summary.reserve_tokens": _count,
     "session.summary.prompt": _opt_str,
 }
@@ -178,7 +181,7 @@ def _defaults() -> dict[str, Any]:
                 "prune_to_ratio": 1.0,
             },
             "memo": {"instruct": list(DEFAULT_MEMO_INSTRUCT)},
-            "tokens": {"per_message": 3, "per_name": 1, "reply_priming": 3},
+            "tokens": {"per_message": 3, "per_name": 1, "reply_priming": 3, "prune_to_ratio": 0.8},
             "summary": {"reserve_tokens": 512},
         }
     }
@@ -280,7 +283,7 @@ class SessionSettings:
             get = self._get_or_default
             limit = get("session.limit") or {}
             chars = limit.get("chars")
-            if chars is None:
+            if chars is None and not limit.get("tokens"):  # a token budget replaces the char default
                 chars = get("session.resize.max_messages_text_length")
             messages = limit.get("messages")
             if messages is None:
@@ -294,7 +297,7 @@ class SessionSettings:
             wants_tokens = bool(tokens or encoding or model or approximate)
             self._resolved = Limits(
                 tokens=tokens,
-                prune_tokens=int(tokens * ratio),
+                prune_tokens=int(tokens * get("session.tokens.prune_to_ratio")),
                 counter=(encoding, model, approximate) if wants_tokens else None,
                 per_message=get("session.tokens.per_message"),
                 per_name=get("session.tokens.per_name"),

@@ -242,6 +242,17 @@ def _is_image(part: dict[str, Any]) -> bool:
     return kind in ("image_url", "image", "input_image")
 
 
+_ROLE_TOKENS: dict[tuple[str, str], int] = {}
+
+
+def _role_tokens(counter: TokenCounter, role: str) -> int:
+    """Tokens of a role name; there are few, so each is counted once per counter."""
+    key = (counter.name, role)
+    if key not in _ROLE_TOKENS:
+        _ROLE_TOKENS[key] = counter.count_text(role)
+    return _ROLE_TOKENS[key]
+
+
 def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules = CostRules()) -> int:
     """What one message costs: text, images, tool calls, ids, name, and the per-message overhead.
 
@@ -252,7 +263,7 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
         from session_graph.sizing import message_chars
 
         return message_chars(message)
-    total = rules.per_message + counter.count_text(role_of(message))
+    total = rules.per_message + _role_tokens(counter, role_of(message))
     for part in content_parts(message):
         if isinstance(part, str):
             total += counter.count_text(part)

@@ -9,6 +9,7 @@ exactly what langchain-core's ``trim_messages`` keeps with the same counter.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -62,11 +63,11 @@ def check_view(session: Session, appended: list[BaseMessage], budget: int) -> No
     if users:
         assert full[users[-1]].id in ids  # the newest user message is always there
         assert isinstance(body[0], HumanMessage)
-    gaps = [b for a, b in zip(positions, positions[1:], strict=False) if b != a + 1]
+    gaps = [b for a, b in itertools.pairwise(positions) if b != a + 1]
     assert len(gaps) <= 1 and (not gaps or view.elided)  # contiguous, but for an elided turn middle
     if body:
         assert positions[-1] == len(full) - 1 or view.elided or positions[-1] >= users[-1]
-    for position, message in zip(positions, body, strict=True):
+    for message in body:
         if isinstance(message, ToolMessage):
             assert any(isinstance(m, AIMessage) and any(c["id"] == message.tool_call_id for c in m.tool_calls) for m in body)
         if isinstance(message, AIMessage) and message.tool_calls:
