@@ -76,7 +76,7 @@ def test_unavailable_encodings_fall_back_out_loud(no_network: None) -> None:
 
 def test_the_estimate_is_script_aware() -> None:
     exact, approx = TiktokenCounter("cl100k_base"), ApproxTokenCounter()
-    chinese = "会话管理库把完整的历史记录保存下来，同时只把当前窗口发送给模型。" * 4  # noqa: RUF001
+    chinese = "会话管理库把完整的历史记录保存下来，同时只把当前窗口发送给模型。" * 4
     assert approx.count_text(chinese) == pytest.approx(len(chinese), rel=0.1)  # ~1 token per character
     assert len(chinese) / 4 < exact.count_text(chinese) / 3  # chars/4 is far too low on Chinese
     english = "The session keeps the full history and sends only the window to the model. " * 10
