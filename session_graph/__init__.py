@@ -6,11 +6,13 @@ from session_graph.errors import (
     DocumentError,
     DocumentTypeError,
     HandlerResultError,
+    InvalidKeyError,
     MemoUpdateError,
     MessageError,
     PolicyResultError,
     SessionGraphError,
     SettingsError,
+    StoreError,
     UnknownResizeTypeError,
 )
 from session_graph.graph import NODE_NAMES, build_resize_graph
@@ -22,36 +24,78 @@ from session_graph.session import Session
 from session_graph.settings import DEFAULT_MEMO_INSTRUCT, Limits, SessionSettings
 from session_graph.sizing import message_chars
 from session_graph.state import ResizeContext, SessionState
+from session_graph.stores import (
+    JsonlStore,
+    PostgresStore,
+    SearchHit,
+    SessionInfo,
+    SessionManager,
+    SessionStats,
+    SessionStore,
+    Snapshot,
+    SqliteStore,
+    open_store,
+)
+from session_graph.summary import ModelSummarizer
+from session_graph.tokens import (
+    ApproxTokenCounter,
+    CharCounter,
+    CostRules,
+    TiktokenCounter,
+    TokenCounter,
+    message_tokens,
+)
+from session_graph.view import SessionView
 from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
 __all__ = [
     "DEFAULT_MEMO_INSTRUCT",
     "NODE_NAMES",
+    "ApproxTokenCounter",
+    "CharCounter",
     "ConfigurationError",
+    "CostRules",
     "Decision",
     "DocumentError",
     "DocumentTypeError",
     "GraphDrawing",
     "HandlerResultError",
+    "InvalidKeyError",
+    "JsonlStore",
     "Limits",
     "MemoUpdateError",
     "MessageError",
     "ModelMemoUpdater",
+    "ModelSummarizer",
     "PolicyResultError",
+    "PostgresStore",
     "ResizeContext",
     "ResizeEvent",
+    "SearchHit",
     "Session",
     "SessionGraphError",
+    "SessionInfo",
+    "SessionManager",
     "SessionSettings",
     "SessionState",
+    "SessionStats",
+    "SessionStore",
+    "SessionView",
     "SettingsError",
+    "Snapshot",
+    "SqliteStore",
+    "StoreError",
+    "TiktokenCounter",
+    "TokenCounter",
     "UnknownResizeTypeError",
     "WindowTotals",
     "build_resize_graph",
     "default_policy",
     "draw",
     "message_chars",
+    "message_tokens",
+    "open_store",
     "summarize_attachments",
     "to_message",
 ]

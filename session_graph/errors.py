@@ -13,11 +13,13 @@ __all__ = [
     "DocumentError",
     "DocumentTypeError",
     "HandlerResultError",
+    "InvalidKeyError",
     "MemoUpdateError",
     "MessageError",
     "PolicyResultError",
     "SessionGraphError",
     "SettingsError",
+    "StoreError",
     "UnknownResizeTypeError",
 ]
 
@@ -77,3 +79,12 @@ class DocumentError(SessionGraphError, ValueError):
 
 class DocumentTypeError(DocumentError, TypeError):
     """An imported document is not a dict (a list, a string, a number...)."""
+
+
+class StoreError(SessionGraphError, OSError):
+    """A session store cannot be used: a path that is a file, no permission, an unreachable
+    database, a document from a future schema version. Nothing was written."""
+
+
+class InvalidKeyError(SessionGraphError, ValueError):
+    """A session key is empty, too long, or would escape the store (``../``, absolute, NUL)."""

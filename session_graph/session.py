@@ -14,18 +14,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph import export
 from session_graph._aio import maybe_await, resolve_sync, run_sync
-from session_graph._ids import new_id
+from session_graph._ids import new_id, utc_now
 from session_graph.attachments import summarize_attachments
 from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.graph import build_resize_graph
 from session_graph.ledger import Ledger
 from session_graph.memo import ModelMemoUpdater
-from session_graph.messages import MessageInput, to_message
+from session_graph.messages import MessageInput, role_of, to_message
 from session_graph.nodes.judge import judge_state
 from session_graph.nodes.memo_update import memo_for_model
 from session_graph.policy import Decision, PolicyHandler
@@ -111,6 +111,10 @@ class Session:
         self._summary_handler = _callable(summary_handler, "summary handler")
         self._resizing = False
         self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
+        self.metadata: dict[str, Any] = {}
+        self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
+        self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
+        self.cleared = False  # set by clear(); the next save replaces what the store holds
         self._install(
             SessionState(
                 id=id or new_id(),
@@ -292,8 +296,10 @@ class Session:
         role = self._ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
+        self.arrived_at[message.id or ""] = utc_now()
         if role == "assistant" and not getattr(message, "tool_calls", None):
             state.turns += 1  # a reply ends a turn; a tool call is a step inside it
+        self.revision += 1
         return self
 
     def judge_resize(self, force: Force = False) -> Decision | None:
@@ -382,6 +388,36 @@ class Session:
         ledger.sync(state, state.settings.resolved())
         self._ledger = ledger
         self._state = state
+        self.revision = getattr(self, "revision", 0) + 1
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def restore(self, state: SessionState) -> Self:
+        """Adopt a whole state (what stores and imports use); derived accounting is rebuilt."""
+        self._install(state)
+        return self
+
+    def clear(self) -> Self:
+        """Start the conversation over: both histories, memo and counters are emptied.
+
+        Settings, handlers and metadata stay. A SessionManager's next ``save`` replaces what
+        its store holds for this session (the JSONL store keeps the old lines behind a reset
+        marker).
+        """
+        state = self._state
+        self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings))
+        self.cleared = True
+        return self
+
+    def get_history(self, max_messages: int = 50) -> list[dict[str, Any]]:
+        """The newest window messages as OpenAI-style dicts for an LLM (tool fields kept).
+
+        At most ``max_messages``, cut so that no tool result loses its call.
+        """
+        window = self._state.current_chat_history
+        first = max(0, len(window) - max(max_messages, 0))
+        while first < len(window) and role_of(window[first]) == "tool":  # its call is outside: skip it
+            first += 1
+        return convert_to_openai_messages(window[first:])  # type: ignore[return-value]
 
     # -- export --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

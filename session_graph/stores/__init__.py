@@ -1,0 +1,20 @@
+"""Persistence: the SessionStore protocol, its backends and the SessionManager."""
+
+from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot
+from session_graph.stores.formats import SessionStats
+from session_graph.stores.jsonl import JsonlStore
+from session_graph.stores.manager import SessionManager, open_store
+from session_graph.stores.sql import PostgresStore, SqliteStore
+
+__all__ = [
+    "JsonlStore",
+    "PostgresStore",
+    "SearchHit",
+    "SessionInfo",
+    "SessionManager",
+    "SessionStats",
+    "SessionStore",
+    "Snapshot",
+    "SqliteStore",
+    "open_store",
+]

@@ -1,0 +1,133 @@
+"""What every store shares: the protocol, the stored shapes, key rules, timestamps.
+
+A store keeps, per (tenant, key), an append-only list of message records and one small
+state document (memo, settings, counters, metadata, the window as message ids). ``write``
+appends records at the store's end and replaces the state in one atomic step, under a
+lock that other processes respect, so concurrent writers lose nothing and agree on one
+order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from session_graph._ids import utc_now
+
+from session_graph.errors import InvalidKeyError, StoreError
+
+__all__ = [
+    "MAX_KEY_LENGTH",
+    "SCHEMA_VERSION",
+    "SearchHit",
+    "SessionInfo",
+    "SessionStore",
+    "Snapshot",
+    "check_key",
+    "check_schema",
+    "utc_now",
+]
+
+SCHEMA_VERSION = 1
+MAX_KEY_LENGTH = 256
+
+
+def check_key(key: Any, what: str = "session key") -> str:
+    """A key as given, or an error naming what is wrong with it.
+
+    Keys are any string of 1 to 256 characters (``channel:chat_id``, ``user/42``...) except
+    ones that could escape a store's directory: with a NUL or another control character,
+    starting with ``/``, ``\\`` or ``~``, or with a ``..`` path segment.
+    """
+    if not isinstance(key, str) or not key:
+        raise InvalidKeyError(f"a {what} must be a non-empty string, got {key!r}.")
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidKeyError(f"a {what} is at most {MAX_KEY_LENGTH} characters; {key[:40]!r}... has {len(key)}.")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
+        raise InvalidKeyError(f"the {what} {key!r} contains a NUL or control character; remove it.")
+    if key[0] in "/\\~" or ".." in key.replace("\\", "/").split("/"):
+        raise InvalidKeyError(
+            f"the {what} {key!r} looks like a path that escapes the store (absolute, ~ or ..); use a plain name."
+        )
+    return key
+
+
+def check_schema(state: dict[str, Any], where: str) -> dict[str, Any]:
+    """The state document if this version of the library can read it."""
+    version = state.get("schema", SCHEMA_VERSION)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where} was written by a newer session_graph (schema {version!r}, this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade session_graph to open it. Nothing was changed."
+        )
+    return state
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One stored session: its state document and its message records, oldest first."""
+
+    key: str
+    state: dict[str, Any]
+    records: list[dict[str, Any]]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One line of ``list_sessions()``."""
+
+    key: str
+    created_at: str
+    updated_at: str
+    message_count: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A message that contains the searched text."""
+
+    key: str
+    seq: int
+    role: str
+    text: str
+    ts: str
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Persistence for sessions; every backend passes the same conformance suite."""
+
+    def write(
+        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+    ) -> int:
+        """Append ``records`` (numbered from the store's end) and replace the state, atomically.
+
+        ``reset`` drops the stored messages first (``Session.clear``). Returns the new version.
+        """
+        ...
+
+    def read(self, tenant: str, key: str) -> Snapshot | None:
+        """The stored session, or None."""
+        ...
+
+    def version(self, tenant: str, key: str) -> int | None:
+        """The stored version (changes on every write), cheaply; None if absent."""
+        ...
+
+    def delete(self, tenant: str, key: str) -> bool:
+        """Remove a session; False if there was none."""
+        ...
+
+    def list(self, tenant: str) -> list[SessionInfo]:
+        """Every session of a tenant, newest ``updated_at`` first."""
+        ...
+
+    def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        """Messages of a tenant containing ``text`` (case-insensitive)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and handles."""
+        ...

@@ -1,0 +1,302 @@
+"""The embedded default store: a directory of JSONL files, append-only.
+
+Per session: ``<name>.jsonl`` (one line per message: seq, id, UTC ts, the message) and
+``<name>.meta.json`` (the state, rewritten atomically: temp file, fsync, rename, fsync of
+the directory). Saving a turn appends its lines; the transcript is never rewritten. A
+``<name>.lock`` file takes an exclusive ``flock`` around every write, across processes.
+
+File names are reversible and collision-free: the key is percent-encoded, capitals
+included (``A`` -> ``%41``, so case-insensitive file systems cannot merge two keys); a
+name that would pass 200 bytes is a SHA-256 instead, and the key lives in the meta file.
+On load, a torn last line (a crash mid-write) is dropped with a warning; a corrupt line
+in the middle is copied to ``<name>.quarantine.jsonl`` and skipped, never the reason a
+session loads empty or gets overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+import warnings
+
+from session_graph.errors import StoreError
+from session_graph.stores.base import SearchHit, SessionInfo, Snapshot, check_key, check_schema
+
+__all__ = ["JsonlStore", "decode_name", "encode_name"]
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+_RESET = "reset"
+
+
+def encode_name(key: str) -> str:
+    """The file stem of a key: reversible, collision-free, safe on every file system."""
+    name = "".join(ch if ch in _SAFE else "".join(f"%{b:02X}" for b in ch.encode()) for ch in key)
+    return name if len(name.encode()) <= 200 else "~" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def decode_name(name: str) -> str | None:
+    """The key of a file stem, or None for a hashed name (read the key from the meta file)."""
+    return None if name.startswith("~") else unquote(name)
+
+
+class JsonlStore:
+    """Sessions as JSONL files in a directory (``./.session_graph/`` by default).
+
+    Args:
+        path: the directory; created if missing.
+        fsync: flush every write to disk (turn off only for throwaway data).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ".session_graph", *, fsync: bool = True) -> None:
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise StoreError(f"{root} is a file; a JSONL store needs a directory. Pick another path.")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot create the store directory {root}: {error}") from error
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise StoreError(f"no permission to write in {root}; pick a writable directory.")
+        self.root = root
+        self.fsync = fsync
+
+    # -- paths -------------------------------------------------------------------------------
+    def _dir(self, tenant: str) -> Path:
+        return self.root / encode_name(check_key(tenant, "tenant"))
+
+    def _paths(self, tenant: str, key: str) -> tuple[Path, Path, Path]:
+        base = self._dir(tenant) / encode_name(check_key(key))
+        return base.with_name(base.name + ".jsonl"), base.with_name(base.name + ".meta.json"), base.with_name(base.name + ".lock")
+
+    @contextlib.contextmanager
+    def _locked(self, tenant: str, key: str) -> Iterator[tuple[Path, Path]]:
+        log, meta, lock = self._paths(tenant, key)
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(lock, "a")  # noqa: SIM115 - held for the duration of the lock
+        except OSError as error:
+            raise StoreError(f"cannot lock session {key!r} in {self.root}: {error}") from error
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield log, meta
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+    # -- protocol ------------------------------------------------------------------------------
+    def write(
+        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+    ) -> int:
+        with self._locked(tenant, key) as (log, meta):
+            old = self._read_meta(meta)
+            if old is not None:
+                check_schema(old, str(meta))
+            count, size = self._settle(log, old)
+            lines = []
+            if reset:
+                lines.append(json.dumps({"_type": _RESET, "ts": state.get("updated_at")}) + "\n")
+                count = 0
+            for record in records:
+                lines.append(json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n")
+                count += 1
+            if lines:
+                with open(log, "ab") as handle:
+                    handle.write("".join(lines).encode())
+                    handle.flush()
+                    if self.fsync:
+                        os.fsync(handle.fileno())
+                size = log.stat().st_size
+            version = (old or {}).get("version", 0) + 1
+            document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version}
+            if old is not None:
+                document["created_at"] = old.get("created_at", document.get("created_at"))
+            self._replace(meta, document)
+            return version
+
+    def read(self, tenant: str, key: str) -> Snapshot | None:
+        log, meta, _ = self._paths(tenant, key)
+        state = self._read_meta(meta)
+        if state is not None:
+            check_schema(state, str(meta))
+        records = self._records(tenant, key, log)
+        if state is None and not records:
+            return None
+        if state is None:
+            warnings.warn(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", RuntimeWarning, stacklevel=2)
+            state = {"message_count": len(records)}
+        return Snapshot(key, state, records, int(state.get("version", 0)))
+
+    def version(self, tenant: str, key: str) -> int | None:
+        log, meta, _ = self._paths(tenant, key)
+        state = self._read_meta(meta)
+        if state is None:  # a transcript without its meta file is still a session
+            return 0 if log.exists() and log.stat().st_size else None
+        return int(state.get("version", 0))
+
+    def delete(self, tenant: str, key: str) -> bool:
+        with self._locked(tenant, key) as (log, meta):
+            found = False
+            quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
+            for path in (log, meta, quarantine):
+                if path.exists():
+                    path.unlink()
+                    found = True
+            return found
+
+    def list(self, tenant: str) -> list[SessionInfo]:
+        folder = self._dir(tenant)
+        infos = []
+        for meta in folder.glob("*.meta.json") if folder.is_dir() else []:
+            state = self._read_meta(meta)
+            if state is None:
+                continue
+            key = state.get("key") or decode_name(meta.name[: -len(".meta.json")]) or meta.name
+            infos.append(SessionInfo(key, state.get("created_at", ""), state.get("updated_at", ""),
+                                     int(state.get("message_count", 0)), dict(state.get("metadata") or {})))
+        return sorted(infos, key=lambda info: info.updated_at, reverse=True)
+
+    def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        from session_graph.stores.codec import message_text, record_message
+
+        needle = text.casefold()
+        hits: list[SearchHit] = []
+        for info in self.list(tenant):
+            log = self._paths(tenant, info.key)[0]
+            for record in self._records(tenant, info.key, log):
+                message = record_message(record, str(log))
+                content = message_text(message)
+                if needle in content.casefold():
+                    hits.append(SearchHit(info.key, int(record.get("seq", 0)), record.get("role", message.type), content, record.get("ts", "")))
+                    if len(hits) >= limit:
+                        return hits
+        return hits
+
+    def close(self) -> None:
+        """Nothing to release: every call opens and closes its files."""
+
+    # -- internals -----------------------------------------------------------------------------
+    @staticmethod
+    def _read_meta(meta: Path) -> dict[str, Any] | None:
+        try:
+            text = meta.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise StoreError(f"cannot read {meta}: {error}") from error
+        try:
+            state = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise StoreError(f"{meta} is not valid JSON ({error}); restore it from a backup or delete it.") from error
+        if not isinstance(state, dict):
+            raise StoreError(f"{meta} does not hold a session state document.")
+        return state
+
+    def _replace(self, meta: Path, document: dict[str, Any]) -> None:
+        temporary = meta.with_name(meta.name + ".tmp")
+        with open(temporary, "w") as handle:
+            json.dump(document, handle, ensure_ascii=False)
+            handle.flush()
+            if self.fsync:
+                os.fsync(handle.fileno())
+        os.replace(temporary, meta)
+        if self.fsync:
+            directory = os.open(meta.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+
+    @staticmethod
+    def _settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
+        """(records, bytes) of the log now; cuts a torn last line left by a crashed writer."""
+        if not log.exists():
+            return 0, 0
+        size = log.stat().st_size
+        count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
+        with open(log, "rb+") as handle:
+            if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
+                tail = _last_newline(handle, size)
+                warnings.warn(f"{log}: dropping a torn last line left by an interrupted write.", RuntimeWarning, stacklevel=3)
+                handle.truncate(tail)
+                size = tail
+            if size != known or state is None:  # lines written after the last state (or unknown): count them
+                handle.seek(known if 0 < known <= size else 0)
+                count = count if 0 < known <= size else 0
+                for line in handle:
+                    if line.startswith(b'{"_type": "reset"'):
+                        count = 0
+                    elif line.strip():
+                        count += 1
+        return count, size
+
+    def _records(self, tenant: str, key: str, log: Path) -> list[dict[str, Any]]:
+        try:
+            raw = log.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            raise StoreError(f"cannot read {log}: {error}") from error
+        lines = raw.split(b"\n")
+        tail = lines.pop()  # b"" when the file ends with a newline
+        if tail:
+            warnings.warn(f"{log}: dropping a torn last line (an interrupted write).", RuntimeWarning, stacklevel=3)
+        records: list[dict[str, Any]] = []
+        bad: list[tuple[int, bytes]] = []
+        for number, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                bad.append((number, line))
+                continue
+            if record.get("_type") == _RESET:
+                records = []
+            else:
+                records.append(record)
+        if bad:
+            self._quarantine(tenant, key, log, bad)
+        return records
+
+    def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]]) -> None:
+        quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
+        with self._locked(tenant, key):
+            seen = set()
+            if quarantine.exists():
+                for line in quarantine.read_text().splitlines():
+                    with contextlib.suppress(ValueError):
+                        seen.add(json.loads(line)["line"])
+            fresh = [(n, raw) for n, raw in bad if n not in seen]
+            if fresh:
+                with open(quarantine, "a") as handle:
+                    for number, raw in fresh:
+                        handle.write(json.dumps({"line": number, "raw": raw.decode(errors="replace")}) + "\n")
+        warnings.warn(
+            f"{log}: {len(bad)} corrupt line(s) skipped (lines {', '.join(str(n + 1) for n, _ in bad[:5])}); "
+            f"copies are in {quarantine.name}.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _last_newline(handle: Any, size: int) -> int:
+    """Offset just after the last newline before ``size`` (0 if there is none)."""
+    position = size
+    while position > 0:
+        step = min(65536, position)
+        position -= step
+        handle.seek(position)
+        chunk = handle.read(step)
+        index = chunk.rfind(b"\n")
+        if index >= 0:
+            return position + index + 1
+    return 0

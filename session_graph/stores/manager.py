@@ -1,0 +1,229 @@
+"""SessionManager: sessions by key over a store, with a bounded cache.
+
+``get_or_create(key)`` returns the live Session for a key (the same object while it stays
+in the cache) and notices when another process changed the store: the cached session is
+reloaded in place, and messages it had not saved yet are appended again on top, so
+nothing is lost. ``save(session)`` appends only the messages the store does not have and
+replaces the small state document. The cache is LRU; an entry with unsaved changes is
+never evicted.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+import os
+from pathlib import Path
+from typing import Any
+
+from session_graph.errors import ConfigurationError, StoreError
+from session_graph.session import Session
+from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, check_key, utc_now
+from session_graph.stores.codec import message_record, session_state, snapshot_state
+from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
+from session_graph.stores.jsonl import JsonlStore
+from session_graph.stores.nanobot import read_nanobot_session
+from session_graph.stores.sql import PostgresStore, SqliteStore
+
+__all__ = ["SessionManager", "open_store"]
+
+
+def open_store(target: SessionStore | str | os.PathLike[str] | None = None) -> SessionStore:
+    """A store from a path or DSN: ``postgresql://...``, ``sqlite:///file.db``, or a directory (JSONL).
+
+    None gives the JSONL store in ``./.session_graph/``.
+    """
+    if target is None:
+        return JsonlStore()
+    if isinstance(target, SessionStore) and not isinstance(target, str | os.PathLike):
+        return target
+    text = os.fspath(target)
+    if text.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(text)
+    if text.startswith("sqlite:///"):  # sqlite:///relative.db, sqlite:////absolute/path.db
+        return SqliteStore(text.removeprefix("sqlite:///"))
+    if text.endswith((".db", ".sqlite", ".sqlite3")):
+        return SqliteStore(text)
+    return JsonlStore(text)
+
+
+@dataclass
+class _Entry:
+    session: Session
+    version: int | None  # the store's version when we last read or wrote it
+    persisted: int  # messages of session.full_chat_history the store holds
+    revision: int  # session.revision at that time
+    created_at: str
+
+
+class SessionManager:
+    """Sessions by key (``channel:chat_id``, any string up to 256 characters) over a store.
+
+    Args:
+        store: a ``SessionStore``, a directory (JSONL), a ``.db`` file or ``sqlite://`` URL, or a
+            ``postgresql://`` DSN. Default: the JSONL store in ``./.session_graph/``.
+        tenant: the tenant this manager sees; others' sessions are invisible to it.
+        cache_size: how many sessions the LRU cache keeps.
+        session_factory: builds a new Session for a key (to give it a model, handlers,
+            settings); default ``Session(id=key)``.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore | str | os.PathLike[str] | None = None,
+        *,
+        tenant: str = "default",
+        cache_size: int = 128,
+        session_factory: Callable[[str], Session] | None = None,
+    ) -> None:
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+            raise ConfigurationError(f"cache_size must be a whole number >= 1, got {cache_size!r}.")
+        self.store = open_store(store)
+        self.tenant = check_key(tenant, "tenant")
+        self.cache_size = cache_size
+        self.session_factory = session_factory or (lambda key: Session(key))
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+
+    def for_tenant(self, tenant: str) -> SessionManager:
+        """A manager over the same store that sees only ``tenant``'s sessions."""
+        return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self.session_factory)
+
+    # -- sessions ----------------------------------------------------------------------------
+    def get(self, key: str) -> Session | None:
+        """The session for ``key``, or None if the store has none (and none is cached)."""
+        key = check_key(key)
+        entry = self._cache.get(key)
+        version = self.store.version(self.tenant, key)
+        if entry is not None and version == entry.version:
+            self._cache.move_to_end(key)
+            return entry.session
+        if entry is not None and entry.version is None and entry.persisted and version is not None:
+            return self._load(key, entry)  # we wrote after someone else: pick their messages up
+        if version is None:
+            return entry.session if entry is not None else None
+        return self._load(key, entry)
+
+    def get_or_create(self, key: str) -> Session:
+        """The session for ``key``: cached, loaded, or new (not stored until ``save``)."""
+        session = self.get(key)
+        if session is not None:
+            return session
+        session = self.session_factory(key)
+        if session.id != key:
+            raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
+        self._remember(key, _Entry(session, None, 0, -1, utc_now()))
+        return session
+
+    def save(self, session: Session) -> None:
+        """Persist a session: append its new messages, replace its state. O(new messages)."""
+        key = check_key(session.id)
+        entry = self._cache.get(key)
+        if entry is None or entry.session is not session:
+            if self.store.version(self.tenant, key) is not None:
+                raise StoreError(
+                    f"session {key!r} is already stored; get it with manager.get_or_create({key!r}) "
+                    "and save that object, so nothing stored is overwritten."
+                )
+            entry = _Entry(session, None, 0, -1, utc_now())
+        full = session.full_chat_history
+        reset = session.cleared
+        new = full if reset else full[entry.persisted :]
+        now = utc_now()
+        records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
+        state = session_state(session.state, session.metadata, entry.created_at, now)
+        version = self.store.write(self.tenant, key, records, state, reset=reset)
+        session.cleared = False
+        interleaved = entry.version is not None and version != entry.version + 1  # another writer got in between
+        entry.version = None if interleaved else version  # None: the next get reloads
+        entry.persisted, entry.revision = len(full), session.revision
+        self._remember(key, entry)
+
+    def delete(self, key: str) -> bool:
+        """Remove a session from the store and the cache; False if there was none."""
+        key = check_key(key)
+        cached = self._cache.pop(key, None)
+        return self.store.delete(self.tenant, key) or cached is not None
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """This tenant's sessions, newest ``updated_at`` first."""
+        return self.store.list(self.tenant)
+
+    # -- reading stored sessions -------------------------------------------------------------
+    def export(self, key: str, fmt: str = "json") -> str:
+        """One stored session as ``json``, ``md`` (Markdown) or ``txt``."""
+        return export_snapshot(self._snapshot(key), fmt)
+
+    def stats(self, key: str) -> SessionStats:
+        """Messages by role, duration and average reply length of a stored session."""
+        return snapshot_stats(self._snapshot(key))
+
+    def search(self, text: str, limit: int = 100) -> list[SearchHit]:
+        """Messages of this tenant's sessions containing ``text`` (case-insensitive)."""
+        if not isinstance(text, str) or not text:
+            raise ValueError("search needs a non-empty string.")
+        return self.store.search(self.tenant, text, limit)
+
+    def import_nanobot(self, path: str | os.PathLike[str]) -> list[str]:
+        """Import nanobot session files (a ``.jsonl`` file or a directory of them); returns the keys."""
+        source = Path(path)
+        files = sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
+        keys = []
+        for file in files:
+            key, metadata, messages = read_nanobot_session(file)
+            if self.store.version(self.tenant, check_key(key)) is not None:
+                raise StoreError(f"session {key!r} from {file} is already in the store; delete it first to re-import.")
+            session = self.session_factory(key)
+            for message, _ in messages:
+                session.append_message(message)
+            session.metadata.update(metadata)
+            now = utc_now()
+            records = [message_record(message, ts or now) for message, ts in messages]
+            state = session_state(session.state, session.metadata, metadata.get("nanobot_created_at", now), now)
+            version = self.store.write(self.tenant, key, records, state)
+            self._remember(key, _Entry(session, version, len(messages), session.revision, state["created_at"]))
+            keys.append(key)
+        return keys
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _snapshot(self, key: str) -> Any:
+        snapshot = self.store.read(self.tenant, check_key(key))
+        if snapshot is None:
+            raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
+        return snapshot
+
+    def _load(self, key: str, entry: _Entry | None) -> Session | None:
+        snapshot = self.store.read(self.tenant, key)
+        if snapshot is None:
+            return None
+        state, metadata = snapshot_state(snapshot, f"session {key!r}")
+        if entry is None:
+            session = self.session_factory(key)
+            unsaved: list[Any] = []
+        else:  # changed by another process: reload in place, then re-append what we had not saved
+            session = entry.session
+            unsaved = session.full_chat_history[entry.persisted :]
+        persisted = len(state.full_chat_history)  # before re-appending: those are not stored yet
+        session.restore(state)
+        session.metadata = metadata
+        session.arrived_at = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
+        stored = {m.id for m in state.full_chat_history[-len(unsaved) - 1024 :]} if unsaved else set()
+        for message in unsaved:
+            if message.id not in stored:
+                session.append_message(message)
+        self._remember(key, _Entry(session, snapshot.version, persisted,
+                                   session.revision if not unsaved else -1, snapshot.state.get("created_at", utc_now())))
+        return session
+
+    def _remember(self, key: str, entry: _Entry) -> None:
+        self._cache[key] = entry
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.cache_size:
+            victim = next((k for k, e in self._cache.items() if e.session.revision == e.revision), None)
+            if victim is None or victim == key:
+                break  # every other entry has unsaved changes: keep them rather than lose work
+            del self._cache[victim]
