@@ -1,5 +1,5 @@
-"""``python -m session_graph`` runs the offline demo."""
+"""``python -m session_graph``: the offline demo, or ``sessions ...`` (see ``cli``)."""
 
-from session_graph.demo import main
+from session_graph.cli import main
 
 raise SystemExit(main())

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
+import re
 import sqlite3
 
+from conftest import chat
 import pytest
 
-from conftest import chat
 from session_graph import Session, StoreError
 from session_graph.stores import JsonlStore, PostgresStore, SessionManager, SqliteStore
 from session_graph.stores.jsonl import decode_name, encode_name
@@ -72,7 +72,7 @@ def test_a_corrupt_middle_line_is_quarantined_not_the_reason_to_load_empty(tmp_p
 
 
 def test_messages_written_after_the_state_are_kept(tmp_path: Path) -> None:
-    _, session, log = saved(tmp_path)
+    _, _, log = saved(tmp_path)
     extra = Session("x")
     chat(extra, 1, start=5)
     with open(log, "a") as handle:  # appended, then the process died before the meta file was replaced
@@ -129,7 +129,7 @@ def test_a_corrupt_meta_file_is_an_error_not_an_empty_session(tmp_path: Path) ->
 
 
 def test_an_unreachable_postgres_is_a_clear_error() -> None:
-    with pytest.raises(StoreError, match="cannot reach Postgres at postgresql://user@127.0.0.1:1/db"):
+    with pytest.raises(StoreError, match=r"cannot reach Postgres at postgresql://user@127\.0\.0\.1:1/db"):
         PostgresStore("postgresql://user:secret@127.0.0.1:1/db", connect_timeout=2)
 
 

@@ -9,13 +9,13 @@ import sys
 import textwrap
 from typing import Any
 
+from conftest import chat
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 import pytest
+from stores_util import BACKENDS, fresh_tenant, make_store, store_spec
 
-from conftest import chat
 from session_graph import InvalidKeyError, Session, StoreError
 from session_graph.stores import SessionManager, SessionStore
-from stores_util import BACKENDS, fresh_tenant, make_store, store_spec
 
 
 @pytest.fixture(params=BACKENDS)
@@ -138,7 +138,7 @@ def test_list_delete_and_tenants(store: SessionStore, tenant: str) -> None:
     chat(manager.get_or_create("b:c"), 1, start=9)
     manager.save(manager.get_or_create("b:c"))
     listed = manager.list_sessions()
-    assert [i.key for i in listed][0] == "b:c"  # newest updated_at first
+    assert listed[0].key == "b:c"  # newest updated_at first
     assert {i.key: i.message_count for i in listed} == {"a": 4, "b:c": 10, "d": 4}
     assert {i.key: i.metadata["key"] for i in listed} == {"a": "a", "b:c": "b:c", "d": "d"}
     other = manager.for_tenant(fresh_tenant())

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from session_graph._ids import utc_now
-
 from session_graph.errors import InvalidKeyError, StoreError
 
 __all__ = [

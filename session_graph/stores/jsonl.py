@@ -26,6 +26,11 @@ from typing import Any
 from urllib.parse import unquote
 import warnings
 
+try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
 from session_graph.errors import StoreError
 from session_graph.stores.base import SearchHit, SessionInfo, Snapshot, check_key, check_schema
 
@@ -253,7 +258,7 @@ class JsonlStore:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = _loads(line)
                 if not isinstance(record, dict):
                     raise ValueError("not an object")
             except ValueError:
