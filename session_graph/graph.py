@@ -52,12 +52,16 @@ def build_resize_graph(
     *,
     resize_types: Iterable[str] = (),
     overrides: Mapping[str, Callable[..., Any]] | None = None,
+    checkpointer: bool | None = False,
 ) -> CompiledStateGraph:
     """Build and compile the resize graph.
 
     Args:
         resize_types: resize types that have a user handler; each routes to a node of its name.
         overrides: built-in nodes to replace, by name (one of ``NODE_NAMES``).
+        checkpointer: False (the default) never checkpoints, even inside an agent's graph
+            (the state is the whole session), and keeps LangGraph from treating the graph as
+            a subgraph; None compiles a copy that a parent graph draws nested (``xray``).
 
     Returns:
         The compiled graph, invoked with a ``SessionState`` and a ``ResizeContext``.
@@ -65,11 +69,13 @@ def build_resize_graph(
     Raises:
         ConfigurationError: an override names no built-in node, or a type collides with one.
     """
-    return _build(tuple(sorted(set(resize_types))), tuple(sorted((overrides or {}).items())))
+    return _build(tuple(sorted(set(resize_types))), tuple(sorted((overrides or {}).items())), checkpointer)
 
 
 @lru_cache(maxsize=64)
-def _build(resize_types: tuple[str, ...], overrides: tuple[tuple[str, Callable[..., Any]], ...]) -> CompiledStateGraph:
+def _build(
+    resize_types: tuple[str, ...], overrides: tuple[tuple[str, Callable[..., Any]], ...], checkpointer: bool | None
+) -> CompiledStateGraph:
     nodes = dict(_DEFAULT_NODES)
     for name, node in overrides:
         if name not in nodes:
@@ -123,7 +129,7 @@ def _build(resize_types: tuple[str, ...], overrides: tuple[tuple[str, Callable[.
 
     graph.add_edge(START, "judge")
     graph.add_conditional_edges("judge", route_decision, routes)
-    return graph.compile(name="session_graph.resize")
+    return graph.compile(name="session_graph.resize", checkpointer=checkpointer)
 
 
 def _route_chunks(state: SessionState) -> str:

@@ -117,5 +117,5 @@ class ModelMemoUpdater:
         prompt = build_memo_prompt(memo, messages, attachments, settings.resolved().instruct)
         self.calls += 1
         self.sent_chars += sum(len(m.content) for m in prompt if isinstance(m.content, str))
-        reply = await self.model.ainvoke(prompt)
+        reply = await self.model.ainvoke(prompt, config={"tags": ["nostream"]})  # never streamed to the agent's user
         return parse_memo_reply(reply)

@@ -302,6 +302,10 @@ class Session:
         self.revision += 1
         return self
 
+    def __contains__(self, message: object) -> bool:
+        """Whether a message (by id) is in the full history."""
+        return isinstance(message, BaseMessage) and self._ledger.index_of(message) is not None
+
     def judge_resize(self, force: Force = False) -> Decision | None:
         """The policy's decision for the current window (``force`` overrides it)."""
         return resolve_sync(self._judge(force))

@@ -60,7 +60,7 @@ class ModelSummarizer:
         prompt = build_summary_prompt(summary, messages, settings.resolved().summary_prompt)
         self.calls += 1
         self.sent_chars += sum(len(m.content) for m in prompt if isinstance(m.content, str))
-        reply: Any = await self.model.ainvoke(prompt)
+        reply: Any = await self.model.ainvoke(prompt, config={"tags": ["nostream"]})  # never streamed to the agent's user
         text = reply.text.strip() if isinstance(reply, BaseMessage) else ""
         if not text:
             raise MemoUpdateError(f"the summary model's reply has no text: {reply!r:.200}")
