@@ -179,6 +179,7 @@ class Session:
     def set_settings(self, key: str, value: Any) -> Self:
         """Replace the setting at a dotted key (``"session.limit"``, ``"session.mode"``...)."""
         self._state.settings.set(key, value)
+        self.revision += 1
         return self
 
     def configure(
@@ -197,6 +198,7 @@ class Session:
         if every_n_turns is not None:
             staged.set("session.resize.every_n_turns", every_n_turns)
         self._state.settings = staged
+        self.revision += 1
         return self
 
     def use_lite(self, *, chars: int | None = None, messages: int | None = None, every_n_turns: int | None = None) -> Self:
@@ -410,6 +412,11 @@ class Session:
         state = self._state
         self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings))
         self.cleared = True
+        return self
+
+    def touch(self) -> Self:
+        """Mark the session changed, so the next ``SessionManager.save`` writes it (after metadata edits)."""
+        self.revision += 1
         return self
 
     def get_history(self, max_messages: int = 50) -> list[dict[str, Any]]:

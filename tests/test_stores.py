@@ -269,3 +269,16 @@ def test_concurrent_writers_lose_nothing_and_keep_one_order(kind: str, store: Se
         assert len(own.records) == turns * 2
     again = store.read(tenant, "shared")
     assert [r["id"] for r in again.records] == [r["id"] for r in shared.records]  # one consistent order
+
+
+def test_an_unchanged_session_is_not_written_again(store: SessionStore, tenant: str) -> None:
+    manager = manager_for(store, tenant)
+    session = chat(manager.get_or_create("k"), 1)
+    manager.save(session)
+    version = store.version(tenant, "k")
+    manager.save(session)
+    assert store.version(tenant, "k") == version
+    session.metadata["note"] = "x"
+    manager.save(session.touch())
+    assert store.version(tenant, "k") == version + 1
+    assert manager_for(store, tenant).get("k").metadata == {"note": "x"}

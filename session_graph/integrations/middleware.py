@@ -48,11 +48,15 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self.binding = SessionBinding(session, manager=manager, key_prefix=key_prefix)
 
     # -- before each model call: record, resize, bound the state ----------------------------
+    # The store is written when a resize is about to drop messages from the checkpointed
+    # state (they must be stored first) and at the end of the run; in between, every new
+    # message is in the checkpoint, and a resumed thread records it again from there.
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
         session = self.binding.session()
         self.binding.record(session, state["messages"])
         if session.judge_resize():
             session.resize()
+            self.binding.save(session)
         return self._bounded(session, state)
 
     async def abefore_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
@@ -60,28 +64,31 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self.binding.record(session, state["messages"])
         if await session.async_judge_resize():
             await session.async_resize()
+            self.binding.save(session)
         return self._bounded(session, state)
 
     def _bounded(self, session: Session, state: SessionAgentState) -> dict[str, Any]:
-        self.binding.save(session)
         update: dict[str, Any] = {"session_key": session.id, "memo": session.memo_for_model}
         window = session.current_chat_history
         if [m.id for m in state["messages"]] != [m.id for m in window]:
             update["messages"] = Overwrite(list(window))
         return update
 
-    # -- after each model call and after the run: replies are recorded and saved at once ------
-    # (a tool that fails next must not leave a checkpointed tool call the session lacks)
+    # -- after each model call the reply is recorded (a tool that fails next must not leave a
+    # checkpointed tool call the session lacks); after the run everything is saved ----------
     def after_model(self, state: SessionAgentState, runtime: Any) -> None:
-        session = self.binding.session()
-        if self.binding.record(session, state["messages"]):
-            self.binding.save(session)
+        self.binding.record(self.binding.session(), state["messages"])
 
     async def aafter_model(self, state: SessionAgentState, runtime: Any) -> None:
         self.after_model(state, runtime)
 
-    after_agent = after_model
-    aafter_agent = aafter_model
+    def after_agent(self, state: SessionAgentState, runtime: Any) -> None:
+        session = self.binding.session()
+        self.binding.record(session, state["messages"])
+        self.binding.save(session)
+
+    async def aafter_agent(self, state: SessionAgentState, runtime: Any) -> None:
+        self.after_agent(state, runtime)
 
     # -- what the model sees ------------------------------------------------------------------
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:

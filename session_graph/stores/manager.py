@@ -116,7 +116,12 @@ class SessionManager:
         return session
 
     def save(self, session: Session) -> None:
-        """Persist a session: append its new messages, replace its state. O(new messages)."""
+        """Persist a session: append its new messages, replace its state. O(new messages).
+
+        A session with no change since its last save is not written again. Edits the
+        session cannot see (``session.metadata[...] = ...`` alone) are saved with the next
+        change, or at once after ``session.touch()``.
+        """
         key = check_key(session.id)
         entry = self._cache.get(key)
         if entry is None or entry.session is not session:
@@ -126,6 +131,8 @@ class SessionManager:
                     "and save that object, so nothing stored is overwritten."
                 )
             entry = _Entry(session, None, 0, -1, utc_now())
+        if entry.version is not None and entry.revision == session.revision and not session.cleared:
+            return  # nothing changed since the last save (metadata edits: bump session.revision)
         full = session.full_chat_history
         reset = session.cleared
         new = full if reset else full[entry.persisted :]
