@@ -98,7 +98,7 @@ def memo_traffic(messages: int, chars: int, ratio: float) -> None:
             if decision["type"] == "deep":  # what the reference sends: the whole history again
                 reference_sent += sum(message_chars(m) for m in session.full_chat_history)
             session.resize()
-    updater = session._model_updater
+    updater = session.handlers.model_updater
     assert isinstance(updater, ModelMemoUpdater)
     total = sum(message_chars(m) for m in session.full_chat_history)
     print(f"memo mode, {messages:,} messages, limit {chars:,} chars, prune_to_ratio {ratio}: {updater.calls} model calls, "

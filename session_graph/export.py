@@ -9,9 +9,9 @@ objects as in the full history. Loading validates everything before anything cha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 import json
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 import yaml
@@ -20,7 +20,7 @@ from session_graph.errors import DocumentError, DocumentTypeError, SettingsError
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
 
-__all__ = ["dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
+__all__ = ["SessionExport", "dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
 
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
 
@@ -132,3 +132,45 @@ def _messages(value: Any, key: str) -> list[BaseMessage]:
             raise DocumentError(f"{key}[{index}] is not a valid {item['type']!r} message: {error}") from error
         messages.append(message)
     return messages
+
+
+class SessionExport:
+    """The export and import methods of ``Session`` (the spec's names), kept beside the format."""
+
+    _state: SessionState
+    _install: Callable[[SessionState], None]
+    id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The session as a plain dict (what to_json and to_yaml write)."""
+        return dump_state(self._state)
+
+    def to_json(self) -> str:
+        return to_json(self.to_dict())
+
+    def to_yaml(self) -> str:
+        return to_yaml(self.to_dict())
+
+    def load_json(self, value: str) -> Self:
+        """Replace this session's state with a JSON document; nothing changes on error."""
+        return self.load_dict(parse_json(value))
+
+    def load_yaml(self, value: str) -> Self:
+        """Replace this session's state with a YAML document; nothing changes on error."""
+        return self.load_dict(parse_yaml(value))
+
+    def load_dict(self, data: Any) -> Self:
+        """Replace this session's state with a parsed document; nothing changes on error."""
+        self._install(load_state(data, keep_id=self.id))
+        return self
+
+    @classmethod
+    def from_json(cls, value: str, **kwargs: Any) -> Self:
+        """A new session from a JSON document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_json(value)
+
+    @classmethod
+    def from_yaml(cls, value: str, **kwargs: Any) -> Self:
+        """A new session from a YAML document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_yaml(value)
+

@@ -15,6 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from session_graph.errors import MemoUpdateError
 from session_graph.policy import Decision
 from session_graph.state import ResizeContext, SessionState
+from session_graph.window import WindowTotals
 
 __all__ = ["ResizeEvent", "ResizeOutcome", "run_resize"]
 
@@ -32,6 +33,14 @@ class ResizeEvent:
     messages_before: int
     messages_after: int
     error: str | None = None
+
+    @classmethod
+    def of(cls, turn: int, decision: Decision, before: WindowTotals, after: WindowTotals, error: Exception | None) -> ResizeEvent:
+        """The event of a resize that committed (``error``: a memo failure it reported)."""
+        return cls(
+            turn, decision["type"], decision.get("reason"), decision.get("severity"),
+            before.chars, after.chars, before.count, after.count, None if error is None else str(error),
+        )
 
 
 @dataclass(frozen=True, slots=True)

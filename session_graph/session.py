@@ -17,14 +17,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langgraph.graph.state import CompiledStateGraph
 
-from session_graph import export
 from session_graph._aio import maybe_await, resolve_sync, run_sync
 from session_graph._ids import new_id, utc_now
-from session_graph.attachments import summarize_attachments
 from session_graph.errors import ConfigurationError, SessionGraphError
-from session_graph.graph import build_resize_graph
+from session_graph.export import SessionExport
+from session_graph.handlers import Handlers, checked_callable
 from session_graph.ledger import Ledger
-from session_graph.memo import ModelMemoUpdater
 from session_graph.messages import MessageInput, role_of, to_message
 from session_graph.nodes.judge import judge_state
 from session_graph.nodes.memo_update import memo_for_model
@@ -34,12 +32,10 @@ from session_graph.settings import SessionSettings
 from session_graph.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
-    ResizeContext,
     ResizeHandler,
     SessionState,
     SummaryHandler,
 )
-from session_graph.summary import ModelSummarizer
 from session_graph.tokens import TokenCounter
 from session_graph.view import SessionView, build_view
 from session_graph.viz import GraphDrawing, draw
@@ -50,13 +46,7 @@ __all__ = ["Session"]
 Force = Literal["lite", "deep"] | str | bool | None
 
 
-def _callable(value: Any, what: str) -> Any:
-    if value is not None and not callable(value):
-        raise ConfigurationError(f"the {what} must be callable (sync or async), got {type(value).__name__}.")
-    return value
-
-
-class Session:
+class Session(SessionExport):
     """A chat session: full history, current window, memo, and the policy that resizes.
 
     Args:
@@ -96,19 +86,14 @@ class Session:
             settings = settings.to_dict()
         elif settings is not None and not isinstance(settings, Mapping):
             raise ConfigurationError(f"settings must be a SessionSettings or a dict, got {type(settings).__name__}.")
-        self._policy = _callable(policy_handler, "policy handler")
-        self._overrides: dict[str, Callable[..., Any]] = {}
-        self._resize_handlers: dict[str, ResizeHandler] = {}
-        for resize_type, handler in (resize_handlers or {}).items():
-            self.set_resize_handlers(resize_type, handler)
-        self._attachment_summary = _callable(attachment_summary_handler, "attachment summary handler")
-        self._memo_update = _callable(memo_update_handler, "memo update handler")
-        if model is not None and not isinstance(model, BaseChatModel):
-            raise ConfigurationError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}.")
-        self.model = model
-        self._model_updater = ModelMemoUpdater(model) if model is not None else None
-        self._model_summarizer = ModelSummarizer(model) if model is not None else None
-        self._summary_handler = _callable(summary_handler, "summary handler")
+        self.handlers = Handlers(
+            policy=policy_handler,
+            resize_handlers=resize_handlers,
+            attachment_summary=attachment_summary_handler,
+            memo_update=memo_update_handler,
+            summary=summary_handler,
+            model=model,
+        )
         self._resizing = False
         self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
         self.metadata: dict[str, Any] = {}
@@ -218,42 +203,36 @@ class Session:
     # -- handlers ------------------------------------------------------------------------
     def set_policy_handler(self, policy_handler: PolicyHandler | None) -> Self:
         """Replace the policy (None restores the default)."""
-        self._policy = _callable(policy_handler, "policy handler")
+        self.handlers.policy = checked_callable(policy_handler, "policy handler")
         return self
 
     def set_resize_handlers(self, resize_type: str, resize_handler: ResizeHandler | None) -> Self:
         """Route ``resize_type`` to a handler (None removes it; lite/deep fall back to the defaults)."""
-        if not isinstance(resize_type, str) or not resize_type:
-            raise ConfigurationError(f"a resize type must be a non-empty string, got {resize_type!r}.")
-        if resize_handler is None:
-            self._resize_handlers.pop(resize_type, None)
-            return self
-        handler = _callable(resize_handler, f"resize handler for {resize_type!r}")
-        build_resize_graph(resize_types=[*self._resize_handlers, resize_type], overrides=self._overrides)
-        self._resize_handlers[resize_type] = handler
+        self.handlers.set_resize(resize_type, resize_handler)
         return self
 
     def set_attachment_summary_handler(self, attachment_summary_handler: AttachmentSummaryHandler | None) -> Self:
-        self._attachment_summary = _callable(attachment_summary_handler, "attachment summary handler")
+        self.handlers.attachment_summary = checked_callable(attachment_summary_handler, "attachment summary handler")
         return self
 
     def set_memo_update_handler(self, memo_update_handler: MemoUpdateHandler | None) -> Self:
-        self._memo_update = _callable(memo_update_handler, "memo update handler")
+        self.handlers.memo_update = checked_callable(memo_update_handler, "memo update handler")
         return self
 
     def set_summary_handler(self, summary_handler: SummaryHandler | None) -> Self:
         """Replace the summary fold of summary mode: ``(summary, messages, settings) -> str``."""
-        self._summary_handler = _callable(summary_handler, "summary handler")
+        self.handlers.summary = checked_callable(summary_handler, "summary handler")
         return self
 
     def override_node(self, name: str, node: Callable[..., Any] | None) -> Self:
         """Replace one built-in node of the resize graph (None restores it)."""
-        overrides = {k: v for k, v in self._overrides.items() if k != name}
-        if node is not None:
-            overrides[name] = node
-        build_resize_graph(resize_types=self._resize_handlers, overrides=overrides)  # validates
-        self._overrides = overrides
+        self.handlers.override(name, node)
         return self
+
+    @property
+    def model(self) -> BaseChatModel | None:
+        """The chat model behind the default memo and summary updates."""
+        return self.handlers.model
 
     # -- what the model sees -------------------------------------------------------------
     @property
@@ -274,7 +253,7 @@ class Session:
     @property
     def graph(self) -> CompiledStateGraph:
         """The compiled resize graph for this session's handlers and overrides."""
-        return build_resize_graph(resize_types=self._resize_handlers, overrides=self._overrides)
+        return self.handlers.graph
 
     def draw_mermaid(self) -> str:
         """Mermaid text of the resize graph, with the policy's labels on the edges."""
@@ -320,7 +299,7 @@ class Session:
         state = self._state
         limits = state.settings.resolved()
         self._ledger.sync(state, limits)
-        return judge_state(force, self._policy, state, self._ledger.totals, self._ledger.fixed_tokens(state, limits))
+        return judge_state(force, self.handlers.policy, state, self._ledger.totals, self._ledger.fixed_tokens(state, limits))
 
     def resize(self, force: Force = False) -> list[BaseMessage]:
         """Run the resize graph; returns the new window.
@@ -347,39 +326,12 @@ class Session:
         ledger = self._ledger
         ledger.sync(state, limits)
         before = ledger.totals
-        context = ResizeContext(
-            force=force,
-            policy=self._policy,
-            resize_handlers=dict(self._resize_handlers),
-            attachment_summary=self._attachment_summary or summarize_attachments,
-            memo_update=self._memo_update or self._model_updater,
-            size=ledger.size,
-            index_of=ledger.index_of,
-            totals=before,
-            tokens=ledger.token_count,
-            fixed_tokens=ledger.fixed_tokens(state, limits),
-            counter=ledger.counter if ledger.tokens is not None else None,
-            rules=ledger.rules,
-            summarize=self._summary_handler or self._model_summarizer,
-        )
+        context = self.handlers.context(force, state, ledger, limits)
         outcome = await run_resize(self.graph, state, context)
         if outcome.state is None or outcome.decision is None:
             return state.current_chat_history
         self._install(outcome.state, reindex=outcome.full_replaced)
-        after, decision = self._ledger.totals, outcome.decision
-        self.resize_events.append(
-            ResizeEvent(
-                turn=state.turns,
-                type=decision["type"],
-                reason=decision.get("reason"),
-                severity=decision.get("severity"),
-                chars_before=before.chars,
-                chars_after=after.chars,
-                messages_before=before.count,
-                messages_after=after.count,
-                error=None if outcome.error is None else str(outcome.error),
-            )
-        )
+        self.resize_events.append(ResizeEvent.of(state.turns, outcome.decision, before, self._ledger.totals, outcome.error))
         if outcome.error is not None:
             raise outcome.error
         return self._state.current_chat_history
@@ -429,40 +381,6 @@ class Session:
         while first < len(window) and role_of(window[first]) == "tool":  # its call is outside: skip it
             first += 1
         return convert_to_openai_messages(window[first:])  # type: ignore[return-value]
-
-    # -- export --------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """The session as a plain dict (what to_json and to_yaml write)."""
-        return export.dump_state(self._state)
-
-    def to_json(self) -> str:
-        return export.to_json(self.to_dict())
-
-    def to_yaml(self) -> str:
-        return export.to_yaml(self.to_dict())
-
-    def load_json(self, value: str) -> Self:
-        """Replace this session's state with a JSON document; nothing changes on error."""
-        return self.load_dict(export.parse_json(value))
-
-    def load_yaml(self, value: str) -> Self:
-        """Replace this session's state with a YAML document; nothing changes on error."""
-        return self.load_dict(export.parse_yaml(value))
-
-    def load_dict(self, data: Any) -> Self:
-        """Replace this session's state with a parsed document; nothing changes on error."""
-        self._install(export.load_state(data, keep_id=self.id))
-        return self
-
-    @classmethod
-    def from_json(cls, value: str, **kwargs: Any) -> Session:
-        """A new session from a JSON document (handlers and model as keyword arguments)."""
-        return cls(**kwargs).load_json(value)
-
-    @classmethod
-    def from_yaml(cls, value: str, **kwargs: Any) -> Session:
-        """A new session from a YAML document (handlers and model as keyword arguments)."""
-        return cls(**kwargs).load_yaml(value)
 
     def __repr__(self) -> str:
         totals = self._ledger.totals

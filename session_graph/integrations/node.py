@@ -44,8 +44,8 @@ def session_node(
     # A drawing-only compile (never invoked): resizes run on the session's own graph, compiled
     # with checkpointer=False so LangGraph never checkpoints it inside this graph.
     resize_graph = build_resize_graph(
-        resize_types=session._resize_handlers if session is not None else (),
-        overrides=session._overrides if session is not None else None,
+        resize_types=session.handlers.resize if session is not None else (),
+        overrides=session.handlers.overrides if session is not None else None,
         checkpointer=None,
     )
 
