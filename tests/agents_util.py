@@ -41,8 +41,10 @@ class ToolCallingFake(GenericFakeChatModel):
         yield ChatGenerationChunk(message=chunk)
 
     async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
-        if self.delay:
+        if self.delay:  # recorded before the wait, so a test can see the call is under way
+            self.prompts = [*self.prompts, list(messages)]
             await asyncio.sleep(self.delay)
+            return GenericFakeChatModel._generate(self, messages, stop, run_manager, **kwargs)
         return self._generate(messages, stop, run_manager, **kwargs)
 
 

@@ -148,12 +148,14 @@ def test_a_tool_error_leaves_session_and_checkpoint_consistent() -> None:
 
 def test_a_cancelled_run_leaves_session_and_checkpoint_consistent() -> None:
     session = Session()
-    agent, _ = agent_with(session, llm=model(delay=0.3))
+    agent, llm = agent_with(session, llm=model(delay=0.2))
 
     async def scenario() -> None:
         await agent.ainvoke({"messages": [HumanMessage(content="first")]}, config())
+        calls = len(llm.prompts)
         task = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage(content="cancel me")]}, config()))
-        await asyncio.sleep(0.1)
+        while len(llm.prompts) == calls:  # cancel while the model call is under way
+            await asyncio.sleep(0.005)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -209,15 +209,16 @@ def test_two_resizes_at_once_are_refused() -> None:
 def test_messages_appended_during_an_async_resize_join_the_window() -> None:
     async def scenario() -> Session:
         session = chat(Session().use_lite(messages=2), 3)
-        gate = asyncio.Event()
+        entered, gate = asyncio.Event(), asyncio.Event()
 
         async def slow(full, current, memo, settings):  # type: ignore[no-untyped-def]
+            entered.set()
             await gate.wait()
             return full, current[-2:], memo
 
         session.set_resize_handlers("slow", slow)
         task = asyncio.create_task(session.async_resize("slow"))
-        await asyncio.sleep(0.01)
+        await entered.wait()  # the handler holds its snapshot of the window
         session.append_message({"role": "user", "content": "late"})
         gate.set()
         await task
