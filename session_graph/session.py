@@ -241,14 +241,23 @@ class Session(SessionExport):
         self._ledger.sync(self._state, self._state.settings.resolved())
         return self._ledger.counter
 
-    def view(self) -> SessionView:
+    def view(self, *, outside_tokens: int = 0) -> SessionView:
         """Exactly the messages to send to a model: system prompt, summary or memo, window.
 
         Under ``session.limit.tokens`` its ``tokens`` never exceed the budget.
+        ``outside_tokens``: what the request spends beyond the view (an agent's own system
+        prompt); it comes off the budget (see ``tokens_of``).
         """
+        if isinstance(outside_tokens, bool) or not isinstance(outside_tokens, int) or outside_tokens < 0:
+            raise ConfigurationError(f"outside_tokens must be a whole number >= 0, got {outside_tokens!r}.")
         limits = self._state.settings.resolved()
         self._ledger.sync(self._state, limits)
-        return build_view(self._state, self._ledger, limits)
+        return build_view(self._state, self._ledger, limits, outside_tokens)
+
+    def tokens_of(self, message: BaseMessage) -> int:
+        """What one message costs with the counter in use (its chars without a token budget)."""
+        self._ledger.sync(self._state, self._state.settings.resolved())
+        return self._ledger.token_count(message)
 
     @property
     def graph(self) -> CompiledStateGraph:

@@ -35,7 +35,7 @@ class SessionView:
 
     Attributes:
         messages: system prompt, summary/memo message, window, in order.
-        tokens: their total with the counter in use, reply priming included.
+        tokens: their total with the counter in use, reply priming and outside tokens included.
         budget: the token budget (0: none).
         counter: the name of the counter (``tiktoken:o200k_base``, ``approx:...``, ``chars``).
         exact: whether the counter is exact.
@@ -95,8 +95,12 @@ class _Measure:
         return len(text)
 
 
-def build_view(state: SessionState, ledger: Ledger, limits: Limits) -> SessionView:
-    """Compose the view for a state (see the module docstring)."""
+def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
+    """Compose the view for a state (see the module docstring).
+
+    ``outside_tokens`` is what the request spends beyond the view (an agent's own system
+    prompt, say); it comes off the budget and is included in ``SessionView.tokens``.
+    """
     measure = ledger.token_count
     system = system_prompt(state)
     window = list(state.current_chat_history)
@@ -107,9 +111,11 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits) -> SessionVi
     truncated: list[str] = []
     if not budget:
         messages = [m for m in (system, extra) if m is not None] + window
-        return SessionView(messages, sum(measure(m) for m in messages) + limits.reply_priming, 0, ledger.counter.name, ledger.counter.exact)
+        total = sum(measure(m) for m in messages) + limits.reply_priming + outside_tokens
+        return SessionView(messages, total, 0, ledger.counter.name, ledger.counter.exact)
 
-    room = budget - limits.reply_priming
+    fixed = limits.reply_priming + outside_tokens
+    room = budget - fixed
     tokens = [measure(m) for m in window]
     roles = [role_of(m) for m in window]
     newest_user = next((tokens[i] for i in range(len(roles) - 1, -1, -1) if roles[i] == "user"), 0)
@@ -135,7 +141,7 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits) -> SessionVi
             truncated.append(message.id or "")
         kept.append(message)
     messages = [m for m in (system, extra) if m is not None] + kept
-    total = sum(measure(m) for m in messages) + limits.reply_priming
+    total = sum(measure(m) for m in messages) + fixed
     if total > budget:
         # A cut message can stay over its share when its fixed part (overhead, tool ids)
         # is: keep the turn's user message alone, then drop the summary/memo message.
@@ -144,12 +150,12 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits) -> SessionVi
         truncated = [t for t in truncated if system is not None and t == system.id]
         for candidate in ([system, extra], [system]):
             messages = [m for m in candidate if m is not None] + kept
-            total = sum(measure(m) for m in messages) + limits.reply_priming
+            total = sum(measure(m) for m in messages) + fixed
             if total <= budget:
                 break
         if total > budget and kept:  # the user message itself, cut to what is left
             left = budget - total + measure(kept[0])
             messages[-1] = truncate_message(kept[0], left, measure)
             truncated.append(kept[0].id or "")
-            total = sum(measure(m) for m in messages) + limits.reply_priming
+            total = sum(measure(m) for m in messages) + fixed
     return SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated), plan.elided)

@@ -62,14 +62,19 @@ def test_the_model_sees_the_memo() -> None:
 
 
 def test_a_token_budget_bounds_what_the_model_is_sent() -> None:
-    session = Session().configure(limit={"tokens": 300})
-    agent, llm = agent_with(session)
-    for turn in range(12):
-        agent.invoke({"messages": [HumanMessage(content=f"question {turn} " + "pad " * 10)]}, config())
     from session_graph.tokens import message_tokens
 
-    for prompt in llm.prompts[-6:]:
-        assert sum(message_tokens(m, session.counter) for m in prompt[1:]) + 3 <= 300
+    session = Session().configure(limit={"tokens": 300})
+    llm = model()
+    long_prompt = "You are a careful assistant. " * 12  # the agent's own system prompt counts too
+    agent = create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(session)], checkpointer=InMemorySaver(),
+                         system_prompt=long_prompt)
+    for turn in range(12):
+        agent.invoke({"messages": [HumanMessage(content=f"question {turn} " + "pad " * 10)]}, config())
+    for prompt in llm.prompts:
+        assert prompt[0].content.startswith(long_prompt.strip())
+        assert sum(message_tokens(m, session.counter) for m in prompt) + 3 <= 300
+    assert len(llm.prompts[-1]) > 2  # and the window is still there
 
 
 def test_threads_get_their_own_sessions_and_resume_after_a_restart(tmp_path: Path) -> None:

@@ -207,3 +207,16 @@ def test_summary_mode_without_a_model_says_how_to_fix_it(api: Api) -> None:
     chat(session, 10, size=20)
     with pytest.raises(MemoUpdateError, match="summary mode needs a chat model"):
         api.resize(session, "lite")
+
+
+def test_outside_tokens_come_off_the_budget() -> None:
+    from session_graph import ConfigurationError
+
+    session = budget_session(200)
+    chat(session, 20, size=30)
+    alone, shared = session.view(), session.view(outside_tokens=80)
+    assert alone.tokens <= 200 and shared.tokens <= 200
+    assert len(shared.messages) < len(alone.messages)
+    assert shared.tokens - 80 == sum(message_tokens(m, session.counter) for m in shared.messages) + 3
+    with pytest.raises(ConfigurationError, match="outside_tokens"):
+        session.view(outside_tokens=-1)

@@ -100,7 +100,9 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         return await handler(self._with_view(request))
 
     def _with_view(self, request: ModelRequest) -> ModelRequest:
-        view = self.binding.session().view().messages
+        session = self.binding.session()
+        own = session.tokens_of(request.system_message) if request.system_message is not None else 0
+        view = session.view(outside_tokens=own).messages  # the agent's system prompt counts against the budget
         lead = 0
         while lead < len(view) and isinstance(view[lead], SystemMessage):
             lead += 1
