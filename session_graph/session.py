@@ -355,7 +355,7 @@ class Session(SessionExport):
         ledger.sync(state, state.settings.resolved())
         self._ledger = ledger
         self._state = state
-        self.revision = getattr(self, "revision", 0) + 1
+        self.revision += 1
 
     # -- lifecycle -----------------------------------------------------------------------
     def restore(self, state: SessionState) -> Self:

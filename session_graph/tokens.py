@@ -285,9 +285,12 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
     return total
 
 
-def truncate_to_tokens(text: str, counter: TokenCounter, max_tokens: int, *, count: Callable[[str], int] | None = None) -> str:
-    """The longest prefix of ``text`` within ``max_tokens``, found by binary search on tokens."""
-    measure = count or counter.count_text
+def truncate_to_tokens(text: str, max_tokens: int, measure: Callable[[str], int]) -> str:
+    """The longest prefix of ``text`` whose ``measure`` is within ``max_tokens``, by binary search.
+
+    ``measure`` is ``counter.count_text`` for plain text, or the cost of a whole message
+    built around the text.
+    """
     if max_tokens <= 0:
         return ""
     if measure(text) <= max_tokens:

@@ -84,15 +84,7 @@ def truncate_message(message: BaseMessage, max_tokens: int, measure: Callable[[B
         metadata: dict[str, Any] = {**message.response_metadata, "session_graph": {"truncated": True, "original_tokens": original}}
         return message.model_copy(update={"content": value, "response_metadata": metadata})
 
-    kept = truncate_to_tokens(text, _Measure(), max_tokens, count=lambda value: measure(with_text(value)))
-    return with_text(kept)
-
-
-class _Measure:
-    name, exact = "message", True
-
-    def count_text(self, text: str) -> int:  # pragma: no cover - truncate_to_tokens is given count=
-        return len(text)
+    return with_text(truncate_to_tokens(text, max_tokens, lambda value: measure(with_text(value))))
 
 
 def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:

@@ -23,31 +23,23 @@ class WindowTotals:
     Attributes:
         chars: approximate characters of the whole window.
         count: messages in the window.
-        tail_chars: characters of the newest unit (which a prune always keeps).
-        tail_count: messages in the newest unit.
+        tail_count: messages in the newest unit (which a prune always keeps).
         tokens: tokens of the whole window (0 when no token counter is in use).
-        tail_tokens: tokens of the newest unit.
         turn_count: messages since the newest user message (the current turn), which a
             prune under a token budget always keeps.
     """
 
     chars: int = 0
     count: int = 0
-    tail_chars: int = 0
     tail_count: int = 0
     tokens: int = 0
-    tail_tokens: int = 0
     turn_count: int = 0
 
     def add(self, role: str, size: int, tokens: int = 0) -> WindowTotals:
         """The totals after one more message (a tool result joins the newest unit)."""
         turn = 1 if role == "user" else self.turn_count + 1
-        if role == "tool" and self.count:
-            return WindowTotals(
-                self.chars + size, self.count + 1, self.tail_chars + size, self.tail_count + 1,
-                self.tokens + tokens, self.tail_tokens + tokens, turn,
-            )
-        return WindowTotals(self.chars + size, self.count + 1, size, 1, self.tokens + tokens, tokens, turn)
+        tail = self.tail_count + 1 if role == "tool" and self.count else 1
+        return WindowTotals(self.chars + size, self.count + 1, tail, self.tokens + tokens, turn)
 
     @classmethod
     def of(cls, roles: Sequence[str], sizes: Sequence[int], tokens: Sequence[int] | None = None) -> WindowTotals:

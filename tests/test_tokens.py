@@ -126,7 +126,7 @@ def test_truncate_to_tokens_is_a_binary_search_to_the_exact_fit() -> None:
     counter = TiktokenCounter("cl100k_base")
     text = "one two three four five six seven eight nine ten " * 20
     for limit in (0, 1, 7, 50, 10_000):
-        cut = truncate_to_tokens(text, counter, limit)
+        cut = truncate_to_tokens(text, limit, counter.count_text)
         assert counter.count_text(cut) <= limit
         assert text.startswith(cut)
         if cut != text:

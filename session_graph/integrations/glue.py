@@ -46,7 +46,10 @@ class SessionAgent:
             if inspect.isawaitable(result):
                 raise ConfigurationError("this agent is async: use await session_agent.ainvoke(...).")
         self._write_back(new, sent, result)
-        self._resize(self.session.resize)
+        try:
+            self.session.resize()
+        except MemoUpdateError as error:
+            _warn(error)
         return result
 
     async def ainvoke(self, request: Any, config: Any = None) -> Any:
@@ -121,11 +124,6 @@ class SessionAgent:
             if message not in self.session:
                 self.session.append_message(message)
 
-    def _resize(self, resize: Any) -> None:
-        try:
-            resize()
-        except MemoUpdateError as error:
-            _warn(error)
 
 
 def _warn(error: MemoUpdateError) -> None:

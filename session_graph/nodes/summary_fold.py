@@ -57,8 +57,7 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
     if ctx.counter is not None:  # cut to the reserve, by binary search on tokens
         summary = truncate_to_tokens(
             summary,
-            ctx.counter,
             limits.reserve_tokens,
-            count=lambda text: message_tokens(SystemMessage(content=SUMMARY_HEADER + text), ctx.counter, ctx.rules),
+            lambda text: message_tokens(SystemMessage(content=SUMMARY_HEADER + text), ctx.counter, ctx.rules),
         )
     return {"memo": {**state.memo, "summary": summary}, "memo_cursor": cut}

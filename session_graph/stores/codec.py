@@ -8,7 +8,7 @@ writer) are not lost on load: they join the history and the window.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
 
@@ -17,6 +17,9 @@ from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
+
+if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
+    from session_graph.session import Session
 
 __all__ = ["message_record", "message_text", "record_message", "session_state", "snapshot_state"]
 
@@ -43,19 +46,16 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
     return message
 
 
-def session_state(state: SessionState, metadata: dict[str, Any], created_at: str, updated_at: str) -> dict[str, Any]:
-    """The state document of a session (everything but the messages themselves)."""
-    in_history = {m.id for m in state.full_chat_history[-len(state.current_chat_history) - 64 :]} if state.current_chat_history else set()
-    inline = {}
-    for message in state.current_chat_history:
-        if message.id not in in_history and message not in state.full_chat_history:
-            inline[message.id] = message_to_dict(message)
+def session_state(session: Session, created_at: str, updated_at: str) -> dict[str, Any]:
+    """The state document of a session (everything but the messages themselves). O(window)."""
+    state = session.state
+    inline = {m.id: message_to_dict(m) for m in state.current_chat_history if m not in session}
     return {
         "schema": SCHEMA_VERSION,
         "key": state.id,
         "created_at": created_at,
         "updated_at": updated_at,
-        "metadata": metadata,
+        "metadata": session.metadata,
         "memo": state.memo,
         "settings": state.settings.to_dict(),
         "turns": state.turns,

@@ -235,7 +235,7 @@ class JsonlStore:
                 handle.seek(known if 0 < known <= size else 0)
                 count = count if 0 < known <= size else 0
                 for line in handle:
-                    if line.startswith(b'{"_type": "reset"'):
+                    if _is_reset(line):
                         count = 0
                     elif line.strip():
                         count += 1
@@ -291,6 +291,17 @@ class JsonlStore:
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _is_reset(line: bytes) -> bool:
+    """Whether a log line is the reset marker ``Session.clear`` leaves."""
+    if b'"_type"' not in line:  # cheap test first: message records never have one
+        return False
+    try:
+        record = _loads(line)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and record.get("_type") == _RESET
 
 
 def _last_newline(handle: Any, size: int) -> int:

@@ -36,7 +36,7 @@ def open_store(target: SessionStore | str | os.PathLike[str] | None = None) -> S
     """
     if target is None:
         return JsonlStore()
-    if isinstance(target, SessionStore) and not isinstance(target, str | os.PathLike):
+    if isinstance(target, SessionStore):
         return target
     text = os.fspath(target)
     if text.startswith(("postgresql://", "postgres://")):
@@ -138,7 +138,7 @@ class SessionManager:
         new = full if reset else full[entry.persisted :]
         now = utc_now()
         records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
-        state = session_state(session.state, session.metadata, entry.created_at, now)
+        state = session_state(session, entry.created_at, now)
         version = self.store.write(self.tenant, key, records, state, reset=reset)
         session.cleared = False
         interleaved = entry.version is not None and version != entry.version + 1  # another writer got in between
@@ -186,7 +186,7 @@ class SessionManager:
             session.metadata.update(metadata)
             now = utc_now()
             records = [message_record(message, ts or now) for message, ts in messages]
-            state = session_state(session.state, session.metadata, metadata.get("nanobot_created_at", now), now)
+            state = session_state(session, metadata.get("nanobot_created_at", now), now)
             version = self.store.write(self.tenant, key, records, state)
             self._remember(key, _Entry(session, version, len(messages), session.revision, state["created_at"]))
             keys.append(key)
