@@ -3,7 +3,8 @@
 A summary is ``{"type", "ref", "meta"}``: ``ref`` is the first of ``file``, ``url``,
 ``path``, ``id``, ``name`` found on the part or inside the nested object providers use
 (``image_url.url``, ``input_audio``, ``file``, ``source``); ``meta`` keeps ``name``,
-``mime_type``, ``size``, ``width``, ``height``, ``duration``. Inline binary (base64 data
+``mime_type``, ``size``, ``width``, ``height``, ``duration`` (an inline image's width and
+height are read from its header when the part does not give them). Inline binary (base64 data
 URLs and base64 blocks) never lands in a summary: its ref becomes a short digest.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from session_graph.image_size import image_size
 from session_graph.messages import content_parts
 
 __all__ = ["is_inline_binary", "summarize_attachments", "summarize_part"]
@@ -62,6 +64,10 @@ def summarize_part(part: Mapping[str, Any]) -> dict[str, Any]:
         mime, payload = inline
         if mime and "mime_type" not in meta:
             meta["mime_type"] = mime
+        if "width" not in meta and "height" not in meta and (mime or "image/").startswith("image/"):
+            size = image_size(payload)  # read from the PNG/JPEG/GIF/WebP header
+            if size is not None:
+                meta["width"], meta["height"] = size
         meta.setdefault("size", len(payload) * 3 // 4 - payload[-2:].count("="))
         if ref is None:
             digest = hashlib.sha256(payload.encode("ascii", "ignore")).hexdigest()[:16]

@@ -1,10 +1,17 @@
-"""Pure arithmetic of a token budget: which window messages a view keeps, which one it cuts.
+"""Pure arithmetic of a window's budget: its room, the prune cut, memo chunks and the view.
 
-Reverse fill: the newest whole units (a tool call with all its results is one unit) that
-fit the budget, moved forward to open on a user turn where that keeps the newest user
-message. When the current turn alone is over budget, the view keeps the newest user
-message and the newest units after it that fit (the middle of that turn is left out, whole
-units only); a newest message that cannot fit even alone is truncated to fit exactly.
+The one place these are computed (the policy, the prune, the folds and the view all call
+here). Nothing here touches a model, a graph or a session; the nodes glue these results to
+one state update. Units come from ``window.unit_starts``: a tool call and its results are
+never separated.
+
+- ``window_room``: what the window may spend under a token budget, once the system prompt,
+  the summary or memo message *as held* (not its whole reserve) and the reply priming are paid.
+- ``plan_prune``: keep the newest whole units under the headroom limits, open on a turn; when
+  that cut falls mid-turn and opening on the next turn would keep far less, keep instead what
+  ``trim_messages(strategy="last", start_on="human")`` keeps under the full limits.
+- ``plan_chunks``: whole units in chunks under a size (tokens under a token budget, else chars).
+- ``plan_budget``: the view's reverse fill within the budget.
 """
 
 from __future__ import annotations
@@ -12,11 +19,152 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from session_graph.window import unit_starts
+from session_graph.window import BOUNDARY_ROLES, unit_starts
 
-__all__ = ["BudgetPlan", "plan_budget"]
+__all__ = ["FIT_SHARE", "BudgetPlan", "PrunePlan", "plan_budget", "plan_chunks", "plan_prune", "window_room"]
 
-_BOUNDARY_ROLES = frozenset({"user"})
+FIT_SHARE = 0.8
+"""A headroom cut that opens on the next turn must keep this share of what fits the full limit."""
+
+
+def window_room(budget: int, fixed: int) -> int:
+    """Tokens the window may use under ``budget`` after ``fixed`` (0: no token budget)."""
+    return max(1, budget - fixed) if budget else 0
+
+
+@dataclass(frozen=True, slots=True)
+class PrunePlan:
+    """Where the pruned window starts.
+
+    Attributes:
+        keep_from: index of the first kept message in the window.
+        kept_chars: approximate characters kept.
+        kept_count: messages kept.
+        pinned: True if the memo cursor stopped the cut earlier than the limits asked.
+        headroom_from: where the headroom cut alone would start (a fold may cover up to here).
+    """
+
+    keep_from: int
+    kept_chars: int
+    kept_count: int
+    pinned: bool = False
+    headroom_from: int = 0
+
+
+def _fill(
+    starts: list[int], n: int, sizes: Sequence[int], tokens: Sequence[int] | None, chars: int, messages: int, max_tokens: int
+) -> int:
+    """Start of the newest whole units under every limit (the newest unit is always kept)."""
+    keep_from, kept_chars, kept_count, kept_tokens = n, 0, 0, 0
+    for index in range(len(starts) - 1, -1, -1):
+        start = starts[index]
+        end = starts[index + 1] if index + 1 < len(starts) else n
+        unit_chars = sum(sizes[start:end])
+        unit_tokens = sum(tokens[start:end]) if tokens is not None else 0
+        if keep_from < n and (
+            (chars and kept_chars + unit_chars >= chars)
+            or (messages and kept_count + end - start > messages)
+            or (max_tokens and kept_tokens + unit_tokens > max_tokens)
+        ):
+            break
+        keep_from, kept_chars, kept_count, kept_tokens = start, kept_chars + unit_chars, kept_count + end - start, kept_tokens + unit_tokens
+    return keep_from
+
+
+def _next_boundary(roles: Sequence[str], keep_from: int) -> int:
+    """The first turn boundary at or after ``keep_from`` (``keep_from`` itself if there is none)."""
+    n = len(roles)
+    if keep_from < n and roles[keep_from] not in BOUNDARY_ROLES:
+        boundary = next((i for i in range(keep_from + 1, n) if roles[i] in BOUNDARY_ROLES), None)
+        if boundary is not None:
+            return boundary
+    return keep_from
+
+
+def plan_prune(
+    roles: Sequence[str],
+    sizes: Sequence[int],
+    *,
+    chars: int,
+    messages: int,
+    pinned_from: int | None = None,
+    tokens: Sequence[int] | None = None,
+    max_tokens: int = 0,
+    keep_turn: bool = False,
+    full_chars: int = 0,
+    full_tokens: int = 0,
+) -> PrunePlan:
+    """Keep the newest whole units that fit the limits, starting at a turn where it can.
+
+    Args:
+        roles: OpenAI role of each window message, oldest first.
+        sizes: size of each window message.
+        chars: the headroom char limit: the window stays under it (0: no limit).
+        messages: the window keeps at most this many messages (0: no limit).
+        pinned_from: first index the memo has not covered yet; nothing from there on is cut.
+        tokens: tokens of each window message, when a token budget applies.
+        max_tokens: the headroom token limit (0: no limit).
+        keep_turn: never cut past the newest user message (the window under a token budget).
+        full_chars: the full char limit the headroom is taken from (0: same as ``chars``).
+        full_tokens: the full token room the headroom is taken from (0: same as ``max_tokens``).
+
+    The newest unit is always kept, even when it alone breaks a limit. The headroom cut is
+    moved forward to the next turn (user or system message) so the window opens on a turn.
+    When that would keep less than ``FIT_SHARE`` of what fits the full limits from a turn
+    boundary (what ``trim_messages`` keeps), that fuller window is kept instead and the
+    headroom is left to the next resize. The window never opens on a tool result.
+    """
+    n = len(roles)
+    starts = unit_starts(roles)
+    headroom = _next_boundary(roles, _fill(starts, n, sizes, tokens, chars, messages, max_tokens))
+    while headroom < n - 1 and roles[headroom] == "tool":
+        headroom += 1
+    keep_from = headroom
+    if (full_chars > chars or full_tokens > max_tokens) and n:
+        fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, messages, full_tokens or max_tokens))
+        measure = tokens if tokens is not None else sizes
+        if fits < keep_from and roles[fits] in BOUNDARY_ROLES and sum(measure[keep_from:]) < FIT_SHARE * sum(measure[fits:]):
+            keep_from = fits
+    while keep_from < n - 1 and roles[keep_from] == "tool":
+        keep_from += 1
+    if keep_turn:
+        newest_user = next((i for i in range(n - 1, -1, -1) if roles[i] == "user"), None)
+        if newest_user is not None and newest_user < keep_from:
+            keep_from = newest_user
+            headroom = min(headroom, newest_user)
+    pinned = pinned_from is not None and pinned_from < keep_from
+    if pinned:
+        keep_from = pinned_from  # type: ignore[assignment]
+        while keep_from > 0 and roles[keep_from] == "tool":  # keep the call with its results
+            keep_from -= 1
+    kept = sizes[keep_from:]
+    return PrunePlan(keep_from, sum(kept), len(kept), pinned, keep_from if pinned else max(headroom, keep_from))
+
+
+def plan_chunks(roles: Sequence[str], sizes: Sequence[int], max_size: int) -> list[tuple[int, int]]:
+    """Split messages into [start, end) chunks of whole units, each under ``max_size``.
+
+    ``sizes`` are tokens or chars, in the unit of ``max_size``. A unit larger than
+    ``max_size`` becomes a chunk of its own; ``max_size`` 0 gives one chunk. Offsets are
+    relative to the sequences given.
+    """
+    n = len(roles)
+    if n == 0:
+        return []
+    if not max_size:
+        return [(0, n)]
+    starts = unit_starts(roles)
+    chunks: list[tuple[int, int]] = []
+    chunk_start, chunk_size = 0, 0
+    for index, start in enumerate(starts):
+        end = starts[index + 1] if index + 1 < len(starts) else n
+        unit_size = sum(sizes[start:end])
+        if start > chunk_start and chunk_size + unit_size >= max_size:
+            chunks.append((chunk_start, start))
+            chunk_start, chunk_size = start, 0
+        chunk_size += unit_size
+    chunks.append((chunk_start, n))
+    return chunks
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +184,18 @@ class BudgetPlan:
     elided: int = 0
 
 
+_USER = frozenset({"user"})
+
+
 def plan_budget(roles: Sequence[str], tokens: Sequence[int], budget: int) -> BudgetPlan:
-    """Plan the window of a view under ``budget`` tokens (see the module docstring)."""
+    """Plan the window of a view under ``budget`` tokens.
+
+    Reverse fill: the newest whole units that fit, moved forward to open on a user turn where
+    that keeps the newest user message. When the current turn alone is over budget, the view
+    keeps the newest user message and the newest units after it that fit (the middle of that
+    turn is left out, whole units only); a newest message that cannot fit even alone is
+    truncated to fit exactly.
+    """
     n = len(roles)
     if n == 0:
         return BudgetPlan()
@@ -54,8 +212,8 @@ def plan_budget(roles: Sequence[str], tokens: Sequence[int], budget: int) -> Bud
         first, used = k, used + cost
     if first < len(units):
         keep_from = units[first][0]
-        if roles[keep_from] not in _BOUNDARY_ROLES:
-            boundary = next((i for i in range(keep_from + 1, n) if roles[i] in _BOUNDARY_ROLES), None)
+        if roles[keep_from] not in _USER:
+            boundary = next((i for i in range(keep_from + 1, n) if roles[i] in _USER), None)
             if boundary is not None and (newest_user is None or boundary <= newest_user):
                 keep_from = boundary
         if newest_user is None or newest_user >= keep_from:

@@ -105,7 +105,11 @@ class Handlers:
             totals=ledger.totals,
             tokens=ledger.token_count,
             fixed_tokens=ledger.fixed_tokens(state, limits),
+            outside=lambda current: ledger.fixed_tokens(current, current.settings.resolved()),
+            measure_context=ledger.measure_context,
             counter=ledger.counter if ledger.tokens is not None else None,
             rules=ledger.rules,
             summarize=self.summary or self.model_summarizer,
+            compress_summary=self.model_summarizer.compress if self.model_summarizer is not None else None,
+            compress_memo=self.model_updater.compress if self.model_updater is not None else None,
         )

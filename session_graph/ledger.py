@@ -9,21 +9,24 @@ from __future__ import annotations
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from session_graph.context import context_message
 from session_graph.errors import MessageError
 from session_graph.messages import role_of
 from session_graph.settings import Limits
 from session_graph.sizing import SizeCache
 from session_graph.state import SessionState
-from session_graph.tokens import CharCounter, CostRules, TokenCounter, counter_for, message_tokens
+from session_graph.tokens import ApproxTokenCounter, CharCounter, CostRules, TokenCounter, counter_for, message_tokens
 from session_graph.window import WindowTotals
 
 __all__ = ["Ledger"]
+
+_ESTIMATE = ApproxTokenCounter()
 
 
 class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_counter_key", "_index", "counter", "rules", "size", "tokens", "totals")
+    __slots__ = ("_context", "_counter_key", "_index", "counter", "rules", "size", "tokens", "totals")
 
     def __init__(self, state: SessionState) -> None:
         self._index: dict[str, int] = {}
@@ -33,6 +36,7 @@ class Ledger:
         self.tokens: SizeCache | None = None
         self._counter_key: object = None
         self.totals = WindowTotals()
+        self._context: tuple[object, int] = (None, 0)
         self.rebuild(state, reindex=True)
 
     # -- lookups -----------------------------------------------------------------------------
@@ -44,13 +48,33 @@ class Ledger:
         """Tokens of one message with the counter in use (its chars when there is none)."""
         return self.tokens(message) if self.tokens is not None else self.size(message)
 
+    def measure_context(self, message: BaseMessage) -> int:
+        """Tokens of a summary or memo message: exact with a token counter, else the estimate."""
+        if self.tokens is not None:
+            return message_tokens(message, self.counter, self.rules)
+        return message_tokens(message, _ESTIMATE, self.rules)
+
+    def held_tokens(self, state: SessionState, limits: Limits) -> int:
+        """Tokens the summary or memo message takes in the view: what it holds, at most its reserve.
+
+        Cached per memo object (a resize installs a new one), so judging stays O(1) per turn.
+        """
+        if not (limits.summary_enabled or limits.memo_enabled):
+            return 0
+        memo = state.memo
+        key = (id(memo), len(memo), id(memo.get("summary")), limits.summary_enabled, self._counter_key)
+        if self._context[0] != key:
+            message = context_message(state.id, memo, limits)
+            self._context = (key, self.measure_context(message) if message is not None else 0)
+        return min(self._context[1], limits.reserve_tokens)
+
     def fixed_tokens(self, state: SessionState, limits: Limits) -> int:
-        """Tokens every request spends outside the window: system prompt, reserve, priming."""
+        """Tokens every request spends outside the window: system prompt, summary or memo as held, priming."""
         system = system_prompt(state)
         window = state.current_chat_history
         outside = system is not None and not (window and window[0] is system)
-        reserve = limits.reserve_tokens if (limits.summary_enabled or limits.memo_enabled) else 0
-        return (self.token_count(system) if outside and system is not None else 0) + reserve + limits.reply_priming
+        held = self.held_tokens(state, limits)
+        return (self.token_count(system) if outside and system is not None else 0) + held + limits.reply_priming
 
     # -- updates -----------------------------------------------------------------------------
     def check_new(self, message: BaseMessage, session_id: str) -> None:

@@ -1,9 +1,10 @@
 """The default memo updater: any langchain-core chat model folds messages into the memo.
 
-The model gets the instructions (``session.memo.instruct``) and a JSON input with
-``current_memo``, ``messages`` and ``attachments``; it must answer with a JSON object
-``{"memo": {...}}``. The reply is validated with pydantic: anything else is an error,
-never silently the memo.
+One call per fold: the instructions (``session.memo.instruct``) and the token budget of the
+memo, then the current memo as JSON and the new messages as a compact transcript. The model
+answers ``{"memo": {...}}``; the reply is validated with pydantic: anything else is an
+error, never silently the memo. A memo over its budget gets one compression request
+(:meth:`ModelMemoUpdater.compress`); the session keeps the model's whole memo either way.
 """
 
 from __future__ import annotations
@@ -12,18 +13,29 @@ import json
 import re
 from typing import Any
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from session_graph.attachments import is_inline_binary, summarize_part
+from session_graph.context import memo_json
 from session_graph.errors import MemoUpdateError
-from session_graph.messages import role_of
 from session_graph.settings import SessionSettings
+from session_graph.transcript import transcript
 
-__all__ = ["MemoReply", "ModelMemoUpdater", "build_memo_prompt", "message_for_prompt", "parse_memo_reply"]
+__all__ = [
+    "MemoReply",
+    "ModelMemoUpdater",
+    "build_memo_compression_prompt",
+    "build_memo_prompt",
+    "memo_budget",
+    "parse_memo_reply",
+    "reply_text",
+]
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_HEADER_TOKENS = 16  # the memo message's header and overhead, kept off the memo's budget
 
 
 class MemoReply(BaseModel):
@@ -33,21 +45,9 @@ class MemoReply(BaseModel):
     memo: dict[str, Any]
 
 
-def message_for_prompt(message: BaseMessage) -> dict[str, Any]:
-    """A compact dict of a message for the memo prompt (inline binary replaced by its summary)."""
-    content: Any = message.content
-    if isinstance(content, list):
-        content = [
-            {"type": "attachment", **summarize_part(part)} if is_inline_binary(part) else part for part in content
-        ]
-    data: dict[str, Any] = {"role": role_of(message), "content": content}
-    if isinstance(message, AIMessage) and message.tool_calls:
-        data["tool_calls"] = [{"id": c.get("id"), "name": c["name"], "args": c["args"]} for c in message.tool_calls]
-    if isinstance(message, ToolMessage):
-        data["tool_call_id"] = message.tool_call_id
-    if message.name:
-        data["name"] = message.name
-    return data
+def memo_budget(settings: SessionSettings) -> int:
+    """Tokens the memo's JSON may use: the reserve less the message's header."""
+    return max(16, settings.resolved().reserve_tokens - _HEADER_TOKENS)
 
 
 def build_memo_prompt(
@@ -55,35 +55,49 @@ def build_memo_prompt(
     messages: list[BaseMessage],
     attachments: list[dict[str, Any]],
     instruct: list[str] | tuple[str, ...],
+    budget: int,
 ) -> list[BaseMessage]:
-    """The two messages sent to the memo model."""
+    """The two messages sent to the memo model: instructions once, then memo and transcript."""
     rules = "\n".join(f"- {line}" for line in instruct)
     system = (
         "You maintain the memo of a conversation: a JSON object of durable facts.\n"
         f"{rules}\n"
+        f"- Keep the whole memo within {budget} tokens of JSON: merge related keys and drop what matters "
+        "least rather than grow past it.\n"
         'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.'
     )
-    payload = {
-        "current_memo": memo,
-        "messages": [message_for_prompt(m) for m in messages],
-        "attachments": attachments,
-    }
-    return [SystemMessage(content=system), HumanMessage(content=json.dumps(payload, ensure_ascii=False, default=str))]
+    body = f"Current memo: {memo_json(memo)}\n\nNew messages:\n{transcript(messages)}"
+    if attachments:
+        body += "\n\nAttachments: " + json.dumps(attachments, ensure_ascii=False, default=str)
+    return [SystemMessage(content=system), HumanMessage(content=body)]
 
 
-def parse_memo_reply(reply: BaseMessage) -> dict[str, Any]:
-    """The memo dict from a model reply ``{"memo": {...}}``.
+def build_memo_compression_prompt(memo: dict[str, Any], budget: int, tokens: int) -> list[BaseMessage]:
+    """The request to rewrite a memo that came back over its budget."""
+    system = (
+        f"Rewrite this memo so that its JSON fits within {budget} tokens (it has about {tokens}). Keep the durable "
+        "facts that help future turns and the newest ones; merge related keys, drop the least useful.\n"
+        'Answer with one JSON object and nothing else: {"memo": {...}}.'
+    )
+    return [SystemMessage(content=system), HumanMessage(content=memo_json(memo))]
+
+
+def reply_text(reply: Any) -> str:
+    """The text of a model reply, without any ``<think>`` block."""
+    text = reply.text if isinstance(reply, BaseMessage) else str(reply)
+    return _THINK.sub("", text).strip()
+
+
+def parse_memo_reply(reply: Any) -> dict[str, Any]:
+    """The memo dict from a model reply ``{"memo": {...}}`` (a Markdown fence is fine).
 
     Raises:
-        MemoUpdateError: the reply is not JSON, or not an object with a dict ``memo``.
+        MemoUpdateError: the reply is not JSON (truncated JSON included), or not an object with a dict ``memo``.
     """
-    text = reply.text if isinstance(reply, BaseMessage) else str(reply)
-    match = _FENCE.match(text)
-    if match:
-        text = match.group(1)
+    text = reply_text(reply)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
+        data = parse_json_markdown(text, parser=json.loads)
+    except (OutputParserException, ValueError) as error:
         raise MemoUpdateError(f"the memo model's reply is not JSON ({error}): {text[:200]!r}") from error
     try:
         return MemoReply.model_validate(data).memo
@@ -98,7 +112,7 @@ class ModelMemoUpdater:
 
     Attributes:
         model: the chat model.
-        calls: how many times the model was asked.
+        calls: how many times the model was asked (folds and compressions).
         sent_chars: characters sent to the model so far (prompt text), for measurement.
     """
 
@@ -107,6 +121,11 @@ class ModelMemoUpdater:
         self.calls = 0
         self.sent_chars = 0
 
+    async def _ask(self, prompt: list[BaseMessage]) -> Any:
+        self.calls += 1
+        self.sent_chars += sum(len(m.text) for m in prompt)
+        return await self.model.ainvoke(prompt, config={"tags": ["nostream"]})  # never streamed to the agent's user
+
     async def __call__(
         self,
         memo: dict[str, Any],
@@ -114,8 +133,11 @@ class ModelMemoUpdater:
         attachments: list[dict[str, Any]],
         settings: SessionSettings,
     ) -> dict[str, Any]:
-        prompt = build_memo_prompt(memo, messages, attachments, settings.resolved().instruct)
-        self.calls += 1
-        self.sent_chars += sum(len(m.content) for m in prompt if isinstance(m.content, str))
-        reply = await self.model.ainvoke(prompt, config={"tags": ["nostream"]})  # never streamed to the agent's user
-        return parse_memo_reply(reply)
+        limits = settings.resolved()
+        prompt = build_memo_prompt(memo, messages, attachments, limits.instruct, memo_budget(settings))
+        return parse_memo_reply(await self._ask(prompt))
+
+    async def compress(self, memo: dict[str, Any], budget: int, tokens: int) -> dict[str, Any]:
+        """Ask the model once to rewrite ``memo`` within ``budget`` tokens."""
+        return parse_memo_reply(await self._ask(build_memo_compression_prompt(memo, budget, tokens)))
+

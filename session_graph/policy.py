@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import inspect
 from typing import Any, NotRequired, TypedDict
 
+from session_graph.budget import window_room
 from session_graph.errors import PolicyResultError
 from session_graph.settings import Limits
 from session_graph.window import WindowTotals
@@ -44,10 +45,10 @@ def default_policy(
 ) -> Decision | None:
     """The default policy on running totals (see the module docstring).
 
-    ``fixed_tokens`` is what every request spends outside the window (system prompt,
-    summary reserve, reply priming); the window's room under a token budget is the rest.
+    ``fixed_tokens`` is what every request spends outside the window (system prompt, the
+    summary or memo as held, reply priming); the window's room under a token budget is the rest.
     """
-    token_room = max(1, limits.tokens - fixed_tokens) if limits.tokens else 0
+    token_room = window_room(limits.tokens, fixed_tokens)
     over_chars, over_messages, over_tokens = totals.prunable(limits.chars, limits.messages, token_room)
     if over_chars:
         return {"type": "deep", "reason": "max_messages_text_length", "severity": 100}

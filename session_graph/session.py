@@ -19,13 +19,13 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph._aio import maybe_await, resolve_sync, run_sync
 from session_graph._ids import new_id, utc_now
+from session_graph.context import memo_for_model
 from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.export import SessionExport
 from session_graph.handlers import Handlers, checked_callable
 from session_graph.ledger import Ledger
 from session_graph.messages import MessageInput, role_of, to_message
 from session_graph.nodes.judge import judge_state
-from session_graph.nodes.memo_update import memo_for_model
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, run_resize
 from session_graph.settings import SessionSettings
@@ -37,7 +37,7 @@ from session_graph.state import (
     SummaryHandler,
 )
 from session_graph.tokens import TokenCounter
-from session_graph.view import SessionView, build_view
+from session_graph.view import SessionView, answered, build_view
 from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
@@ -383,9 +383,10 @@ class Session(SessionExport):
     def get_history(self, max_messages: int = 50) -> list[dict[str, Any]]:
         """The newest window messages as OpenAI-style dicts for an LLM (tool fields kept).
 
-        At most ``max_messages``, cut so that no tool result loses its call.
+        At most ``max_messages``, cut so that no tool result loses its call; a tool call with
+        no result is answered by a synthetic "cancelled" result (as in ``view()``).
         """
-        window = self._state.current_chat_history
+        window = answered(list(self._state.current_chat_history))
         first = max(0, len(window) - max(max_messages, 0))
         while first < len(window) and role_of(window[first]) == "tool":  # its call is outside: skip it
             first += 1

@@ -9,8 +9,10 @@ by dotted key (``"session.resize.every_n_turns"``). ``set`` replaces the value a
 - ``session.limit.tokens`` replaces the char limit, unless ``session.limit.chars`` is set too;
 - an explicit ``session.memo.enabled`` wins over what ``session.mode`` implies;
 - a limit of 0 or None disables its check;
-- ``session.resize.prune_to_ratio`` (default 1.0, the reference behaviour) cuts the window
-  to that share of the char limit, so a full window is not resized again on the next turn.
+- ``session.resize.prune_to_ratio`` cuts the window to that share of the char limit, so a
+  full window is not resized again on the next turn; unset, it is 1.0 in lite mode (the
+  reference behaviour) and 0.8 in memo and summary modes (a fold per turn would be costly);
+- a summary/memo reserve larger than half the token budget is held to half of it.
 """
 
 from __future__ import annotations
@@ -59,8 +61,13 @@ class Limits:
         per_name: tokens a ``name`` adds (OpenAI: 1).
         reply_priming: tokens each request adds (OpenAI: 3).
         summary_enabled: whether messages leaving the window are folded into a summary.
-        reserve_tokens: tokens kept for the summary or memo message in the view.
+        reserve_tokens: the most the summary or memo message may take in the view (what it
+            really takes is all it holds back from the window); at most half the token budget.
         summary_prompt: a replacement for the summary fold prompt, or None.
+        chunk_tokens: the most a memo or summary fold sends in one model call, in tokens
+            (under a char limit: four chars a token).
+        fold_min_ratio: a lite resize folds into the memo only when what waits to be folded
+            is at least this share of the window's limit (a prune that needs it always folds).
     """
 
     chars: int
@@ -79,6 +86,18 @@ class Limits:
     summary_enabled: bool = False
     reserve_tokens: int = 512
     summary_prompt: str | None = None
+    chunk_tokens: int = 2000
+    fold_min_ratio: float = 0.25
+
+
+def _opt_ratio(key: str, value: Any) -> None:
+    if value is not None:
+        _ratio(key, value)
+
+
+def _positive(key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SettingsError(f"{key} must be a whole number > 0, got {value!r}.")
 
 
 def _ratio(key: str, value: Any) -> None:
@@ -139,9 +158,11 @@ _VALIDATORS: dict[str, Callable[[str, Any], None]] = {
     "session.resize.every_n_turns": _opt_count,
     "session.resize.max_messages_text_length": _opt_count,
     "session.resize.max_keep_messages_count": _opt_count,
-    "session.resize.prune_to_ratio": _ratio,
+    "session.resize.prune_to_ratio": _opt_ratio,
     "session.memo.enabled": _opt_bool,
     "session.memo.instruct": _instruct,
+    "session.memo.chunk_tokens": _positive,
+    "session.memo.fold_min_ratio": _ratio,
     "session.limit": _limit,
     "session.limit.chars": _opt_count,
     "session.limit.messages": _opt_count,
@@ -167,6 +188,7 @@ _KNOWN_UNSET = (
     "session.tokens.model",
     "session.tokens.approximate",
     "session.summary.prompt",
+    "session.resize.prune_to_ratio",
 )
 
 
@@ -178,9 +200,9 @@ def _defaults() -> dict[str, Any]:
                 "every_n_turns": 8,
                 "max_messages_text_length": 12_000,
                 "max_keep_messages_count": None,
-                "prune_to_ratio": 1.0,
+                "prune_to_ratio": None,
             },
-            "memo": {"instruct": list(DEFAULT_MEMO_INSTRUCT)},
+            "memo": {"instruct": list(DEFAULT_MEMO_INSTRUCT), "chunk_tokens": 2000, "fold_min_ratio": 0.25},
             "tokens": {"per_message": 3, "per_name": 1, "reply_priming": 3, "prune_to_ratio": 0.8},
             "summary": {"reserve_tokens": 512},
         }
@@ -282,15 +304,17 @@ class SessionSettings:
         if self._resolved is None:
             get = self._get_or_default
             limit = get("session.limit") or {}
+            mode = get("session.mode")
             chars = limit.get("chars")
             if chars is None and not limit.get("tokens"):  # a token budget replaces the char default
                 chars = get("session.resize.max_messages_text_length")
             messages = limit.get("messages")
             if messages is None:
                 messages = get("session.resize.max_keep_messages_count")
-            mode = get("session.mode")
             enabled = get("session.memo.enabled")
             ratio = get("session.resize.prune_to_ratio")
+            if ratio is None:
+                ratio = 1.0 if mode == "lite" else 0.8
             tokens = limit.get("tokens") or 0
             encoding, model = get("session.tokens.encoding"), get("session.tokens.model")
             approximate = bool(get("session.tokens.approximate"))
@@ -303,7 +327,7 @@ class SessionSettings:
                 per_name=get("session.tokens.per_name"),
                 reply_priming=get("session.tokens.reply_priming"),
                 summary_enabled=mode == "summary",
-                reserve_tokens=get("session.summary.reserve_tokens"),
+                reserve_tokens=min(get("session.summary.reserve_tokens"), tokens // 2) if tokens else get("session.summary.reserve_tokens"),
                 summary_prompt=get("session.summary.prompt"),
                 prune_chars=int((chars or 0) * ratio),
                 chars=chars or 0,
@@ -312,6 +336,8 @@ class SessionSettings:
                 mode=mode,
                 memo_enabled=(mode == "memo") if enabled is None else enabled and mode != "summary",
                 instruct=tuple(get("session.memo.instruct")),
+                chunk_tokens=get("session.memo.chunk_tokens"),
+                fold_min_ratio=get("session.memo.fold_min_ratio"),
             )
         return self._resolved
 

@@ -92,10 +92,16 @@ class ResizeContext:
         index_of: the index of a message in the full history, or None if it is not there.
         totals: the running window totals the default policy reads.
         tokens: the tokens of a message with the counter in use (its chars without one).
-        fixed_tokens: tokens every request spends outside the window (system prompt, reserve, priming).
+        fixed_tokens: tokens every request spends outside the window when the run starts
+            (system prompt, the summary or memo as held, reply priming).
+        outside: the same for any state (after a fold the summary or memo holds more).
+        measure_context: tokens of a summary or memo message (an estimate when counting chars).
         counter: the token counter in use, or None when the session counts chars.
         rules: the per-message cost rules of the counter.
         summarize: the summary handler, or None when no model or handler is set.
+        compress_summary: ``(summary, budget, tokens) -> summary``: one request to shorten a
+            summary that came back over its budget, or None without a model.
+        compress_memo: ``(memo, budget, tokens) -> memo``, likewise for the memo.
     """
 
     force: Any = False
@@ -108,6 +114,10 @@ class ResizeContext:
     totals: WindowTotals = field(default_factory=WindowTotals)
     tokens: Callable[[BaseMessage], int] = message_chars
     fixed_tokens: int = 0
+    outside: Callable[[SessionState], int] = lambda state: 0
+    measure_context: Callable[[BaseMessage], int] = message_chars
     counter: TokenCounter | None = None
     rules: CostRules = field(default_factory=CostRules)
     summarize: SummaryHandler | None = None
+    compress_summary: Callable[..., Any] | None = None
+    compress_memo: Callable[..., Any] | None = None

@@ -1,26 +1,35 @@
 """Summary memory: messages that leave the window are folded into a running text summary.
 
-The fold is incremental (the previous summary plus only the messages new since the last
-fold) and structured (overview, key facts and decisions, the user's intent, open tasks).
-The prompt is replaceable through ``session.summary.prompt``, the whole fold through a
-summary handler ``(summary, messages, settings) -> str``.
+The fold is incremental (the previous summary, whole, plus only the messages new since the
+last fold, as a compact transcript) and structured (overview, key facts and decisions, the
+user's intent, open tasks). The prompt states the summary's token budget; a reply over it
+gets one compression request (:meth:`ModelSummarizer.compress`). The prompt is replaceable
+through ``session.summary.prompt``, the whole fold through a summary handler
+``(summary, messages, settings) -> str``.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
-from session_graph.memo import message_for_prompt
+from session_graph.memo import reply_text
 from session_graph.settings import SessionSettings
+from session_graph.transcript import transcript
 
-__all__ = ["DEFAULT_SUMMARY_PROMPT", "SUMMARY_HEADER", "ModelSummarizer", "build_summary_prompt"]
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "SUMMARY_HEADER",
+    "ModelSummarizer",
+    "build_summary_compression_prompt",
+    "build_summary_prompt",
+    "summary_budget",
+]
 
-SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 DEFAULT_SUMMARY_PROMPT = """You keep the running summary of a conversation for an assistant whose context is limited.
 Fold the new messages into the current summary. Be brief and factual; never invent.
 Use exactly these sections:
@@ -31,15 +40,32 @@ User intent: <what the user is trying to achieve>
 Open tasks:
 - <task not done yet>
 Answer with the updated summary only."""
+_HEADER_TOKENS = 12  # the summary message's header and overhead, kept off the summary's budget
 
 
-def build_summary_prompt(summary: str, messages: list[BaseMessage], prompt: str | None = None) -> list[BaseMessage]:
+def summary_budget(settings: SessionSettings) -> int:
+    """Tokens the summary text may use: the reserve less the message's header."""
+    return max(16, settings.resolved().reserve_tokens - _HEADER_TOKENS)
+
+
+def build_summary_prompt(summary: str, messages: list[BaseMessage], prompt: str | None = None, budget: int = 500) -> list[BaseMessage]:
     """The two messages sent to the summary model."""
-    payload = {"current_summary": summary, "new_messages": [message_for_prompt(m) for m in messages]}
-    return [
-        SystemMessage(content=prompt or DEFAULT_SUMMARY_PROMPT),
-        HumanMessage(content=json.dumps(payload, ensure_ascii=False, default=str)),
-    ]
+    system = (prompt or DEFAULT_SUMMARY_PROMPT) + (
+        f"\nThe whole summary must fit in {budget} tokens: merge or drop the oldest, least important details "
+        "rather than grow past it."
+    )
+    body = f"Current summary:\n{summary or '(none yet)'}\n\nNew messages:\n{transcript(messages)}"
+    return [SystemMessage(content=system), HumanMessage(content=body)]
+
+
+def build_summary_compression_prompt(summary: str, budget: int, tokens: int) -> list[BaseMessage]:
+    """The request to rewrite a summary that came back over its budget."""
+    system = (
+        f"Rewrite the summary below so that it fits in {budget} tokens (it has about {tokens}). Keep its sections, "
+        "every open task and the newest facts; merge or drop older, less important details. "
+        "Answer with the rewritten summary only."
+    )
+    return [SystemMessage(content=system), HumanMessage(content=summary)]
 
 
 class ModelSummarizer:
@@ -47,7 +73,7 @@ class ModelSummarizer:
 
     Attributes:
         model: the chat model.
-        calls: how many times the model was asked.
+        calls: how many times the model was asked (folds and compressions).
         sent_chars: characters sent to the model so far, for measurement.
     """
 
@@ -56,12 +82,19 @@ class ModelSummarizer:
         self.calls = 0
         self.sent_chars = 0
 
-    async def __call__(self, summary: str, messages: list[BaseMessage], settings: SessionSettings) -> str:
-        prompt = build_summary_prompt(summary, messages, settings.resolved().summary_prompt)
+    async def _ask(self, prompt: list[BaseMessage]) -> str:
         self.calls += 1
-        self.sent_chars += sum(len(m.content) for m in prompt if isinstance(m.content, str))
+        self.sent_chars += sum(len(m.text) for m in prompt)
         reply: Any = await self.model.ainvoke(prompt, config={"tags": ["nostream"]})  # never streamed to the agent's user
-        text = reply.text.strip() if isinstance(reply, BaseMessage) else ""
+        text = reply_text(reply) if isinstance(reply, BaseMessage) else ""
         if not text:
             raise MemoUpdateError(f"the summary model's reply has no text: {reply!r:.200}")
         return text
+
+    async def __call__(self, summary: str, messages: list[BaseMessage], settings: SessionSettings) -> str:
+        prompt = build_summary_prompt(summary, messages, settings.resolved().summary_prompt, summary_budget(settings))
+        return await self._ask(prompt)
+
+    async def compress(self, summary: str, budget: int, tokens: int) -> str:
+        """Ask the model once to rewrite ``summary`` within ``budget`` tokens."""
+        return await self._ask(build_summary_compression_prompt(summary, budget, tokens))

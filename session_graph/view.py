@@ -1,32 +1,34 @@
 """The view: exactly the messages to send to a model, within the token budget.
 
 ``[system prompt] + [summary or memo, as one system message] + window``. The system
-prompt is always there; the summary or memo message stays inside its reserve; the window
-is planned by ``budget.plan_budget``. Truncation happens here only, on copies marked in
-``response_metadata["session_graph"]``; the histories keep every message whole.
+prompt is always there; the summary or memo message takes what it holds, at most its
+reserve (shortened by structure when the model's reply was over it, see ``context.py``);
+the window gets the rest and is planned by ``budget.plan_budget``. Every tool call in it
+is answered: a call with no result (cancelled, or still pending) gets a synthetic
+"cancelled" ToolMessage, so a provider never rejects the request. Truncation happens here
+only, on copies marked in ``response_metadata["session_graph"]``; the histories keep every
+message whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-import json
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from session_graph.budget import plan_budget
+from session_graph.context import MEMO_HEADER, context_message, fit_context
 from session_graph.ledger import Ledger, system_prompt
 from session_graph.messages import content_parts, role_of
-from session_graph.nodes.memo_update import memo_for_model
 from session_graph.settings import Limits
 from session_graph.state import SessionState
-from session_graph.summary import SUMMARY_HEADER
 from session_graph.tokens import truncate_to_tokens
 
-__all__ = ["MEMO_HEADER", "SessionView", "build_view", "context_message", "truncate_message"]
+__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "answered", "build_view", "truncate_message"]
 
-MEMO_HEADER = "Memo of the earlier conversation (JSON):\n"
+CANCELLED_TEXT = "Cancelled: this tool call returned no result."
 
 
 @dataclass(frozen=True)
@@ -61,15 +63,54 @@ class SessionView:
         return self.messages[index]
 
 
-def context_message(state: SessionState, limits: Limits) -> SystemMessage | None:
-    """The summary (summary mode) or memo (memo mode) as one system message, if there is one."""
-    if limits.summary_enabled and state.memo.get("summary"):
-        return SystemMessage(content=SUMMARY_HEADER + str(state.memo["summary"]), id=f"{state.id}:summary")
-    memo = memo_for_model(state.memo)
-    if limits.memo_enabled and memo:
-        text = json.dumps(memo, ensure_ascii=False, default=str)
-        return SystemMessage(content=MEMO_HEADER + text, id=f"{state.id}:memo")
-    return None
+def _cancelled(call: dict[str, Any], owner: AIMessage) -> ToolMessage:
+    return ToolMessage(
+        content=CANCELLED_TEXT,
+        tool_call_id=call.get("id") or "",
+        name=call.get("name"),
+        status="error",
+        id=f"{owner.id}:cancelled:{call.get('id')}",
+        response_metadata={"session_graph": {"synthetic": "cancelled"}},
+    )
+
+
+def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with every tool call answered, as providers require.
+
+    A call with no result gets a synthetic "cancelled" ToolMessage right after the results it
+    has (before the next user or assistant message, or at the end); a result whose call is not
+    there is left out. Returns ``messages`` itself when nothing needs answering.
+    """
+    out: list[BaseMessage] = []
+    open_calls: list[dict[str, Any]] = []
+    owner: AIMessage | None = None
+    changed = False
+
+    def close() -> None:
+        nonlocal changed
+        if open_calls and owner is not None:
+            out.extend(_cancelled(call, owner) for call in open_calls)
+            open_calls.clear()
+            changed = True
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            match = next((c for c in open_calls if c.get("id") == message.tool_call_id), None)
+            if match is None and not (owner is not None and any(c.get("id") == message.tool_call_id for c in owner.tool_calls)):
+                changed = True  # its call is not in these messages: a provider would reject it
+                continue
+            if match is not None:
+                open_calls.remove(match)
+            out.append(message)
+            continue
+        close()
+        out.append(message)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            owner, open_calls = message, list(message.tool_calls)
+        else:
+            owner = None
+    close()
+    return out if changed else messages
 
 
 def truncate_message(message: BaseMessage, max_tokens: int, measure: Callable[[BaseMessage], int]) -> BaseMessage:
@@ -81,7 +122,8 @@ def truncate_message(message: BaseMessage, max_tokens: int, measure: Callable[[B
     )
 
     def with_text(value: str) -> BaseMessage:
-        metadata: dict[str, Any] = {**message.response_metadata, "session_graph": {"truncated": True, "original_tokens": original}}
+        marks = {**message.response_metadata.get("session_graph", {}), "truncated": True, "original_tokens": original}
+        metadata: dict[str, Any] = {**message.response_metadata, "session_graph": marks}
         return message.model_copy(update={"content": value, "response_metadata": metadata})
 
     return with_text(truncate_to_tokens(text, max_tokens, lambda value: measure(with_text(value))))
@@ -98,10 +140,12 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_toke
     window = list(state.current_chat_history)
     if window and system is not None and window[0] is system:
         window = window[1:]
-    extra = context_message(state, limits)
+    window = answered(window)
+    whole = context_message(state.id, state.memo, limits)
     budget = limits.tokens
     truncated: list[str] = []
     if not budget:
+        extra = fit_context(whole, limits.reserve_tokens, ledger.measure_context) if whole is not None else None
         messages = [m for m in (system, extra) if m is not None] + window
         total = sum(measure(m) for m in messages) + limits.reply_priming + outside_tokens
         return SessionView(messages, total, 0, ledger.counter.name, ledger.counter.exact)
@@ -117,12 +161,9 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_toke
         system = truncate_message(system, max(room - floor, 1), measure)
         truncated.append(system.id or "")
         system_tokens = measure(system)
-    if extra is not None:
-        extra_room = min(limits.reserve_tokens, room - system_tokens - floor)
-        if extra_room <= 0:
-            extra = None
-        elif measure(extra) > extra_room:
-            extra = truncate_message(extra, extra_room, measure)
+    extra = None
+    if whole is not None:  # it takes what it holds, at most its reserve; the window gets the rest
+        extra = fit_context(whole, min(limits.reserve_tokens, room - system_tokens - floor), measure)
     extra_tokens = measure(extra) if extra is not None else 0
     plan = plan_budget(roles, tokens, room - system_tokens - extra_tokens)
     kept = []

@@ -12,8 +12,13 @@ import pytest
 from session_graph import MemoUpdateError, Session, message_chars
 
 
-def sent_messages(prompt: list[Any]) -> list[dict[str, Any]]:
-    return json.loads(prompt[1].content)["messages"]
+def sent_lines(prompt: list[Any]) -> list[str]:
+    """The transcript lines of a memo prompt (one per message)."""
+    return prompt[1].content.split("New messages:\n", 1)[1].split("\n\nAttachments: ")[0].splitlines()
+
+
+def sent_memo(prompt: list[Any]) -> dict[str, Any]:
+    return json.loads(prompt[1].content.split("Current memo: ", 1)[1].split("\n\nNew messages:")[0])
 
 
 def test_lite_folds_everything_past_the_cursor_then_prunes(api: Api) -> None:
@@ -24,14 +29,13 @@ def test_lite_folds_everything_past_the_cursor_then_prunes(api: Api) -> None:
     assert session.memo["last_resize"] == {"type": "lite", "turn": 2, "reason": "force"}
     assert session.memo_cursor == 4 and len(window) == 2
     (first,) = model.prompts
-    assert [m["content"][:2] for m in sent_messages(first)] == ["u0", "a0", "u1", "a1"]
-    assert "Update the memo dictionary" in first[0].content
+    assert [line.rstrip(".") for line in sent_lines(first)] == ["user: u0", "assistant: a0", "user: u1", "assistant: a1"]
+    assert "Update the memo dictionary" in first[0].content and "within 496 tokens" in first[0].content
     chat(session, 1, start=2)
     api.resize(session, "lite")
     second = model.prompts[1]
-    assert [m["content"][:2] for m in sent_messages(second)] == ["u2", "a2"]  # never re-sent
-    current_memo = json.loads(second[1].content)["current_memo"]
-    assert current_memo == {"user": "likes tea"}  # the model never sees last_resize
+    assert [line.split(": ")[1][:2] for line in sent_lines(second)] == ["u2", "a2"]  # never re-sent
+    assert sent_memo(second) == {"user": "likes tea"}  # the model never sees last_resize
     assert session.memo["city"] == "Oslo" and session.memo_cursor == 6
 
 
@@ -46,10 +50,11 @@ def test_deep_folds_in_chunks_under_the_limit_and_passes_attachments(api: Api) -
     chat(session, 6)
     api.resize(session)
     assert len(model.prompts) >= 2
-    folded = [m for prompt in model.prompts for m in sent_messages(prompt)]
+    folded = [line for prompt in model.prompts for line in sent_lines(prompt)]
     assert len(folded) == len(session.full_chat_history)  # everything once, nothing twice
-    first_input = json.loads(model.prompts[0][1].content)
-    assert first_input["attachments"] == [{"type": "image_url", "ref": "https://x.test/cat.png", "meta": {"width": 10, "height": 20}}]
+    assert folded[0] == "user: see [image_url https://x.test/cat.png]"
+    attachments = json.loads(model.prompts[0][1].content.split("Attachments: ", 1)[1])
+    assert attachments == [{"type": "image_url", "ref": "https://x.test/cat.png", "meta": {"width": 10, "height": 20}}]
     assert session.memo_cursor == len(session.full_chat_history)
     assert sum(message_chars(m) for m in session.current_chat_history) < 120
 

@@ -1,23 +1,55 @@
-"""deep_chunk: plan the memo folds of what the memo does not cover yet, under the limit."""
+"""deep_chunk: plan the memo folds of what the memo does not cover yet, in bounded chunks."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
+from session_graph.budget import plan_chunks
 from session_graph.messages import role_of
+from session_graph.nodes.lite_prune import prune_plan
 from session_graph.state import ResizeContext, SessionState
-from session_graph.window import plan_chunks
+
+
+def chunk_plan(messages: list[BaseMessage], state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:
+    """[start, end) chunks of ``messages`` for one fold call each: under ``session.memo.chunk_tokens``
+    tokens under a token budget, else under the char limit (and four chars a chunk token)."""
+    limits = state.settings.resolved()
+    roles = [role_of(m) for m in messages]
+    if limits.tokens:
+        return plan_chunks(roles, [ctx.tokens(m) for m in messages], limits.chunk_tokens)
+    cap = min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
+    return plan_chunks(roles, [ctx.size(m) for m in messages], cap)
+
+
+def memo_chunks(state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:
+    """Chunks of the full history past the memo cursor the memo should fold in this run.
+
+    Everything past the cursor, when the prune would drop messages the memo has not folded,
+    when the resize was forced, or when what waits is at least ``session.memo.fold_min_ratio``
+    of the window's limit; otherwise nothing (no model call for a handful of messages).
+    """
+    limits = state.settings.resolved()
+    full, cursor = state.full_chat_history, state.memo_cursor
+    pending = full[cursor:]
+    if not limits.memo_enabled or not pending:
+        return []
+    if not ctx.force:
+        window = state.current_chat_history
+        plan = prune_plan(state, ctx, pinned=False)
+        cut = ctx.index_of(window[plan.keep_from]) if plan.keep_from < len(window) else len(full)
+        if cut is not None and cut <= cursor:  # nothing unfolded would leave the window
+            if limits.tokens:
+                waiting, limit = sum(ctx.tokens(m) for m in pending), limits.tokens
+            else:
+                waiting, limit = sum(ctx.size(m) for m in pending), limits.chars
+            if waiting < limits.fold_min_ratio * limit:
+                return []
+    return [(cursor + start, cursor + end) for start, end in chunk_plan(pending, state, ctx)]
 
 
 def deep_chunk(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
-    """Chunks of the full history past the memo cursor, each under the char limit."""
-    limits = state.settings.resolved()
-    if not limits.memo_enabled:
-        return {"chunks": []}
-    pending = state.full_chat_history[state.memo_cursor :]
-    size = runtime.context.size
-    chunks = plan_chunks([role_of(m) for m in pending], [size(m) for m in pending], limits.chars)
-    offset = state.memo_cursor
-    return {"chunks": [(offset + start, offset + end) for start, end in chunks]}
+    """Plan this run's memo chunks (see ``memo_chunks``)."""
+    return {"chunks": memo_chunks(state, runtime.context)}

@@ -6,17 +6,18 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from session_graph.budget import PrunePlan, plan_prune, window_room
 from session_graph.ledger import system_prompt
 from session_graph.messages import role_of
 from session_graph.state import ResizeContext, SessionState
-from session_graph.window import PrunePlan, plan_prune
 
 
 def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) -> PrunePlan:
     """The cut for this state: char, message and token limits, pinned at the memo cursor.
 
-    Under a token budget the room is the budget (times ``prune_to_ratio``) less what every
-    request spends outside the window (system prompt, summary reserve, reply priming).
+    Under a token budget the room is the budget less what every request spends outside the
+    window (system prompt, the summary or memo as this state holds it, reply priming); the
+    headroom cut aims at ``prune_tokens`` instead of the whole budget (see ``budget.plan_prune``).
     """
     limits = state.settings.resolved()
     window = state.current_chat_history
@@ -33,23 +34,25 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
                 break
         else:
             pinned_from = len(window) if window else None
-    fixed = ctx.fixed_tokens + (ctx.tokens(system) if skip and system is not None else 0)
-    token_room = max(1, limits.prune_tokens - fixed) if limits.tokens else 0
+    fixed = ctx.outside(state) + (ctx.tokens(system) if skip and system is not None else 0) if limits.tokens else 0
+    full_room = window_room(limits.tokens, fixed)
     plan = plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
         chars=limits.prune_chars,
         messages=limits.messages,
         pinned_from=pinned_from,
-        tokens=[ctx.tokens(m) for m in window] if token_room else None,
-        max_tokens=token_room,
-        keep_turn=bool(token_room),
+        tokens=[ctx.tokens(m) for m in window] if full_room else None,
+        max_tokens=min(full_room, window_room(limits.prune_tokens, fixed)),
+        keep_turn=bool(full_room),
+        full_chars=limits.chars,
+        full_tokens=full_room,
     )
-    return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
+    return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned, plan.headroom_from + skip)
 
 
 def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
-    """Keep the newest whole units under every limit (see ``window.plan_prune``).
+    """Keep the newest whole units under every limit (see ``budget.plan_prune``).
 
     The char limit used is ``Limits.prune_chars`` (the limit times ``prune_to_ratio``).
     """

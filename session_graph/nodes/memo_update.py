@@ -1,35 +1,61 @@
 """memo_update: fold one chunk of not-yet-covered messages into the memo.
 
-Lite runs fold everything past the memo cursor as one chunk; deep runs fold the chunks
-``deep_chunk`` planned, one per visit (the graph loops back while chunks remain). A failure
-never raises out of the graph: it is recorded in ``state.error`` so that ``lite_prune``
-still runs (pruning stops at the cursor) and the session keeps the memo's progress.
+Deep runs fold the chunks ``deep_chunk`` planned, one per visit (the graph loops back while
+chunks remain); lite runs plan them here the same way (``deep_chunk.memo_chunks``), so a
+lite resize folds only when a prune needs it or enough waits. A memo over its budget gets
+one compression request; the model's whole memo is kept either way (the view shortens it).
+A failure never raises out of the graph: it is recorded in ``state.error`` so that
+``lite_prune`` still runs (pruning stops at the cursor) and the session keeps the memo's
+progress.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from session_graph._aio import maybe_await
+from session_graph.context import MEMO_HEADER, memo_for_model, memo_json
 from session_graph.errors import MemoUpdateError
 from session_graph.nodes.attachment_summary import summarize
+from session_graph.nodes.deep_chunk import memo_chunks
 from session_graph.state import ResizeContext, SessionState
 
+__all__ = ["memo_for_model", "memo_update"]
 
-def memo_for_model(memo: dict[str, Any]) -> dict[str, Any]:
-    """The memo as a model sees it: without the session's own ``last_resize`` record."""
-    return {key: value for key, value in memo.items() if key != "last_resize"}
+log = logging.getLogger("session_graph")
+
+
+async def compressed(value: Any, budget: int, measure: Any, compress: Any, valid: type) -> Any:
+    """``value``, or the model's compression of it when ``value`` measures over ``budget``.
+
+    One request; a reply that fails, is of the wrong kind or is not shorter leaves ``value``.
+    """
+    tokens = measure(value)
+    if tokens <= budget or compress is None:
+        return value
+    try:
+        shorter = await maybe_await(compress(value, budget, tokens))
+    except Exception as error:  # documented fallback: keep the whole reply, the view shortens it
+        log.warning("compression request failed (%s); keeping the model's whole reply", error)
+        return value
+    if isinstance(shorter, valid) and shorter and measure(shorter) < tokens:
+        return shorter
+    log.warning("compression request returned nothing shorter; keeping the model's whole reply")
+    return value
 
 
 async def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
-    """Fold ``chunks[0]`` (or, on a lite run, everything past the cursor) into the memo."""
+    """Fold ``chunks[0]`` (on a lite run, the first chunk ``memo_chunks`` plans) into the memo."""
     ctx = runtime.context
-    if not state.settings.resolved().memo_enabled:
+    limits = state.settings.resolved()
+    if not limits.memo_enabled:
         return {"chunks": []}
     total = len(state.full_chat_history)
-    chunks = state.chunks if state.chunks is not None else [(state.memo_cursor, total)]
+    chunks = state.chunks if state.chunks is not None else memo_chunks(state, ctx)
     chunks = [chunk for chunk in chunks if chunk[1] > chunk[0]]
     if not chunks:
         return {"chunks": []}
@@ -67,6 +93,13 @@ async def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> d
         )
         failure.__cause__ = error
         return {"error": failure, "chunks": []}
+    memo = await compressed(
+        memo,
+        limits.reserve_tokens,
+        lambda value: ctx.measure_context(SystemMessage(content=MEMO_HEADER + memo_json(value))),
+        ctx.compress_memo,
+        dict,
+    )
     if "last_resize" in state.memo:
         memo = {**memo, "last_resize": state.memo["last_resize"]}
     return {"memo": memo, "memo_cursor": end, "chunks": chunks[1:]}

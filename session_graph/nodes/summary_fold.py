@@ -1,4 +1,10 @@
-"""summary_fold: in summary mode, fold what is about to leave the window into the summary."""
+"""summary_fold: in summary mode, fold what is about to leave the window into the summary.
+
+What it folds runs from the cursor to the headroom cut, in token-bounded chunks, one model
+call each, each fed the previous summary whole. A summary over its budget gets one
+compression request; the model's whole summary is kept either way (the view shortens it by
+structure, never a silent cut).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +14,17 @@ from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from session_graph._aio import maybe_await
+from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.ledger import system_prompt
+from session_graph.nodes.deep_chunk import chunk_plan
 from session_graph.nodes.lite_prune import prune_plan
+from session_graph.nodes.memo_update import compressed
 from session_graph.state import ResizeContext, SessionState
-from session_graph.summary import SUMMARY_HEADER
-from session_graph.tokens import message_tokens, truncate_to_tokens
 
 
 async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
-    """Fold the messages between the cursor and the planned cut; advance the cursor to the cut.
+    """Fold the messages between the cursor and the headroom cut; advance the cursor as chunks land.
 
     Only what is new since the last fold is sent. A failure is recorded, not raised, so
     ``lite_prune`` still runs and stops at the cursor: nothing leaves the window uncovered.
@@ -28,36 +35,42 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
     ctx = runtime.context
     window = state.current_chat_history
     plan = prune_plan(state, ctx, pinned=False)
-    cut = ctx.index_of(window[plan.keep_from]) if plan.keep_from < len(window) else len(state.full_chat_history)
+    cut_at = plan.headroom_from
+    cut = ctx.index_of(window[cut_at]) if cut_at < len(window) else len(state.full_chat_history)
     if cut is None or cut <= state.memo_cursor:
         return {}
     system = system_prompt(state)  # the system prompt stays in the view; it is never folded
-    leaving = [m for m in state.full_chat_history[state.memo_cursor : cut] if m is not system]
-    if not leaving:
+    indices = [i for i in range(state.memo_cursor, cut) if state.full_chat_history[i] is not system]
+    if not indices:
         return {"memo_cursor": cut}
-    previous = state.memo.get("summary", "")
-    try:
-        if ctx.summarize is None:
-            raise MemoUpdateError(
-                "summary mode needs a chat model or a summary handler: pass Session(model=...) or "
-                "session.set_summary_handler(fn), or switch to lite mode with session.use_lite()."
+    leaving = [state.full_chat_history[i] for i in indices]
+    summary, cursor = state.memo.get("summary", ""), state.memo_cursor
+
+    def measure(text: str) -> int:
+        return ctx.measure_context(SystemMessage(content=SUMMARY_HEADER + text))
+
+    for start, end in chunk_plan(leaving, state, ctx):
+        try:
+            if ctx.summarize is None:
+                raise MemoUpdateError(
+                    "summary mode needs a chat model or a summary handler: pass Session(model=...) or "
+                    "session.set_summary_handler(fn), or switch to lite mode with session.use_lite()."
+                )
+            folded = await maybe_await(ctx.summarize(summary, leaving[start:end], state.settings))
+            if not isinstance(folded, str) or not folded.strip():
+                raise MemoUpdateError(f"the summary handler returned {folded!r:.80}; it must return the summary text.")
+        except Exception as error:  # keep the window: nothing leaves that the summary does not cover
+            failure = MemoUpdateError(
+                f"summary fold failed on messages {cursor}..{cut - 1}: {error} "
+                f"The window keeps every message from index {cursor} on; call resize() again to resume.",
+                memo_cursor=cursor,
+                pending=cut - cursor,
             )
-        summary = await maybe_await(ctx.summarize(previous, list(leaving), state.settings))
-        if not isinstance(summary, str) or not summary.strip():
-            raise MemoUpdateError(f"the summary handler returned {summary!r:.80}; it must return the summary text.")
-    except Exception as error:  # keep the window: nothing leaves that the summary does not cover
-        failure = MemoUpdateError(
-            f"summary fold failed on messages {state.memo_cursor}..{cut - 1}: {error} "
-            f"The window keeps every message from index {state.memo_cursor} on; call resize() again to resume.",
-            memo_cursor=state.memo_cursor,
-            pending=cut - state.memo_cursor,
-        )
-        failure.__cause__ = error
-        return {"error": failure}
-    if ctx.counter is not None:  # cut to the reserve, by binary search on tokens
-        summary = truncate_to_tokens(
-            summary,
-            limits.reserve_tokens,
-            lambda text: message_tokens(SystemMessage(content=SUMMARY_HEADER + text), ctx.counter, ctx.rules),
-        )
+            failure.__cause__ = error
+            update: dict[str, Any] = {"error": failure}
+            if cursor > state.memo_cursor:  # the chunks folded before the failure are kept
+                update.update(memo={**state.memo, "summary": summary}, memo_cursor=cursor)
+            return update
+        summary = await compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str)
+        cursor = indices[end - 1] + 1
     return {"memo": {**state.memo, "summary": summary}, "memo_cursor": cut}
