@@ -1,5 +1,7 @@
 """session_graph: keep an LLM agent's conversation inside its context budget."""
 
+import logging as _logging
+
 from session_graph.attachments import summarize_attachments
 from session_graph.errors import (
     ConfigurationError,
@@ -99,3 +101,5 @@ __all__ = [
     "summarize_attachments",
     "to_message",
 ]
+
+_logging.getLogger("session_graph").addHandler(_logging.NullHandler())  # a library logs; the application decides where

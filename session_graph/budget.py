@@ -21,11 +21,7 @@ from dataclasses import dataclass, field
 
 from session_graph.window import BOUNDARY_ROLES, unit_starts
 
-__all__ = ["FIT_SHARE", "BudgetPlan", "PrunePlan", "plan_budget", "plan_chunks", "plan_prune", "window_room"]
-
-FIT_SHARE = 0.8
-"""A headroom cut that opens on the next turn must keep this share of what fits the full limit."""
-
+__all__ = ["BudgetPlan", "PrunePlan", "plan_budget", "plan_chunks", "plan_prune", "window_room"]
 
 def window_room(budget: int, fixed: int) -> int:
     """Tokens the window may use under ``budget`` after ``fixed`` (0: no token budget)."""
@@ -41,14 +37,12 @@ class PrunePlan:
         kept_chars: approximate characters kept.
         kept_count: messages kept.
         pinned: True if the memo cursor stopped the cut earlier than the limits asked.
-        headroom_from: where the headroom cut alone would start (a fold may cover up to here).
     """
 
     keep_from: int
     kept_chars: int
     kept_count: int
     pinned: bool = False
-    headroom_from: int = 0
 
 
 def _fill(
@@ -110,20 +104,26 @@ def plan_prune(
 
     The newest unit is always kept, even when it alone breaks a limit. The headroom cut is
     moved forward to the next turn (user or system message) so the window opens on a turn.
-    When that would keep less than ``FIT_SHARE`` of what fits the full limits from a turn
-    boundary (what ``trim_messages`` keeps), that fuller window is kept instead and the
-    headroom is left to the next resize. The window never opens on a tool result.
+    When that keeps less than the headroom's share (``chars / full_chars``, ``max_tokens /
+    full_tokens``) of what fits the full limits from a turn boundary (what ``trim_messages``
+    keeps), as when the cut falls mid-turn and the next turn would drop a whole tool turn that
+    fits, that fuller window is kept instead and the headroom is left to the next resize.
+    The window never opens on a tool result.
     """
     n = len(roles)
     starts = unit_starts(roles)
-    headroom = _next_boundary(roles, _fill(starts, n, sizes, tokens, chars, messages, max_tokens))
+    fill = _fill(starts, n, sizes, tokens, chars, messages, max_tokens)
+    headroom = _next_boundary(roles, fill)
     while headroom < n - 1 and roles[headroom] == "tool":
         headroom += 1
     keep_from = headroom
-    if (full_chars > chars or full_tokens > max_tokens) and n:
+    if full_chars > chars or full_tokens > max_tokens:
+        # If the headroom window keeps less than the headroom's share of what fits the full
+        # limits from a turn boundary (what trim_messages keeps), keep that fuller window instead.
+        share = min(r for r in (chars / full_chars if full_chars else 1.0, max_tokens / full_tokens if full_tokens else 1.0))
         fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, messages, full_tokens or max_tokens))
         measure = tokens if tokens is not None else sizes
-        if fits < keep_from and roles[fits] in BOUNDARY_ROLES and sum(measure[keep_from:]) < FIT_SHARE * sum(measure[fits:]):
+        if fits < headroom and roles[fits] in BOUNDARY_ROLES and sum(measure[headroom:]) < share * sum(measure[fits:]):
             keep_from = fits
     while keep_from < n - 1 and roles[keep_from] == "tool":
         keep_from += 1
@@ -131,14 +131,13 @@ def plan_prune(
         newest_user = next((i for i in range(n - 1, -1, -1) if roles[i] == "user"), None)
         if newest_user is not None and newest_user < keep_from:
             keep_from = newest_user
-            headroom = min(headroom, newest_user)
     pinned = pinned_from is not None and pinned_from < keep_from
     if pinned:
         keep_from = pinned_from  # type: ignore[assignment]
         while keep_from > 0 and roles[keep_from] == "tool":  # keep the call with its results
             keep_from -= 1
     kept = sizes[keep_from:]
-    return PrunePlan(keep_from, sum(kept), len(kept), pinned, keep_from if pinned else max(headroom, keep_from))
+    return PrunePlan(keep_from, sum(kept), len(kept), pinned)
 
 
 def plan_chunks(roles: Sequence[str], sizes: Sequence[int], max_size: int) -> list[tuple[int, int]]:

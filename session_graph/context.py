@@ -121,9 +121,12 @@ def _fit_summary(message: SystemMessage, header: str, body: str, room: int, meas
         return _marked(message, header + _render(sections) + _SHORTENED, original)
 
     def steps() -> Iterator[int]:
-        while lists := [items for _, items in sections if len(items) > 1]:  # oldest item of the longest list
-            longest = max(lists, key=lambda items: sum(len(x) for item in items for x in item))
-            yield sum(len(x) + 1 for x in longest.pop(0))
+        sizes = [sum(len(x) + 1 for item in items for x in item) for _, items in sections]
+        while lists := [k for k, (_, items) in enumerate(sections) if len(items) > 1]:  # oldest item of the longest list
+            longest = max(lists, key=sizes.__getitem__)
+            dropped = sum(len(x) + 1 for x in sections[longest][1].pop(0))
+            sizes[longest] -= dropped
+            yield dropped
         while len(sections) > 1:  # the oldest sections, never the newest one
             heading, items = sections.pop(0)
             yield sum(len(x) + 1 for x in [*heading, *(x for item in items for x in item)])

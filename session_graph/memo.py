@@ -62,8 +62,7 @@ def build_memo_prompt(
     system = (
         "You maintain the memo of a conversation: a JSON object of durable facts.\n"
         f"{rules}\n"
-        f"- Keep the whole memo within {budget} tokens of JSON: merge related keys and drop what matters "
-        "least rather than grow past it.\n"
+        f"- Keep the memo within {budget} tokens of JSON: merge or drop what matters least.\n"
         'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.'
     )
     body = f"Current memo: {memo_json(memo)}\n\nNew messages:\n{transcript(messages)}"

@@ -321,7 +321,7 @@ class SessionSettings:
             wants_tokens = bool(tokens or encoding or model or approximate)
             self._resolved = Limits(
                 tokens=tokens,
-                prune_tokens=int(tokens * get("session.tokens.prune_to_ratio")),
+                prune_tokens=int(tokens * (get("session.tokens.prune_to_ratio") or 0.8)),
                 counter=(encoding, model, approximate) if wants_tokens else None,
                 per_message=get("session.tokens.per_message"),
                 per_name=get("session.tokens.per_name"),

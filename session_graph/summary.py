@@ -30,13 +30,12 @@ __all__ = [
     "summary_budget",
 ]
 
-DEFAULT_SUMMARY_PROMPT = """You keep the running summary of a conversation for an assistant whose context is limited.
-Fold the new messages into the current summary. Be brief and factual; never invent.
-Use exactly these sections:
+DEFAULT_SUMMARY_PROMPT = """Keep the running summary of a conversation for an assistant with a limited context.
+Fold the new messages into the current summary; be brief and factual, never invent. Sections:
 Overview: <one line>
 Key facts and decisions:
 - <fact or decision>
-User intent: <what the user is trying to achieve>
+User intent: <what the user wants>
 Open tasks:
 - <task not done yet>
 Answer with the updated summary only."""
@@ -50,10 +49,7 @@ def summary_budget(settings: SessionSettings) -> int:
 
 def build_summary_prompt(summary: str, messages: list[BaseMessage], prompt: str | None = None, budget: int = 500) -> list[BaseMessage]:
     """The two messages sent to the summary model."""
-    system = (prompt or DEFAULT_SUMMARY_PROMPT) + (
-        f"\nThe whole summary must fit in {budget} tokens: merge or drop the oldest, least important details "
-        "rather than grow past it."
-    )
+    system = (prompt or DEFAULT_SUMMARY_PROMPT) + f"\nThe whole summary must fit in {budget} tokens: drop old details to stay inside."
     body = f"Current summary:\n{summary or '(none yet)'}\n\nNew messages:\n{transcript(messages)}"
     return [SystemMessage(content=system), HumanMessage(content=body)]
 

@@ -73,7 +73,7 @@ def test_a_summary_over_budget_is_compressed_once_and_the_next_fold_gets_it_whol
     session.set_settings("session.resize.every_n_turns", 0)
     chat(session, 20, size=40)
     api.resize(session, "lite")
-    assert [p[0].content.split(" ")[0] for p in model.prompts] == ["You", "Rewrite"]
+    assert [p[0].content.split(" ")[0] for p in model.prompts] == ["Keep", "Rewrite"]
     assert session.memo["summary"] == short
     chat(session, 10, size=40, start=20)
     api.resize(session, "lite")
@@ -104,8 +104,8 @@ def test_a_prune_keeps_what_trim_messages_keeps_when_the_headroom_cut_falls_mid_
     roles = ["user", "assistant", "tool", "assistant", "tool", "assistant", "user", "assistant"]
     tokens = [10, 20, 400, 20, 400, 100, 10, 40]
     plan = plan_prune(roles, tokens, chars=0, messages=0, tokens=tokens, max_tokens=800, full_tokens=1000)
-    assert plan.keep_from == 0  # the whole of turn 1 fits the full budget: keep it (trim_messages does)
-    assert plan.headroom_from == 6  # the headroom cut alone would open on turn 2 and keep only 50 tokens
+    assert plan.keep_from == 0  # the whole of turn 1 fits the full budget: keep it (trim_messages does),
+    # where opening on turn 2 after the headroom cut would keep only 50 tokens
     roomy = plan_prune(roles, tokens, chars=0, messages=0, tokens=tokens, max_tokens=800, full_tokens=800)
     assert roomy.keep_from == 6  # without a fuller option the window opens on the next turn
 

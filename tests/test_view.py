@@ -172,7 +172,7 @@ def test_the_default_summary_prompt_is_structured_and_replaceable(api: Api) -> N
     model.responses = ["One sentence."]
     model.i = 0
     api.resize(session, "lite")
-    assert model.prompts[-1][0].content.startswith("Summarize in one sentence.\nThe whole summary must fit in 28 tokens")
+    assert model.prompts[-1][0].content.startswith("Summarize in one sentence.\nThe whole summary must fit in 28 tokens: drop old details")
     assert model.prompts[-1][1].content.startswith("Current summary:\nOverview: tea talk")  # fed whole
 
 

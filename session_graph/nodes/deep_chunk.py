@@ -24,18 +24,20 @@ def chunk_plan(messages: list[BaseMessage], state: SessionState, ctx: ResizeCont
     return plan_chunks(roles, [ctx.size(m) for m in messages], cap)
 
 
-def memo_chunks(state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:
-    """Chunks of the full history past the memo cursor the memo should fold in this run.
+def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[int, int] | None:
+    """[cursor, end) of the full history to fold in this run, or None.
 
-    Everything past the cursor, when the prune would drop messages the memo has not folded,
-    when the resize was forced, or when what waits is at least ``session.memo.fold_min_ratio``
-    of the window's limit; otherwise nothing (no model call for a handful of messages).
+    Everything past the cursor, when the prune would drop messages not folded yet, when the
+    resize was forced, or when what waits is at least ``session.memo.fold_min_ratio`` of the
+    window's limit; otherwise nothing (no model call for a handful of messages). Folding all
+    that waits, not only what leaves, makes each model call carry a window's worth of
+    messages, and every message is still folded exactly once.
     """
     limits = state.settings.resolved()
     full, cursor = state.full_chat_history, state.memo_cursor
     pending = full[cursor:]
-    if not limits.memo_enabled or not pending:
-        return []
+    if not enabled or not pending:
+        return None
     if not ctx.force:
         window = state.current_chat_history
         plan = prune_plan(state, ctx, pinned=False)
@@ -46,8 +48,17 @@ def memo_chunks(state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]
             else:
                 waiting, limit = sum(ctx.size(m) for m in pending), limits.chars
             if waiting < limits.fold_min_ratio * limit:
-                return []
-    return [(cursor + start, cursor + end) for start, end in chunk_plan(pending, state, ctx)]
+                return None
+    return cursor, len(full)
+
+
+def memo_chunks(state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:
+    """Chunks of the full history the memo folds in this run (see ``fold_range``)."""
+    span = fold_range(state, ctx, state.settings.resolved().memo_enabled)
+    if span is None:
+        return []
+    start = span[0]
+    return [(start + a, start + b) for a, b in chunk_plan(state.full_chat_history[start : span[1]], state, ctx)]
 
 
 def deep_chunk(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         full_chars=limits.chars,
         full_tokens=full_room,
     )
-    return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned, plan.headroom_from + skip)
+    return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 
 
 def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """summary_fold: in summary mode, fold what is about to leave the window into the summary.
 
-What it folds runs from the cursor to the headroom cut, in token-bounded chunks, one model
-call each, each fed the previous summary whole. A summary over its budget gets one
+When the prune would drop messages the summary does not cover yet (see
+``deep_chunk.fold_range``), it folds everything past the cursor, in token-bounded chunks, one
+model call each, each fed the previous summary whole. A summary over its budget gets one
 compression request; the model's whole summary is kept either way (the view shortens it by
 structure, never a silent cut).
 """
@@ -17,14 +18,13 @@ from session_graph._aio import maybe_await
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.ledger import system_prompt
-from session_graph.nodes.deep_chunk import chunk_plan
-from session_graph.nodes.lite_prune import prune_plan
+from session_graph.nodes.deep_chunk import chunk_plan, fold_range
 from session_graph.nodes.memo_update import compressed
 from session_graph.state import ResizeContext, SessionState
 
 
 async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
-    """Fold the messages between the cursor and the headroom cut; advance the cursor as chunks land.
+    """Fold what waits past the cursor; advance the cursor as chunks land.
 
     Only what is new since the last fold is sent. A failure is recorded, not raised, so
     ``lite_prune`` still runs and stops at the cursor: nothing leaves the window uncovered.
@@ -33,12 +33,10 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
     if not limits.summary_enabled or state.error is not None:
         return {}
     ctx = runtime.context
-    window = state.current_chat_history
-    plan = prune_plan(state, ctx, pinned=False)
-    cut_at = plan.headroom_from
-    cut = ctx.index_of(window[cut_at]) if cut_at < len(window) else len(state.full_chat_history)
-    if cut is None or cut <= state.memo_cursor:
+    span = fold_range(state, ctx, True)
+    if span is None:
         return {}
+    cut = span[1]
     system = system_prompt(state)  # the system prompt stays in the view; it is never folded
     indices = [i for i in range(state.memo_cursor, cut) if state.full_chat_history[i] is not system]
     if not indices:
