@@ -80,6 +80,18 @@ def test_a_summary_over_budget_is_compressed_once_and_the_next_fold_gets_it_whol
     assert model.prompts[-1][1].content.startswith("Current summary:\n" + short + "\n\nNew messages:")
 
 
+@pytest.mark.parametrize("compression", ["", "   ", "<think>only thinking</think>"])
+def test_a_summary_compression_with_no_text_keeps_the_whole_summary(api: Api, compression: str) -> None:
+    long = "Overview: x\nKey facts and decisions:\n" + "\n".join(f"- detail {i}" for i in range(200))
+    model = fake_model(long, compression)
+    session = Session(model=model).configure(mode="summary", limit={"tokens": 400})
+    session.set_settings("session.summary.reserve_tokens", 80)
+    chat(session, 20, size=40)
+    api.resize(session, "lite")
+    assert len(model.prompts) == 2 and session.memo["summary"] == long  # documented fallback, no error
+    assert session.view().tokens <= 400
+
+
 def test_the_reserve_follows_what_the_summary_holds() -> None:
     session = Session(summary_handler=lambda summary, messages, settings: "tiny").configure(mode="summary", limit={"tokens": 1000})
     session.set_settings("session.summary.reserve_tokens", 400)
