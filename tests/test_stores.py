@@ -282,3 +282,60 @@ def test_an_unchanged_session_is_not_written_again(store: SessionStore, tenant: 
     manager.save(session.touch())
     assert store.version(tenant, "k") == version + 1
     assert manager_for(store, tenant).get("k").metadata == {"note": "x"}
+
+
+def test_async_twins_agree_with_the_sync_methods(store: SessionStore, tenant: str) -> None:
+    import asyncio
+
+    from session_graph.stores.base import call_async
+
+    manager = manager_for(store, tenant)
+
+    async def scenario() -> None:
+        session = await manager.aget_or_create("async:1")
+        rich_turns(session)
+        await manager.asave(session)
+        assert await call_async(store, "version", tenant, "async:1") == store.version(tenant, "async:1") == 1
+        snapshot = await call_async(store, "read", tenant, "async:1")
+        assert [r["id"] for r in snapshot.records] == [m.id for m in session.full_chat_history]
+        assert [i.key for i in await call_async(store, "list", tenant)] == ["async:1"]
+        assert [h.seq for h in await call_async(store, "search", tenant, "answer 1")] == [7]
+        fresh = await manager_for(store, tenant).aget("async:1")
+        assert fresh is not None and fresh.full_chat_history == session.full_chat_history
+        assert await call_async(store, "delete", tenant, "async:1") is True
+        assert await manager_for(store, tenant).aget("async:1") is None
+
+    asyncio.run(scenario())
+
+
+def test_a_store_with_only_the_sync_protocol_serves_async_callers(tmp_path: Path, tenant: str) -> None:
+    import asyncio
+    import threading
+
+    from session_graph.stores import JsonlStore
+
+    inner = JsonlStore(tmp_path / "plain")
+    threads: set[str] = set()
+
+    class SyncOnly:  # a user's store: the sync protocol only, no async twins
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("a") and name[1:] in ("write", "read", "version", "delete", "list", "search", "close"):
+                raise AttributeError(name)
+            method = getattr(inner, name)
+
+            def traced(*args: Any, **kwargs: Any) -> Any:
+                threads.add(threading.current_thread().name)
+                return method(*args, **kwargs)
+
+            return traced
+
+    manager = SessionManager(SyncOnly(), tenant=tenant)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        session = await manager.aget_or_create("k")
+        chat(session, 2)
+        await manager.asave(session)
+
+    asyncio.run(scenario())
+    assert inner.version(tenant, "k") == 1
+    assert threads and threading.main_thread().name not in threads  # every store call ran off the event loop's thread

@@ -5,10 +5,15 @@ state document (memo, settings, counters, metadata, the window as message ids). 
 appends records at the store's end and replaces the state in one atomic step, under a
 lock that other processes respect, so concurrent writers lose nothing and agree on one
 order.
+
+Every store is async-capable: the protocol's async twins (``aread``, ``awrite``...) default
+to running the sync method in a worker thread (``ThreadedAsync``), so an async agent never
+blocks its event loop on disk; a backend with a native async driver (Postgres) overrides them.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,6 +27,8 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "Snapshot",
+    "ThreadedAsync",
+    "call_async",
     "check_key",
     "check_schema",
     "utc_now",
@@ -130,3 +137,57 @@ class SessionStore(Protocol):
     def close(self) -> None:
         """Release connections and handles."""
         ...
+
+
+_METHODS = ("write", "read", "version", "delete", "list", "search", "close")
+
+
+class ThreadedAsync:
+    """Async twins of a store's methods: the sync method, run in a worker thread.
+
+    Mixed into the JSONL and SQLite stores; a backend with a native async driver overrides
+    the ones it can do better.
+    """
+
+    async def awrite(
+        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+    ) -> int:
+        """Async twin of ``write``."""
+        return await asyncio.to_thread(self.write, tenant, key, records, state, reset=reset)  # type: ignore[attr-defined]
+
+    async def aread(self, tenant: str, key: str) -> Snapshot | None:
+        """Async twin of ``read``."""
+        return await asyncio.to_thread(self.read, tenant, key)  # type: ignore[attr-defined]
+
+    async def aversion(self, tenant: str, key: str) -> int | None:
+        """Async twin of ``version``."""
+        return await asyncio.to_thread(self.version, tenant, key)  # type: ignore[attr-defined]
+
+    async def adelete(self, tenant: str, key: str) -> bool:
+        """Async twin of ``delete``."""
+        return await asyncio.to_thread(self.delete, tenant, key)  # type: ignore[attr-defined]
+
+    async def alist(self, tenant: str) -> list[SessionInfo]:
+        """Async twin of ``list``."""
+        return await asyncio.to_thread(self.list, tenant)  # type: ignore[attr-defined]
+
+    async def asearch(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        """Async twin of ``search``."""
+        return await asyncio.to_thread(self.search, tenant, text, limit)  # type: ignore[attr-defined]
+
+    async def aclose(self) -> None:
+        """Async twin of ``close``."""
+        await asyncio.to_thread(self.close)  # type: ignore[attr-defined]
+
+
+async def call_async(store: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``store.a<method>(...)`` when the store has it, else ``store.<method>`` in a worker thread.
+
+    Lets a user's store that implements only the sync protocol serve async agents too.
+    """
+    if method not in _METHODS:
+        raise ValueError(f"no store method {method!r}")
+    native = getattr(store, f"a{method}", None)
+    if native is not None:
+        return await native(*args, **kwargs)
+    return await asyncio.to_thread(getattr(store, method), *args, **kwargs)

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover
     _loads = json.loads
 
 from session_graph.errors import StoreError
-from session_graph.stores.base import SearchHit, SessionInfo, Snapshot, check_key, check_schema
+from session_graph.stores.base import SearchHit, SessionInfo, Snapshot, ThreadedAsync, check_key, check_schema
 
 __all__ = ["JsonlStore", "decode_name", "encode_name"]
 
@@ -51,7 +51,7 @@ def decode_name(name: str) -> str | None:
     return None if name.startswith("~") else unquote(name)
 
 
-class JsonlStore:
+class JsonlStore(ThreadedAsync):
     """Sessions as JSONL files in a directory (``./.session_graph/`` by default).
 
     Args:

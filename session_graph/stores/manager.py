@@ -10,16 +10,17 @@ never evicted.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
 import os
 from pathlib import Path
 from typing import Any
 
 from session_graph.errors import ConfigurationError, StoreError
 from session_graph.session import Session
-from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, check_key, utc_now
+from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, call_async, check_key, utc_now
 from session_graph.stores.codec import message_record, session_state, snapshot_state
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
@@ -46,6 +47,22 @@ def open_store(target: SessionStore | str | os.PathLike[str] | None = None) -> S
     if text.endswith((".db", ".sqlite", ".sqlite3")):
         return SqliteStore(text)
     return JsonlStore(text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A store call an operation asks its driver to make."""
+
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Blocking:
+    """CPU- or disk-bound work an async driver runs in a worker thread."""
+
+    fn: Callable[[], Any]
 
 
 @dataclass
@@ -90,30 +107,24 @@ class SessionManager:
         return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self.session_factory)
 
     # -- sessions ----------------------------------------------------------------------------
+    # Each operation is written once, as a generator of store calls (``_Call``) and blocking
+    # work (``_Blocking``), driven by ``_run`` (sync) and ``_arun`` (async: store calls through
+    # their async twins, blocking work in a worker thread, so an event loop never waits on disk).
     def get(self, key: str) -> Session | None:
         """The session for ``key``, or None if the store has none (and none is cached)."""
-        key = check_key(key)
-        entry = self._cache.get(key)
-        version = self.store.version(self.tenant, key)
-        if entry is not None and version == entry.version:
-            self._cache.move_to_end(key)
-            return entry.session
-        if entry is not None and entry.version is None and entry.persisted and version is not None:
-            return self._load(key, entry)  # we wrote after someone else: pick their messages up
-        if version is None:
-            return entry.session if entry is not None else None
-        return self._load(key, entry)
+        return self._run(self._get_flow(key))
+
+    async def aget(self, key: str) -> Session | None:
+        """Async twin of :meth:`get`."""
+        return await self._arun(self._get_flow(key))
 
     def get_or_create(self, key: str) -> Session:
         """The session for ``key``: cached, loaded, or new (not stored until ``save``)."""
-        session = self.get(key)
-        if session is not None:
-            return session
-        session = self.session_factory(key)
-        if session.id != key:
-            raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
-        self._remember(key, _Entry(session, None, 0, -1, utc_now()))
-        return session
+        return self._run(self._get_or_create_flow(key))
+
+    async def aget_or_create(self, key: str) -> Session:
+        """Async twin of :meth:`get_or_create`."""
+        return await self._arun(self._get_or_create_flow(key))
 
     def save(self, session: Session) -> None:
         """Persist a session: append its new messages, replace its state. O(new messages).
@@ -122,10 +133,47 @@ class SessionManager:
         session cannot see (``session.metadata[...] = ...`` alone) are saved with the next
         change, or at once after ``session.touch()``.
         """
+        self._run(self._save_flow(session))
+
+    async def asave(self, session: Session) -> None:
+        """Async twin of :meth:`save`."""
+        await self._arun(self._save_flow(session))
+
+    def unsaved(self, session: Session) -> int:
+        """How many messages of ``session`` the store does not hold yet (all of them if it is not managed here)."""
+        entry = self._cache.get(session.id)
+        if entry is None or entry.session is not session:
+            return len(session.full_chat_history)
+        return len(session.full_chat_history) - entry.persisted
+
+    def _get_flow(self, key: str) -> Generator[Any, Any, Session | None]:
+        key = check_key(key)
+        entry = self._cache.get(key)
+        version = yield _Call("version", (self.tenant, key))
+        if entry is not None and version == entry.version:
+            self._cache.move_to_end(key)
+            return entry.session
+        if entry is not None and entry.version is None and entry.persisted and version is not None:
+            return (yield from self._load_flow(key, entry))  # we wrote after someone else: pick their messages up
+        if version is None:
+            return entry.session if entry is not None else None
+        return (yield from self._load_flow(key, entry))
+
+    def _get_or_create_flow(self, key: str) -> Generator[Any, Any, Session]:
+        session = yield from self._get_flow(key)
+        if session is not None:
+            return session
+        session = self.session_factory(key)
+        if session.id != key:
+            raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
+        self._remember(key, _Entry(session, None, 0, -1, utc_now()))
+        return session
+
+    def _save_flow(self, session: Session) -> Generator[Any, Any, None]:
         key = check_key(session.id)
         entry = self._cache.get(key)
         if entry is None or entry.session is not session:
-            if self.store.version(self.tenant, key) is not None:
+            if (yield _Call("version", (self.tenant, key))) is not None:
                 raise StoreError(
                     f"session {key!r} is already stored; get it with manager.get_or_create({key!r}) "
                     "and save that object, so nothing stored is overwritten."
@@ -139,11 +187,12 @@ class SessionManager:
         now = utc_now()
         records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
         state = session_state(session, entry.created_at, now)
-        version = self.store.write(self.tenant, key, records, state, reset=reset)
+        revision = session.revision
+        version = yield _Call("write", (self.tenant, key, records, state), {"reset": reset})
         session.cleared = False
         interleaved = entry.version is not None and version != entry.version + 1  # another writer got in between
         entry.version = None if interleaved else version  # None: the next get reloads
-        entry.persisted, entry.revision = len(full), session.revision
+        entry.persisted, entry.revision = entry.persisted + len(new) if not reset else len(new), revision
         self._remember(key, entry)
 
     def delete(self, key: str) -> bool:
@@ -203,11 +252,11 @@ class SessionManager:
             raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
         return snapshot
 
-    def _load(self, key: str, entry: _Entry | None) -> Session | None:
-        snapshot = self.store.read(self.tenant, key)
+    def _load_flow(self, key: str, entry: _Entry | None) -> Generator[Any, Any, Session | None]:
+        snapshot = yield _Call("read", (self.tenant, key))
         if snapshot is None:
             return None
-        state, metadata = snapshot_state(snapshot, f"session {key!r}")
+        state, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}"))
         if entry is None:
             session = self.session_factory(key)
             unsaved: list[Any] = []
@@ -225,6 +274,29 @@ class SessionManager:
         self._remember(key, _Entry(session, snapshot.version, persisted,
                                    session.revision if not unsaved else -1, snapshot.state.get("created_at", utc_now())))
         return session
+
+    def _run(self, flow: Generator[Any, Any, Any]) -> Any:
+        """Drive an operation synchronously."""
+        reply: Any = None
+        while True:
+            try:
+                step = flow.send(reply)
+            except StopIteration as stop:
+                return stop.value
+            reply = step.fn() if isinstance(step, _Blocking) else getattr(self.store, step.method)(*step.args, **step.kwargs)
+
+    async def _arun(self, flow: Generator[Any, Any, Any]) -> Any:
+        """Drive an operation from async code: store calls through their async twins, blocking work in a thread."""
+        reply: Any = None
+        while True:
+            try:
+                step = flow.send(reply)
+            except StopIteration as stop:
+                return stop.value
+            if isinstance(step, _Blocking):
+                reply = await asyncio.to_thread(step.fn)
+            else:
+                reply = await call_async(self.store, step.method, *step.args, **step.kwargs)
 
     def _remember(self, key: str, entry: _Entry) -> None:
         self._cache[key] = entry

@@ -5,10 +5,17 @@ Two tables: ``sg_sessions`` (one row per session: the state document, version, c
 the session row (SQLite: ``BEGIN IMMEDIATE``; Postgres: ``SELECT ... FOR UPDATE``), numbers
 the new messages from the stored count, inserts them and replaces the state, in one
 transaction: concurrent writers lose nothing and see one order.
+
+Every operation is written once, as a generator of SQL steps (``_Exec``); a sync driver runs
+it on a connection, an async driver on an async one (Postgres: psycopg's async pool), so
+sync and async share one implementation. Postgres connections come from a pool with health
+checks, so a dropped connection is replaced instead of failing every later call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
+import contextlib
 from dataclasses import dataclass
 import json
 from pathlib import Path
@@ -17,7 +24,15 @@ import threading
 from typing import Any
 
 from session_graph.errors import StoreError
-from session_graph.stores.base import SCHEMA_VERSION, SearchHit, SessionInfo, Snapshot, check_key, check_schema
+from session_graph.stores.base import (
+    SCHEMA_VERSION,
+    SearchHit,
+    SessionInfo,
+    Snapshot,
+    ThreadedAsync,
+    check_key,
+    check_schema,
+)
 
 __all__ = ["PostgresStore", "SqliteStore"]
 
@@ -40,148 +55,178 @@ class _Dialect:
     contains: str  # SQL testing that lower(text) contains a lowered parameter
 
 
-class _SqlStore:
-    """The shared implementation; subclasses give a connection and a dialect."""
+@dataclass(frozen=True)
+class _Exec:
+    """One SQL step of an operation; ``fetch`` says what the driver sends back."""
+
+    sql: str
+    params: Any = ()
+    fetch: str = ""  # "", "one" or "all"
+    many: bool = False
+
+
+Flow = Generator[_Exec, Any, Any]
+
+
+def _drive(cursor: Any, flow: Flow) -> Any:
+    """Run an operation's steps on a sync cursor; returns the operation's result."""
+    reply = None
+    while True:
+        try:
+            step = flow.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        if step.many:
+            cursor.executemany(step.sql, step.params)
+        else:
+            cursor.execute(step.sql, step.params)
+        reply = cursor.fetchone() if step.fetch == "one" else cursor.fetchall() if step.fetch == "all" else None
+
+
+async def _adrive(cursor: Any, flow: Flow) -> Any:
+    """Run an operation's steps on an async cursor (the same steps as ``_drive``)."""
+    reply = None
+    while True:
+        try:
+            step = flow.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        if step.many:
+            await cursor.executemany(step.sql, step.params)
+        else:
+            await cursor.execute(step.sql, step.params)
+        reply = await cursor.fetchone() if step.fetch == "one" else await cursor.fetchall() if step.fetch == "all" else None
+
+
+class _SqlStore(ThreadedAsync):
+    """The shared implementation; subclasses give connections and a dialect."""
 
     dialect: _Dialect
-
-    def __init__(self, connection: Any, where: str) -> None:
-        self._connection = connection
-        self._where = where
-        self._lock = threading.Lock()
-        with self._lock:
-            cursor = self._connection.cursor()
-            for statement in _TABLES:
-                cursor.execute(statement)
-            cursor.execute(self._q("SELECT version FROM sg_schema WHERE name = ?"), ("session_graph",))
-            row = cursor.fetchone()
-            if row is None:
-                cursor.execute(self._q("INSERT INTO sg_schema (name, version) VALUES (?, ?)"), ("session_graph", SCHEMA_VERSION))
-            elif row[0] > SCHEMA_VERSION:
-                self._connection.rollback()
-                raise StoreError(
-                    f"{where} was written by a newer session_graph (schema {row[0]}, this one reads up to "
-                    f"{SCHEMA_VERSION}); upgrade session_graph to open it. Nothing was changed."
-                )
-            self._connection.commit()
+    _where: str
 
     def _q(self, sql: str) -> str:
         return sql.replace("?", self.dialect.mark)
 
-    def write(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
-    ) -> int:
+    def _x(self, sql: str, params: Any = (), fetch: str = "") -> _Exec:
+        return _Exec(self._q(sql), params, fetch)
+
+    def _run(self, flow: Flow) -> Any:
+        """Run one operation as one transaction (subclasses give the connection)."""
+        raise NotImplementedError
+
+    # -- operations, each written once ----------------------------------------------------------
+    def _setup_flow(self) -> Flow:
+        for statement in _TABLES:
+            yield _Exec(statement)
+        row = yield self._x("SELECT version FROM sg_schema WHERE name = ?", ("session_graph",), "one")
+        if row is None:
+            yield self._x("INSERT INTO sg_schema (name, version) VALUES (?, ?)", ("session_graph", SCHEMA_VERSION))
+        elif row[0] > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self._where} was written by a newer session_graph (schema {row[0]}, this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade session_graph to open it. Nothing was changed."
+            )
+
+    def _write_flow(
+        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], reset: bool
+    ) -> Flow:
         from session_graph.stores.codec import message_text, record_message
 
         check_key(tenant, "tenant"), check_key(key)
         texts = [message_text(record_message(record, self._where)) for record in records]
-        with self._lock:
-            cursor = self._connection.cursor()
-            try:
-                if self.dialect.begin:
-                    cursor.execute(self.dialect.begin)
-                cursor.execute(
-                    self._q("INSERT INTO sg_sessions (tenant, key, state, version, message_count, created_at, updated_at)"
-                            " VALUES (?, ?, ?, 0, 0, ?, ?) ON CONFLICT (tenant, key) DO NOTHING"),
-                    (tenant, key, "{}", state.get("created_at", ""), state.get("updated_at", "")),
-                )
-                cursor.execute(
-                    self._q("SELECT state, version, message_count, created_at FROM sg_sessions WHERE tenant = ? AND key = ?"
-                            + self.dialect.lock_row),
-                    (tenant, key),
-                )
-                old_state, version, count, created_at = cursor.fetchone()
-                check_schema(json.loads(old_state), f"{self._where} session {key!r}")
-                if reset:
-                    cursor.execute(self._q("DELETE FROM sg_messages WHERE tenant = ? AND key = ?"), (tenant, key))
-                    count = 0
-                rows = []
-                for record, text in zip(records, texts, strict=True):
-                    rows.append((tenant, key, count, record.get("id"), record.get("ts", ""), record.get("role", ""),
-                                 text, json.dumps(record["message"], ensure_ascii=False)))
-                    count += 1
-                if rows:
-                    cursor.executemany(
-                        self._q("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
-                        rows,
-                    )
-                document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at}
-                cursor.execute(
-                    self._q("UPDATE sg_sessions SET state = ?, version = ?, message_count = ?, updated_at = ?"
-                            " WHERE tenant = ? AND key = ?"),
-                    (json.dumps(document, ensure_ascii=False), version + 1, count, state.get("updated_at", ""), tenant, key),
-                )
-                self._connection.commit()
-            except BaseException:
-                self._connection.rollback()
-                raise
-            return version + 1
+        if self.dialect.begin:
+            yield _Exec(self.dialect.begin)
+        yield self._x(
+            "INSERT INTO sg_sessions (tenant, key, state, version, message_count, created_at, updated_at)"
+            " VALUES (?, ?, ?, 0, 0, ?, ?) ON CONFLICT (tenant, key) DO NOTHING",
+            (tenant, key, "{}", state.get("created_at", ""), state.get("updated_at", "")),
+        )
+        old_state, version, count, created_at = yield self._x(
+            "SELECT state, version, message_count, created_at FROM sg_sessions WHERE tenant = ? AND key = ?"
+            + self.dialect.lock_row,
+            (tenant, key),
+            "one",
+        )
+        check_schema(json.loads(old_state), f"{self._where} session {key!r}")
+        if reset:
+            yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
+            count = 0
+        rows = []
+        for record, text in zip(records, texts, strict=True):
+            rows.append((tenant, key, count, record.get("id"), record.get("ts", ""), record.get("role", ""),
+                         text, json.dumps(record["message"], ensure_ascii=False)))
+            count += 1
+        if rows:
+            yield _Exec(self._q("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+                        rows, many=True)
+        document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at}
+        yield self._x(
+            "UPDATE sg_sessions SET state = ?, version = ?, message_count = ?, updated_at = ? WHERE tenant = ? AND key = ?",
+            (json.dumps(document, ensure_ascii=False), version + 1, count, state.get("updated_at", ""), tenant, key),
+        )
+        return version + 1
 
-    def read(self, tenant: str, key: str) -> Snapshot | None:
-        with self._lock:
-            cursor = self._connection.cursor()
-            cursor.execute(self._q("SELECT state, version FROM sg_sessions WHERE tenant = ? AND key = ?"), (tenant, check_key(key)))
-            row = cursor.fetchone()
-            if row is None:
-                self._connection.commit()
-                return None
-            cursor.execute(
-                self._q("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? ORDER BY seq"), (tenant, key)
-            )
-            records = [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": json.loads(data)}
-                       for seq, id_, ts, role, data in cursor.fetchall()]
-            self._connection.commit()
+    def _read_flow(self, tenant: str, key: str) -> Flow:
+        row = yield self._x("SELECT state, version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, check_key(key)), "one")
+        if row is None:
+            return None
+        rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? ORDER BY seq",
+                             (tenant, key), "all")
+        records = [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": json.loads(data)} for seq, id_, ts, role, data in rows]
         state = check_schema(json.loads(row[0]), f"{self._where} session {key!r}")
         return Snapshot(key, state, records, int(row[1]))
 
-    def version(self, tenant: str, key: str) -> int | None:
-        with self._lock:
-            cursor = self._connection.cursor()
-            cursor.execute(self._q("SELECT version FROM sg_sessions WHERE tenant = ? AND key = ?"), (tenant, key))
-            row = cursor.fetchone()
-            self._connection.commit()
+    def _version_flow(self, tenant: str, key: str) -> Flow:
+        row = yield self._x("SELECT version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, key), "one")
         return None if row is None else int(row[0])
 
-    def delete(self, tenant: str, key: str) -> bool:
-        with self._lock:
-            cursor = self._connection.cursor()
-            cursor.execute(self._q("DELETE FROM sg_messages WHERE tenant = ? AND key = ?"), (tenant, key))
-            cursor.execute(self._q("DELETE FROM sg_sessions WHERE tenant = ? AND key = ?"), (tenant, key))
-            found = cursor.rowcount > 0
-            self._connection.commit()
-        return found
+    def _delete_flow(self, tenant: str, key: str) -> Flow:
+        yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
+        found = yield self._x("DELETE FROM sg_sessions WHERE tenant = ? AND key = ? RETURNING key", (tenant, key), "one")
+        return found is not None
 
-    def list(self, tenant: str) -> list[SessionInfo]:
-        with self._lock:
-            cursor = self._connection.cursor()
-            cursor.execute(
-                self._q("SELECT key, created_at, updated_at, message_count, state FROM sg_sessions WHERE tenant = ?"
-                        " ORDER BY updated_at DESC"),
-                (tenant,),
-            )
-            rows = cursor.fetchall()
-            self._connection.commit()
+    def _list_flow(self, tenant: str) -> Flow:
+        rows = yield self._x(
+            "SELECT key, created_at, updated_at, message_count, state FROM sg_sessions WHERE tenant = ? ORDER BY updated_at DESC",
+            (tenant,), "all",
+        )
         return [SessionInfo(k, c, u, int(n), dict(json.loads(s).get("metadata") or {})) for k, c, u, n, s in rows]
 
-    def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
-        with self._lock:
-            cursor = self._connection.cursor()
-            cursor.execute(
-                self._q(f"SELECT key, seq, role, text, ts FROM sg_messages WHERE tenant = ? AND {self.dialect.contains}"
-                        " ORDER BY key, seq LIMIT ?"),
-                (tenant, text.lower(), limit),
-            )
-            rows = cursor.fetchall()
-            self._connection.commit()
+    def _search_flow(self, tenant: str, text: str, limit: int) -> Flow:
+        rows = yield self._x(
+            f"SELECT key, seq, role, text, ts FROM sg_messages WHERE tenant = ? AND {self.dialect.contains}"
+            " ORDER BY key, seq LIMIT ?",
+            (tenant, text.lower(), limit), "all",
+        )
         return [SearchHit(k, int(s), r, t, ts) for k, s, r, t, ts in rows]
 
-    def close(self) -> None:
-        with self._lock:
-            self._connection.close()
+    # -- the protocol ---------------------------------------------------------------------------
+    def write(
+        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+    ) -> int:
+        return self._run(self._write_flow(tenant, key, records, state, reset))
+
+    def read(self, tenant: str, key: str) -> Snapshot | None:
+        return self._run(self._read_flow(tenant, key))
+
+    def version(self, tenant: str, key: str) -> int | None:
+        return self._run(self._version_flow(tenant, key))
+
+    def delete(self, tenant: str, key: str) -> bool:
+        return self._run(self._delete_flow(tenant, key))
+
+    def list(self, tenant: str) -> list[SessionInfo]:
+        return self._run(self._list_flow(tenant))
+
+    def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        return self._run(self._search_flow(tenant, text, limit))
 
 
 class SqliteStore(_SqlStore):
-    """Sessions in one SQLite file (standard library, WAL mode, safe across processes)."""
+    """Sessions in one SQLite file (standard library, WAL mode, safe across processes).
+
+    Its async methods run the sync ones in a worker thread (SQLite has no async driver).
+    """
 
     dialect = _Dialect(mark="?", begin="BEGIN IMMEDIATE", lock_row="", contains="instr(lower(text), ?) > 0")
 
@@ -196,29 +241,133 @@ class SqliteStore(_SqlStore):
             connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open the SQLite store {target}: {error}") from error
-        super().__init__(connection, str(target))
+        self._connection = connection
+        self._where = str(target)
+        self._lock = threading.Lock()
+        self._run(self._setup_flow())
+
+    def _run(self, flow: Flow) -> Any:
+        with self._lock:
+            cursor = self._connection.cursor()
+            try:
+                result = _drive(cursor, flow)
+            except BaseException:
+                if self._connection.in_transaction:
+                    self._connection.rollback()
+                raise
+            if self._connection.in_transaction:
+                self._connection.commit()
+            return result
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
 
 
 class PostgresStore(_SqlStore):
     """Sessions in Postgres (psycopg 3), for many processes or machines.
 
+    Connections come from a pool that checks each one before use (a connection the server
+    dropped is replaced); the async methods use psycopg's async pool on the caller's event
+    loop, so an async agent never blocks it on the database.
+
     Args:
         dsn: a libpq connection string, e.g. ``postgresql://user@host:5432/db``.
         connect_timeout: seconds before an unreachable server is reported.
+        max_size: the most connections each pool opens.
     """
 
     dialect = _Dialect(mark="%s", begin=None, lock_row=" FOR UPDATE", contains="strpos(lower(text), %s) > 0")
 
-    def __init__(self, dsn: str, *, connect_timeout: int = 5) -> None:
+    def __init__(self, dsn: str, *, connect_timeout: int = 5, max_size: int = 4) -> None:
         try:
             import psycopg
+            from psycopg_pool import ConnectionPool
         except ImportError as error:  # pragma: no cover - depends on the install
-            raise StoreError("the Postgres store needs psycopg 3: pip install 'session_graph[postgres]'") from error
+            raise StoreError("the Postgres store needs psycopg 3 and psycopg-pool: pip install 'session_graph[postgres]'") from error
+        self._where = _redact(dsn)
+        self._dsn = dsn
+        self._kwargs = {"connect_timeout": connect_timeout}
+        self._max_size = max_size
+        self._apool: Any = None
+        self._alock = threading.Lock()
         try:
-            connection = psycopg.connect(dsn, connect_timeout=connect_timeout)
+            with psycopg.connect(dsn, **self._kwargs):  # fail fast, and clearly, when unreachable
+                pass
         except psycopg.Error as error:
-            raise StoreError(f"cannot reach Postgres at {_redact(dsn)}: {str(error).strip()}") from error
-        super().__init__(connection, _redact(dsn))
+            raise StoreError(f"cannot reach Postgres at {self._where}: {str(error).strip()}") from error
+        self._pool = ConnectionPool(dsn, min_size=1, max_size=max_size, kwargs=self._kwargs,
+                                    check=ConnectionPool.check_connection, open=True, name="session_graph")
+        self._run(self._setup_flow())
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            yield
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise StoreError(f"the Postgres store at {self._where} is unavailable: {str(error).strip()}") from error
+
+    def _run(self, flow: Flow) -> Any:
+        with self._errors(), self._pool.connection() as connection, connection.transaction():
+            return _drive(connection.cursor(), flow)
+
+    async def _arun(self, flow: Flow) -> Any:
+        with self._errors():
+            async with self._async_pool().connection() as connection, connection.transaction():
+                return await _adrive(connection.cursor(), flow)
+
+    def _async_pool(self) -> Any:
+        from psycopg_pool import AsyncConnectionPool
+
+        with self._alock:
+            if self._apool is None:
+                self._apool = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
+                                                  check=AsyncConnectionPool.check_connection, open=False,
+                                                  name="session_graph-async")
+            return self._apool
+
+    async def _aopen(self) -> None:
+        pool = self._async_pool()
+        if pool.closed:
+            await pool.open()
+
+    # -- native async twins -----------------------------------------------------------------------
+    async def awrite(
+        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+    ) -> int:
+        await self._aopen()
+        return await self._arun(self._write_flow(tenant, key, records, state, reset))
+
+    async def aread(self, tenant: str, key: str) -> Snapshot | None:
+        await self._aopen()
+        return await self._arun(self._read_flow(tenant, key))
+
+    async def aversion(self, tenant: str, key: str) -> int | None:
+        await self._aopen()
+        return await self._arun(self._version_flow(tenant, key))
+
+    async def adelete(self, tenant: str, key: str) -> bool:
+        await self._aopen()
+        return await self._arun(self._delete_flow(tenant, key))
+
+    async def alist(self, tenant: str) -> list[SessionInfo]:
+        await self._aopen()
+        return await self._arun(self._list_flow(tenant))
+
+    async def asearch(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        await self._aopen()
+        return await self._arun(self._search_flow(tenant, text, limit))
+
+    async def aclose(self) -> None:
+        if self._apool is not None and not self._apool.closed:
+            await self._apool.close()
+        self._pool.close()
+
+    def close(self) -> None:
+        self._pool.close()  # an async pool is closed by aclose() on its own loop
 
 
 def _redact(dsn: str) -> str:
