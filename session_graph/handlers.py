@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.attachments import summarize_attachments
@@ -52,10 +52,13 @@ class Handlers:
         attachment_summary: AttachmentSummaryHandler | None = None,
         memo_update: MemoUpdateHandler | None = None,
         summary: SummaryHandler | None = None,
-        model: BaseChatModel | None = None,
+        model: Runnable | None = None,
     ) -> None:
-        if model is not None and not isinstance(model, BaseChatModel):
-            raise ConfigurationError(f"model must be a langchain-core BaseChatModel, got {type(model).__name__}.")
+        if model is not None and not isinstance(model, Runnable):
+            raise ConfigurationError(
+                f"model must be a langchain-core chat model or chat Runnable (model.with_retry() and "
+                f"model.with_fallbacks([...]) work), got {type(model).__name__}."
+            )
         self.policy = checked_callable(policy, "policy handler")
         self.overrides: dict[str, Callable[..., Any]] = {}
         self.resize: dict[str, ResizeHandler] = {}

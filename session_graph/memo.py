@@ -1,7 +1,7 @@
 """The default memo updater: any langchain-core chat model folds messages into the memo.
 
-One call per fold: the instructions (``session.memo.instruct``) and the token budget of the
-memo, then the current memo as JSON and the new messages as a compact transcript. The model
+Any chat ``Runnable`` works (a model, ``with_retry()``, ``with_fallbacks()``). One call per
+fold: the instructions (``session.memo.instruct``) and the token budget of the memo, then the current memo as JSON and the new messages as a compact transcript. The model
 answers ``{"memo": {...}}``; the reply is validated with pydantic: anything else is an
 error, never silently the memo. A memo over its budget gets one compression request
 (:meth:`ModelMemoUpdater.compress`); the session keeps the model's whole memo either way.
@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -32,6 +33,7 @@ __all__ = [
     "memo_budget",
     "parse_memo_reply",
     "reply_text",
+    "structured_memo_model",
 ]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -106,24 +108,45 @@ def parse_memo_reply(reply: Any) -> dict[str, Any]:
         ) from error
 
 
+def structured_memo_model(model: Runnable) -> Runnable | None:
+    """``model.with_structured_output(MemoReply, include_raw=True)`` where the model supports it, else None."""
+    if not isinstance(model, BaseChatModel):
+        return None  # a wrapper (with_retry, with_fallbacks...): its replies are parsed as text
+    try:
+        return model.with_structured_output(MemoReply, include_raw=True)
+    except (NotImplementedError, ValueError, TypeError):
+        return None
+
+
 class ModelMemoUpdater:
-    """A memo-update handler backed by a langchain-core chat model.
+    """A memo-update handler backed by a chat model, or any chat ``Runnable``
+    (``model.with_retry()``, ``model.with_fallbacks([...])``, a model with a rate limiter).
+
+    Where the model supports it, the reply is requested with ``with_structured_output``;
+    otherwise (or when the structured reply does not parse) its text is parsed as JSON.
 
     Attributes:
-        model: the chat model.
+        model: the chat model or Runnable.
         calls: how many times the model was asked (folds and compressions).
         sent_chars: characters sent to the model so far (prompt text), for measurement.
     """
 
-    def __init__(self, model: BaseChatModel) -> None:
+    def __init__(self, model: Runnable) -> None:
         self.model = model
+        self.structured = structured_memo_model(model)
         self.calls = 0
         self.sent_chars = 0
 
-    async def _ask(self, prompt: list[BaseMessage]) -> Any:
+    async def _ask(self, prompt: list[BaseMessage]) -> dict[str, Any]:
         self.calls += 1
         self.sent_chars += sum(len(m.text) for m in prompt)
-        return await self.model.ainvoke(prompt, config={"tags": ["nostream"]})  # never streamed to the agent's user
+        config: Any = {"tags": ["nostream"]}  # never streamed to the agent's user
+        if self.structured is None:
+            return parse_memo_reply(await self.model.ainvoke(prompt, config=config))
+        result = await self.structured.ainvoke(prompt, config=config)
+        if isinstance(result, dict) and isinstance(result.get("parsed"), MemoReply):
+            return result["parsed"].memo
+        return parse_memo_reply(result.get("raw") if isinstance(result, dict) else result)
 
     async def __call__(
         self,
@@ -134,9 +157,9 @@ class ModelMemoUpdater:
     ) -> dict[str, Any]:
         limits = settings.resolved()
         prompt = build_memo_prompt(memo, messages, attachments, limits.instruct, memo_budget(settings))
-        return parse_memo_reply(await self._ask(prompt))
+        return await self._ask(prompt)
 
     async def compress(self, memo: dict[str, Any], budget: int, tokens: int) -> dict[str, Any]:
         """Ask the model once to rewrite ``memo`` within ``budget`` tokens."""
-        return parse_memo_reply(await self._ask(build_memo_compression_prompt(memo, budget, tokens)))
+        return await self._ask(build_memo_compression_prompt(memo, budget, tokens))
 

@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
+from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph._aio import maybe_await, resolve_sync, run_sync
@@ -56,7 +56,8 @@ class Session(SessionExport):
         resize_handlers: ``{type: (full, current, memo, settings) -> (full, current, memo)}``.
         attachment_summary_handler: ``(message) -> list[dict]``.
         memo_update_handler: ``(memo, messages, attachments, settings) -> dict``.
-        model: a langchain-core chat model that updates the memo in memo mode and the
+        model: a langchain-core chat model, or any chat Runnable (``model.with_retry()``,
+            ``model.with_fallbacks([...])``), that updates the memo in memo mode and the
             summary in summary mode (explicit handlers take precedence).
         summary_handler: ``(summary, messages, settings) -> str``, for summary mode.
 
@@ -77,7 +78,7 @@ class Session(SessionExport):
         resize_handlers: Mapping[str, ResizeHandler] | None = None,
         attachment_summary_handler: AttachmentSummaryHandler | None = None,
         memo_update_handler: MemoUpdateHandler | None = None,
-        model: BaseChatModel | None = None,
+        model: Runnable | None = None,
         summary_handler: SummaryHandler | None = None,
     ) -> None:
         if id is not None and (not isinstance(id, str) or not id):
@@ -230,7 +231,7 @@ class Session(SessionExport):
         return self
 
     @property
-    def model(self) -> BaseChatModel | None:
+    def model(self) -> Runnable | None:
         """The chat model behind the default memo and summary updates."""
         return self.handlers.model
 

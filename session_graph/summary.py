@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
@@ -65,7 +65,7 @@ def build_summary_compression_prompt(summary: str, budget: int, tokens: int) -> 
 
 
 class ModelSummarizer:
-    """A summary handler backed by a langchain-core chat model.
+    """A summary handler backed by a chat model, or any chat ``Runnable`` (``with_retry()``...).
 
     Attributes:
         model: the chat model.
@@ -73,7 +73,7 @@ class ModelSummarizer:
         sent_chars: characters sent to the model so far, for measurement.
     """
 
-    def __init__(self, model: BaseChatModel) -> None:
+    def __init__(self, model: Runnable) -> None:
         self.model = model
         self.calls = 0
         self.sent_chars = 0
