@@ -47,10 +47,12 @@ def memo_json(memo: dict[str, Any]) -> str:
 def context_message(session_id: str, memo: dict[str, Any], limits: Limits) -> SystemMessage | None:
     """The whole summary or memo as one system message, if the mode has one and it is not empty."""
     if limits.summary_enabled and memo.get("summary"):
-        return SystemMessage(content=SUMMARY_HEADER + str(memo["summary"]), id=f"{session_id}:summary")
+        return SystemMessage(content=SUMMARY_HEADER + str(memo["summary"]), id=f"{session_id}:summary",
+                             response_metadata={"session_graph": {"context": "summary"}})
     shown = memo_for_model(memo)
     if limits.memo_enabled and shown:
-        return SystemMessage(content=MEMO_HEADER + memo_json(shown), id=f"{session_id}:memo")
+        return SystemMessage(content=MEMO_HEADER + memo_json(shown), id=f"{session_id}:memo",
+                             response_metadata={"session_graph": {"context": "memo"}})
     return None
 
 

@@ -1,75 +1,255 @@
-"""Which session an agent run uses, and how the agent's messages flow into it.
+"""The agent step: which session a run uses, and the one step every plug point runs.
 
-One fixed ``Session``, or one session per LangGraph ``thread_id`` from a ``SessionManager``
-(so two users never see each other's history, and a restarted process resumes each
-thread from the store).
+A step resolves the run's session (one fixed ``Session``, or one per LangGraph ``thread_id``
+from a ``SessionManager``), records the messages it does not hold yet, judges, resizes, and
+saves when the agent's state is about to drop messages the store does not hold. The
+middleware, the graph node, the pre-model hook and the glue are thin adapters around it.
+
+The step is written once, as a generator of operations, and driven synchronously or
+asynchronously: the async driver awaits the store's async twins (never blocking the event
+loop on disk) and holds a per-session lock, so concurrent runs on one session take turns
+instead of failing. A memo or summary model that fails inside a step never fails the user's
+turn unless asked to (``on_memory_error="raise"``): the turn goes on with the window kept
+up to the memo cursor (the view still fits the token budget), a warning is logged, and the
+next step resumes the fold from the cursor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import asyncio
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+import logging
+import threading
+from typing import Any, Literal
+import weakref
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
-from session_graph.errors import ConfigurationError
+from session_graph.errors import ConfigurationError, MemoUpdateError
 from session_graph.session import Session
 from session_graph.stores.manager import SessionManager
 
-__all__ = ["SessionBinding"]
+__all__ = ["OnMemoryError", "SessionBinding", "current_turn", "is_view_artifact"]
+
+log = logging.getLogger("session_graph")
+
+OnMemoryError = Literal["keep_going", "raise"]
+
+
+def is_view_artifact(message: Any) -> bool:
+    """A message the view made (the summary or memo message, a synthetic tool result), never recorded."""
+    marks = getattr(message, "response_metadata", {}).get("session_graph") or {}
+    return bool(marks.get("context") or marks.get("synthetic"))
+
+
+def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages from the newest user message on (all of them when there is none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return list(messages[index:])
+    return list(messages)
+
+
+@dataclass(frozen=True, slots=True)
+class _Op:
+    kind: Literal["session", "judge", "resize", "save"]
+    target: Any
 
 
 class SessionBinding:
-    """A fixed session, or sessions by thread from a manager.
+    """A fixed session, or sessions by thread from a manager, and the agent step over them.
 
     Args:
         session: the one session every run uses.
         manager: where per-thread sessions live (``thread_id`` -> key ``key_prefix + thread_id``).
         key_prefix: prepended to the thread id to make the session key.
+        on_memory_error: ``"keep_going"`` (default: a failing memo or summary model logs a
+            warning and the turn goes on) or ``"raise"``.
+        share_across_threads: let one fixed session serve several ``thread_id``s on purpose
+            (by default that is refused: two users would see each other's history).
     """
 
-    def __init__(self, session: Session | None = None, *, manager: SessionManager | None = None, key_prefix: str = "") -> None:
+    def __init__(
+        self,
+        session: Session | None = None,
+        *,
+        manager: SessionManager | None = None,
+        key_prefix: str = "",
+        on_memory_error: OnMemoryError = "keep_going",
+        share_across_threads: bool = False,
+    ) -> None:
         if (session is None) == (manager is None):
             raise ConfigurationError("give either a session or a SessionManager (for one session per thread_id), not both.")
         if session is not None and not isinstance(session, Session):
             raise ConfigurationError(f"session must be a session_graph Session, got {type(session).__name__}.")
+        if on_memory_error not in ("keep_going", "raise"):
+            raise ConfigurationError(f"on_memory_error must be 'keep_going' or 'raise', got {on_memory_error!r}.")
         self.fixed = session
         self.manager = manager
         self.key_prefix = key_prefix
+        self.on_memory_error = on_memory_error
+        self.share_across_threads = share_across_threads
+        self._thread: str | None = None
+        self._live: dict[str, Session] = {}
+        self._locks: weakref.WeakKeyDictionary[Session, dict[Any, Any]] = weakref.WeakKeyDictionary()
+        self._guard = threading.Lock()
 
+    # -- which session -----------------------------------------------------------------------
     def key(self, config: RunnableConfig | None = None) -> str:
-        """The session key of this run."""
-        if self.fixed is not None:
-            return self.fixed.id
-        config = config if config is not None else get_config()
+        """The session key of this run (checks that a fixed session stays on one thread)."""
+        if config is None:
+            try:
+                config = get_config()
+            except RuntimeError:  # called outside a LangGraph run
+                config = {}
         thread = (config.get("configurable") or {}).get("thread_id")
+        if self.fixed is not None:
+            if thread is not None and not self.share_across_threads:
+                thread = str(thread)
+                with self._guard:
+                    self._thread = self._thread or thread
+                if thread != self._thread:
+                    raise ConfigurationError(
+                        f"this fixed session serves thread_id {self._thread!r}; thread {thread!r} would see its "
+                        "history. Give a SessionManager (one session per thread_id), or pass "
+                        "share_across_threads=True if the threads really share one conversation."
+                    )
+            return self.fixed.id
         if thread is None:
             raise ConfigurationError(
                 "sessions by thread need a thread id: invoke with config={'configurable': {'thread_id': '...'}}."
             )
         return f"{self.key_prefix}{thread}"
 
+    def live(self, key: str) -> Session | None:
+        """The session the latest step of ``key`` used, without touching the store."""
+        return self.fixed if self.fixed is not None else self._live.get(key)
+
     def session(self, config: RunnableConfig | None = None) -> Session:
         """The session of this run (loaded from the manager's store when needed)."""
-        if self.fixed is not None:
-            return self.fixed
-        assert self.manager is not None
-        return self.manager.get_or_create(self.key(config))
+        return self.step((), config, resize=False, save=False)
 
     @staticmethod
     def record(session: Session, messages: Sequence[Any]) -> int:
-        """Append the messages the session does not hold yet (by id); returns how many."""
+        """Append the messages the session does not hold yet (by id); returns how many.
+
+        What the view made (the summary or memo message, synthetic tool results) is skipped.
+        """
         added = 0
         for message in messages:
-            if isinstance(message, BaseMessage) and message.id and message in session:
+            if isinstance(message, BaseMessage) and (is_view_artifact(message) or (message.id and message in session)):
                 continue
             session.append_message(message)
             added += 1
         return added
 
-    def save(self, session: Session) -> None:
-        """Persist the session when it lives in a manager's store."""
-        if self.manager is not None:
-            self.manager.save(session)
+    # -- the step ------------------------------------------------------------------------------
+    def step(
+        self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
+        save: bool | int = 0,
+    ) -> Session:
+        """Record ``messages``, judge and resize (when ``resize``), save when needed; returns the session.
+
+        ``save``: True saves whenever something changed; an int ``n`` saves only when a resize
+        ran or more than ``n`` messages are not stored yet (the caller's state still holds its
+        newest ``n``); False never saves.
+        """
+        flow = self._flow(self.key(config), messages, resize, save)
+        reply: Any = None
+        lock: Any = None
+        try:
+            while True:
+                try:
+                    op = flow.send(reply)
+                except StopIteration as stop:
+                    return stop.value
+                reply = self._do(op)
+                if op.kind == "session" and lock is None:
+                    lock = self._lock(reply, "thread", threading.RLock)
+                    lock.acquire()
+        finally:
+            if lock is not None:
+                lock.release()
+
+    async def astep(
+        self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
+        save: bool | int = 0, locked: bool = True,
+    ) -> Session:
+        """Async twin of :meth:`step` (store I/O off the event loop, one step per session at a time).
+
+        ``locked=False``: the caller already holds ``async_lock(session)`` for a longer span.
+        """
+        flow = self._flow(self.key(config), messages, resize, save)
+        reply: Any = None
+        lock: asyncio.Lock | None = None
+        try:
+            while True:
+                try:
+                    op = flow.send(reply)
+                except StopIteration as stop:
+                    return stop.value
+                reply = await self._ado(op)
+                if op.kind == "session" and lock is None and locked:
+                    lock = self.async_lock(reply)
+                    await lock.acquire()
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def async_lock(self, session: Session) -> asyncio.Lock:
+        """The per-session lock of the running event loop."""
+        return self._lock(session, asyncio.get_running_loop(), asyncio.Lock)
+
+    def _lock(self, session: Session, owner: Any, make: Any) -> Any:
+        with self._guard:
+            per_owner = self._locks.setdefault(session, {})
+            if owner not in per_owner:
+                per_owner[owner] = make()
+            return per_owner[owner]
+
+    def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int) -> Generator[_Op, Any, Session]:
+        session: Session = yield _Op("session", key)
+        self._live[key] = session
+        self.record(session, messages)
+        resized = False
+        if resize and (yield _Op("judge", session)):
+            yield _Op("resize", session)
+            resized = True
+        if self.manager is not None and save is not False:
+            needed = save is True or resized or self.manager.unsaved(session) > int(save)
+            if needed:
+                yield _Op("save", session)
+        return session
+
+    def _do(self, op: _Op) -> Any:
+        if op.kind == "session":
+            return self.fixed if self.fixed is not None else self.manager.get_or_create(op.target)  # type: ignore[union-attr]
+        if op.kind == "judge":
+            return op.target.judge_resize()
+        if op.kind == "resize":
+            try:
+                return op.target.resize()
+            except MemoUpdateError as error:
+                return self._memory_failed(error)
+        return self.manager.save(op.target)  # type: ignore[union-attr]
+
+    async def _ado(self, op: _Op) -> Any:
+        if op.kind == "session":
+            return self.fixed if self.fixed is not None else await self.manager.aget_or_create(op.target)  # type: ignore[union-attr]
+        if op.kind == "judge":
+            return await op.target.async_judge_resize()
+        if op.kind == "resize":
+            try:
+                return await op.target.async_resize()
+            except MemoUpdateError as error:
+                return self._memory_failed(error)
+        return await self.manager.asave(op.target)  # type: ignore[union-attr]
+
+    def _memory_failed(self, error: MemoUpdateError) -> None:
+        if self.on_memory_error == "raise":
+            raise error
+        log.warning("the memo/summary model failed; the turn goes on and the next resize resumes: %s", error)
+

@@ -5,6 +5,7 @@ the window) plus the new input; the reference implementation never showed the me
 the model, this one does. After the request the input and everything the agent produced
 (tool calls and their results included) are written back, and one resize runs. A failed
 request leaves the session exactly as it was: nothing is written until the agent returns.
+A failing memo or summary model never fails the request (``on_memory_error="keep_going"``).
 
 The agent may be a LangGraph/LangChain runnable over ``{"messages": [...]}`` (a compiled
 graph, ``create_agent``), a chat model, or a plain callable ``(messages) -> reply``.
@@ -15,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 import inspect
 from typing import Any, Literal
-import warnings
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from session_graph.errors import ConfigurationError, MemoUpdateError
+from session_graph.errors import ConfigurationError
+from session_graph.integrations.binding import OnMemoryError, SessionBinding
 from session_graph.messages import MessageInput, to_message
 from session_graph.session import Session
 
@@ -27,13 +28,18 @@ __all__ = ["SessionAgent", "attach_session", "detach_session", "get_session"]
 
 
 class SessionAgent:
-    """An agent with a session attached (what ``attach_session`` returns)."""
+    """An agent with a session attached (what ``attach_session`` returns).
 
-    def __init__(self, agent: Any, session: Session) -> None:
+    Concurrent ``ainvoke`` calls take turns on the session (a per-session lock), so each
+    request sees the previous one's reply.
+    """
+
+    def __init__(self, agent: Any, session: Session, *, on_memory_error: OnMemoryError = "keep_going") -> None:
         if not callable(agent) and not hasattr(agent, "invoke"):
             raise ConfigurationError(f"the agent must be callable or have .invoke(), got {type(agent).__name__}.")
         self.agent = agent
         self.session = session
+        self.binding = SessionBinding(session, on_memory_error=on_memory_error, share_across_threads=True)
 
     # -- requests ----------------------------------------------------------------------------
     def invoke(self, request: Any, config: Any = None) -> Any:
@@ -45,28 +51,21 @@ class SessionAgent:
             result = self.agent(sent)
             if inspect.isawaitable(result):
                 raise ConfigurationError("this agent is async: use await session_agent.ainvoke(...).")
-        self._write_back(new, sent, result)
-        try:
-            self.session.resize()
-        except MemoUpdateError as error:
-            _warn(error)
+        self.binding.step(self._written_back(new, sent, result), config)
         return result
 
     async def ainvoke(self, request: Any, config: Any = None) -> Any:
-        """Async twin of :meth:`invoke`."""
-        new, sent = self._prepare(request)
-        if hasattr(self.agent, "ainvoke"):
-            result = await self.agent.ainvoke(self._payload(sent), config)
-        else:
-            result = self.agent(sent)
-            if inspect.isawaitable(result):
-                result = await result
-        self._write_back(new, sent, result)
-        try:
-            await self.session.async_resize()
-        except MemoUpdateError as error:
-            _warn(error)
-        return result
+        """Async twin of :meth:`invoke`; concurrent requests on one session take turns."""
+        async with self.binding.async_lock(self.session):
+            new, sent = self._prepare(request)
+            if hasattr(self.agent, "ainvoke"):
+                result = await self.agent.ainvoke(self._payload(sent), config)
+            else:
+                result = self.agent(sent)
+                if inspect.isawaitable(result):
+                    result = await result
+            await self.binding.astep(self._written_back(new, sent, result), config, locked=False)
+            return result
 
     __call__ = invoke
 
@@ -110,25 +109,18 @@ class SessionAgent:
         else:
             items = list(request)
         new = [to_message(m, where=f"request[{i}]") for i, m in enumerate(items)]
-        return new, [*self.session.view().messages, *new]
+        outside = sum(self.session.tokens_of(m) for m in new)  # the request comes on top of the view, within the budget
+        return new, [*self.session.view(outside_tokens=outside).messages, *new]
 
     def _payload(self, messages: list[BaseMessage]) -> Any:
         from langchain_core.language_models import BaseChatModel
 
         return messages if isinstance(self.agent, BaseChatModel) else {"messages": messages}
 
-    def _write_back(self, new: list[BaseMessage], sent: list[BaseMessage], result: Any) -> None:
+    def _written_back(self, new: list[BaseMessage], sent: list[BaseMessage], result: Any) -> list[BaseMessage]:
+        """The input and what the agent produced, checked before anything is recorded."""
         produced = _produced(result, sent)
-        checked = [to_message(m, where=f"agent output[{i}]") for i, m in enumerate(produced)]
-        for message in [*new, *checked]:
-            if message not in self.session:
-                self.session.append_message(message)
-
-
-
-def _warn(error: MemoUpdateError) -> None:
-    """The reply stands; the memo catches up on the next resize."""
-    warnings.warn(f"the session could not fold into its memo ({error}); the next resize resumes.", RuntimeWarning, stacklevel=3)
+        return [*new, *(to_message(m, where=f"agent output[{i}]") for i, m in enumerate(produced))]
 
 
 def _produced(result: Any, sent: list[BaseMessage]) -> list[Any]:
@@ -143,14 +135,24 @@ def _produced(result: Any, sent: list[BaseMessage]) -> list[Any]:
     return [m for m in result if not (isinstance(m, BaseMessage) and m.id in sent_ids)]
 
 
-def attach_session(agent: Any, session: Session | None = None, *, mode: Literal["lite", "memo", "summary"] | None = None) -> SessionAgent:
-    """Attach a session (a new one by default) to an agent; ``mode`` sets ``session.mode``."""
+def attach_session(
+    agent: Any,
+    session: Session | None = None,
+    *,
+    mode: Literal["lite", "memo", "summary"] | None = None,
+    on_memory_error: OnMemoryError = "keep_going",
+) -> SessionAgent:
+    """Attach a session (a new one by default) to an agent; ``mode`` sets ``session.mode``.
+
+    ``on_memory_error``: ``"keep_going"`` (a failing memo or summary model logs a warning, the
+    reply stands, the next resize resumes) or ``"raise"``.
+    """
     if isinstance(agent, SessionAgent):
         raise ConfigurationError("this agent already has a session; detach_session() it first.")
     session = session if session is not None else Session()
     if mode is not None:
         session.configure(mode=mode)
-    return SessionAgent(agent, session)
+    return SessionAgent(agent, session, on_memory_error=on_memory_error)
 
 
 def detach_session(agent: SessionAgent) -> Any:

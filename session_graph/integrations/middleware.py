@@ -1,12 +1,13 @@
-"""SessionMiddleware: a session in front of a LangChain ``create_agent`` model.
+"""SessionMiddleware: a session in front of a LangChain ``create_agent`` model, in two hooks.
 
-Before each model call the new messages of the agent's state (the user's input, tool
-results, the last reply) are recorded in the session, the policy judges and the session
-resizes, and the agent's ``messages`` are replaced with ``Overwrite(window)``: the
-checkpointed state stays bounded while the full history lives in the session (and its
-store). ``wrap_model_call`` then gives the model the session's view: the system prompt,
-the memo or summary (merged into the one system message, which every provider accepts)
-and the window within the token budget.
+``before_model`` runs the agent step (record what the session does not hold yet, judge,
+resize, save when needed) and flattens the agent's ``messages`` to the current turn: the
+session's store holds the rest, so every checkpoint stays the size of one turn.
+``wrap_model_call`` hands the model the session's view (the agent's system prompt merged
+with the session's system prompt and the memo or summary into one system message, which
+every provider accepts, then the window within the token budget), and records the reply the
+moment the model returns; at the end of a turn the session is saved. Both hooks have async
+twins from the same step, so an async agent never blocks its event loop on the store.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.types import Overwrite
 
-from session_graph.integrations.binding import SessionBinding
+from session_graph.integrations.binding import OnMemoryError, SessionBinding, current_turn
 from session_graph.session import Session
 from session_graph.stores.manager import SessionManager
 
@@ -26,81 +27,79 @@ __all__ = ["SessionAgentState", "SessionMiddleware"]
 
 
 class SessionAgentState(AgentState):
-    """The agent state with the session's key and the memo the model saw."""
+    """The agent state with the key of the session the run uses."""
 
     session_key: NotRequired[str]
-    memo: NotRequired[dict[str, Any]]
 
 
 class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     """Put a Session (or one per thread, from a SessionManager) in front of the model.
 
     Args:
-        session: one session for every run.
+        session: one session for every run (on one thread: see ``share_across_threads``).
         manager: one session per ``thread_id``, loaded from and saved to its store.
         key_prefix: prepended to the thread id to make the session key.
+        on_memory_error: ``"keep_going"`` (default) or ``"raise"``: see ``SessionBinding``.
+        share_across_threads: let a fixed session serve several threads on purpose.
     """
 
     state_schema = SessionAgentState
 
-    def __init__(self, session: Session | None = None, *, manager: SessionManager | None = None, key_prefix: str = "") -> None:
+    def __init__(
+        self,
+        session: Session | None = None,
+        *,
+        manager: SessionManager | None = None,
+        key_prefix: str = "",
+        on_memory_error: OnMemoryError = "keep_going",
+        share_across_threads: bool = False,
+    ) -> None:
         super().__init__()
-        self.binding = SessionBinding(session, manager=manager, key_prefix=key_prefix)
+        self.binding = SessionBinding(session, manager=manager, key_prefix=key_prefix, on_memory_error=on_memory_error,
+                                      share_across_threads=share_across_threads)
 
-    # -- before each model call: record, resize, bound the state ----------------------------
-    # The store is written when a resize is about to drop messages from the checkpointed
-    # state (they must be stored first) and at the end of the run; in between, every new
-    # message is in the checkpoint, and a resumed thread records it again from there.
+    # -- before each model call: the step, then a state of one turn ----------------------------
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = self.binding.session()
-        self.binding.record(session, state["messages"])
-        if session.judge_resize():
-            session.resize()
-            self.binding.save(session)
-        return self._bounded(session, state)
+        session = self.binding.step(state["messages"], save=len(current_turn(state["messages"])))
+        return self._flat(session, state)
 
     async def abefore_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = self.binding.session()
-        self.binding.record(session, state["messages"])
-        if await session.async_judge_resize():
-            await session.async_resize()
-            self.binding.save(session)
-        return self._bounded(session, state)
+        session = await self.binding.astep(state["messages"], save=len(current_turn(state["messages"])))
+        return self._flat(session, state)
 
-    def _bounded(self, session: Session, state: SessionAgentState) -> dict[str, Any]:
-        update: dict[str, Any] = {"session_key": session.id, "memo": session.memo_for_model}
-        window = session.current_chat_history
-        if [m.id for m in state["messages"]] != [m.id for m in window]:
-            update["messages"] = Overwrite(list(window))
+    @staticmethod
+    def _flat(session: Session, state: SessionAgentState) -> dict[str, Any]:
+        update: dict[str, Any] = {}
+        if state.get("session_key") != session.id:
+            update["session_key"] = session.id
+        if state["messages"]:  # all recorded: the model reads the session's view, tools read what it adds next
+            update["messages"] = Overwrite([])
         return update
 
-    # -- after each model call the reply is recorded (a tool that fails next must not leave a
-    # checkpointed tool call the session lacks); after the run everything is saved ----------
-    def after_model(self, state: SessionAgentState, runtime: Any) -> None:
-        self.binding.record(self.binding.session(), state["messages"])
-
-    async def aafter_model(self, state: SessionAgentState, runtime: Any) -> None:
-        self.after_model(state, runtime)
-
-    def after_agent(self, state: SessionAgentState, runtime: Any) -> None:
-        session = self.binding.session()
-        self.binding.record(session, state["messages"])
-        self.binding.save(session)
-
-    async def aafter_agent(self, state: SessionAgentState, runtime: Any) -> None:
-        self.after_agent(state, runtime)
-
-    # -- what the model sees ------------------------------------------------------------------
+    # -- the model sees the view; its reply is recorded at once ---------------------------------
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        return handler(self._with_view(request))
+        session = self._session(request)
+        response = handler(self._with_view(session, request))
+        replies = _replies(response)
+        self.binding.step(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
+        return response
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        return await handler(self._with_view(request))
+        session = self._session(request)
+        response = await handler(self._with_view(session, request))
+        replies = _replies(response)
+        await self.binding.astep(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
+        return response
 
-    def _with_view(self, request: ModelRequest) -> ModelRequest:
-        session = self.binding.session()
+    def _session(self, request: ModelRequest) -> Session:
+        key = request.state.get("session_key") or self.binding.key()
+        session = self.binding.live(key)
+        return session if session is not None else self.binding.session()
+
+    @staticmethod
+    def _with_view(session: Session, request: ModelRequest) -> ModelRequest:
         own = session.tokens_of(request.system_message) if request.system_message is not None else 0
         view = session.view(outside_tokens=own).messages  # the agent's system prompt counts against the budget
         lead = 0
@@ -110,3 +109,13 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         parts += [message.text for message in view[:lead]]
         system = SystemMessage(content="\n\n".join(p for p in parts if p)) if parts else None
         return request.override(messages=list(view[lead:]), system_message=system)
+
+
+def _replies(response: Any) -> list[BaseMessage]:
+    messages = response.result if isinstance(response, ModelResponse) else [response]
+    return [m for m in messages if isinstance(m, BaseMessage)]
+
+
+def _turn_ended(replies: list[BaseMessage]) -> bool:
+    """A reply without tool calls ends the turn: save it now."""
+    return any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)

@@ -1,24 +1,27 @@
 """A session step for hand-built LangGraph graphs, and a pre-model hook for the prebuilt agent.
 
-The step records the graph's new messages in the session, judges and resizes, and returns
-``Overwrite(window)`` (never ``RemoveMessage(REMOVE_ALL_MESSAGES)``, which a delta channel
-ignores), so the parent graph's state really shrinks. With ``goto`` it returns a
-``Command``; add it with ``destinations=(goto,)`` so ``get_graph()`` draws the route. The
-step closes over a drawing copy of the resize graph, so ``get_graph(xray=True)`` draws it
-nested inside the step. The step records messages that reached it: route the model's way
-to END through it too if the last reply must be stored before the next turn.
+``session_node`` runs the agent step (record, judge, resize, save when needed) and replaces
+the graph's messages with ``Overwrite(view)``: the system prompt, the memo or summary message
+and the window within the token budget. A model node that reads ``state["messages"]`` thus
+sends exactly the session's view, memo included; the next step recognises what the view made
+(the memo message, synthetic tool results) and never records it. ``Overwrite`` (never
+``RemoveMessage(REMOVE_ALL_MESSAGES)``, which a delta channel ignores) keeps the parent
+graph's state bounded. With ``goto`` the node returns a ``Command``; add it with
+``destinations=(goto,)`` so ``get_graph()`` draws the route. The step closes over a drawing
+copy of the resize graph, so ``get_graph(xray=True)`` draws it nested inside the step. It
+records the messages that reached it: route the model's way to END through it too if the
+last reply must be stored before the next turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Overwrite
 
 from session_graph.graph import build_resize_graph
-from session_graph.integrations.binding import SessionBinding
+from session_graph.integrations.binding import OnMemoryError, SessionBinding, current_turn
 from session_graph.session import Session
 from session_graph.stores.manager import SessionManager
 
@@ -32,15 +35,18 @@ def session_node(
     key_prefix: str = "",
     messages_key: str = "messages",
     goto: str | None = None,
-) -> Callable[[dict[str, Any], RunnableConfig], Any]:
-    """A graph node ``(state, config) -> {messages_key: Overwrite(window)}`` (or a Command).
+    on_memory_error: OnMemoryError = "keep_going",
+    share_across_threads: bool = False,
+) -> Any:
+    """A graph node (sync and async) ``(state, config) -> {messages_key: Overwrite(view)}`` (or a Command).
 
     Example:
         >>> from langgraph.graph import StateGraph, MessagesState
         >>> builder = StateGraph(MessagesState)
         >>> _ = builder.add_node("session", session_node(Session(), goto="model"), destinations=("model",))
     """
-    binding = SessionBinding(session, manager=manager, key_prefix=key_prefix)
+    binding = SessionBinding(session, manager=manager, key_prefix=key_prefix, on_memory_error=on_memory_error,
+                             share_across_threads=share_across_threads)
     # A drawing-only compile (never invoked): resizes run on the session's own graph, compiled
     # with checkpointer=False so LangGraph never checkpoints it inside this graph.
     resize_graph = build_resize_graph(
@@ -49,35 +55,47 @@ def session_node(
         checkpointer=None,
     )
 
+    def update(current: Session) -> Any:
+        out = {messages_key: Overwrite(list(current.view().messages))}
+        return Command(update=out, goto=goto) if goto else out
+
     def session_step(state: dict[str, Any], config: RunnableConfig) -> Any:
         _ = resize_graph  # referenced so get_graph(xray=True) draws the resize graph inside this step
-        current = binding.session(config)
-        binding.record(current, state[messages_key])
-        if current.judge_resize():
-            current.resize()
-        binding.save(current)
-        update = {messages_key: Overwrite(list(current.current_chat_history))}
-        return Command(update=update, goto=goto) if goto else update
+        return update(binding.step(state[messages_key], config, save=True))
 
-    return session_step
+    async def asession_step(state: dict[str, Any], config: RunnableConfig) -> Any:
+        _ = resize_graph
+        return update(await binding.astep(state[messages_key], config, save=True))
+
+    return RunnableLambda(session_step, afunc=asession_step, name="session_step")
 
 
 def session_pre_model_hook(
-    session: Session | None = None, *, manager: SessionManager | None = None, key_prefix: str = ""
-) -> Callable[[dict[str, Any], RunnableConfig], dict[str, Any]]:
-    """A ``pre_model_hook`` for LangGraph's prebuilt ``create_react_agent``.
+    session: Session | None = None,
+    *,
+    manager: SessionManager | None = None,
+    key_prefix: str = "",
+    on_memory_error: OnMemoryError = "keep_going",
+    share_across_threads: bool = False,
+) -> Any:
+    """A ``pre_model_hook`` (sync and async) for LangGraph's prebuilt ``create_react_agent``.
 
-    It bounds the state (``messages``: ``Overwrite(window)``) and hands the model the
-    session's view (``llm_input_messages``: system prompt, memo or summary, window).
+    It keeps the state to the current turn (``messages``: ``Overwrite``; the store holds the
+    rest) and hands the model the session's view (``llm_input_messages``: system prompt, memo
+    or summary, window within the budget).
     """
-    binding = SessionBinding(session, manager=manager, key_prefix=key_prefix)
+    binding = SessionBinding(session, manager=manager, key_prefix=key_prefix, on_memory_error=on_memory_error,
+                             share_across_threads=share_across_threads)
+
+    def update(current: Session, turn: list[Any]) -> dict[str, Any]:
+        return {"messages": Overwrite(turn), "llm_input_messages": current.view().messages}
 
     def pre_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        current = binding.session(config)
-        binding.record(current, state["messages"])
-        if current.judge_resize():
-            current.resize()
-        binding.save(current)
-        return {"messages": Overwrite(list(current.current_chat_history)), "llm_input_messages": current.view().messages}
+        turn = current_turn(state["messages"])
+        return update(binding.step(state["messages"], config, save=len(turn)), turn)
 
-    return pre_model_hook
+    async def apre_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        turn = current_turn(state["messages"])
+        return update(await binding.astep(state["messages"], config, save=len(turn)), turn)
+
+    return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")
