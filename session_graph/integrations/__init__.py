@@ -1,11 +1,12 @@
 """Putting a session in front of LangChain and LangGraph agents."""
 
-from session_graph.integrations.binding import SessionBinding
+from session_graph.integrations.binding import BindingOptions, SessionBinding
 from session_graph.integrations.glue import SessionAgent, attach_session, detach_session, get_session
 from session_graph.integrations.middleware import SessionAgentState, SessionMiddleware
 from session_graph.integrations.node import session_node, session_pre_model_hook
 
 __all__ = [
+    "BindingOptions",
     "SessionAgent",
     "SessionAgentState",
     "SessionBinding",

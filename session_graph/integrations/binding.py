@@ -21,7 +21,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 import logging
 import threading
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 import weakref
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -32,11 +32,20 @@ from session_graph.errors import ConfigurationError, MemoUpdateError
 from session_graph.session import Session
 from session_graph.stores.manager import SessionManager
 
-__all__ = ["OnMemoryError", "SessionBinding", "current_turn", "is_view_artifact"]
+__all__ = ["BindingOptions", "OnMemoryError", "SessionBinding", "current_turn", "is_view_artifact"]
 
 log = logging.getLogger("session_graph")
 
 OnMemoryError = Literal["keep_going", "raise"]
+
+
+class BindingOptions(TypedDict, total=False):
+    """The keyword options every plug point passes on to its ``SessionBinding``."""
+
+    manager: SessionManager | None
+    key_prefix: str
+    on_memory_error: OnMemoryError
+    share_across_threads: bool
 
 
 def is_view_artifact(message: Any) -> bool:

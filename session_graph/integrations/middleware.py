@@ -13,15 +13,14 @@ twins from the same step, so an async agent never blocks its event loop on the s
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, NotRequired
+from typing import Any, NotRequired, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.types import Overwrite
 
-from session_graph.integrations.binding import OnMemoryError, SessionBinding, current_turn
+from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
 from session_graph.session import Session
-from session_graph.stores.manager import SessionManager
 
 __all__ = ["SessionAgentState", "SessionMiddleware"]
 
@@ -37,26 +36,15 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     Args:
         session: one session for every run (on one thread: see ``share_across_threads``).
-        manager: one session per ``thread_id``, loaded from and saved to its store.
-        key_prefix: prepended to the thread id to make the session key.
-        on_memory_error: ``"keep_going"`` (default) or ``"raise"``: see ``SessionBinding``.
-        share_across_threads: let a fixed session serve several threads on purpose.
+        **options: ``manager`` (one session per ``thread_id``, from its store), ``key_prefix``,
+            ``on_memory_error``, ``share_across_threads``: see ``SessionBinding``.
     """
 
     state_schema = SessionAgentState
 
-    def __init__(
-        self,
-        session: Session | None = None,
-        *,
-        manager: SessionManager | None = None,
-        key_prefix: str = "",
-        on_memory_error: OnMemoryError = "keep_going",
-        share_across_threads: bool = False,
-    ) -> None:
+    def __init__(self, session: Session | None = None, **options: Unpack[BindingOptions]) -> None:
         super().__init__()
-        self.binding = SessionBinding(session, manager=manager, key_prefix=key_prefix, on_memory_error=on_memory_error,
-                                      share_across_threads=share_across_threads)
+        self.binding = SessionBinding(session, **options)
 
     # -- before each model call: the step, then a state of one turn ----------------------------
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:

@@ -15,15 +15,14 @@ last reply must be stored before the next turn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Overwrite
 
 from session_graph.graph import build_resize_graph
-from session_graph.integrations.binding import OnMemoryError, SessionBinding, current_turn
+from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
 from session_graph.session import Session
-from session_graph.stores.manager import SessionManager
 
 __all__ = ["session_node", "session_pre_model_hook"]
 
@@ -31,12 +30,9 @@ __all__ = ["session_node", "session_pre_model_hook"]
 def session_node(
     session: Session | None = None,
     *,
-    manager: SessionManager | None = None,
-    key_prefix: str = "",
     messages_key: str = "messages",
     goto: str | None = None,
-    on_memory_error: OnMemoryError = "keep_going",
-    share_across_threads: bool = False,
+    **options: Unpack[BindingOptions],
 ) -> Any:
     """A graph node (sync and async) ``(state, config) -> {messages_key: Overwrite(view)}`` (or a Command).
 
@@ -45,8 +41,7 @@ def session_node(
         >>> builder = StateGraph(MessagesState)
         >>> _ = builder.add_node("session", session_node(Session(), goto="model"), destinations=("model",))
     """
-    binding = SessionBinding(session, manager=manager, key_prefix=key_prefix, on_memory_error=on_memory_error,
-                             share_across_threads=share_across_threads)
+    binding = SessionBinding(session, **options)
     # A drawing-only compile (never invoked): resizes run on the session's own graph, compiled
     # with checkpointer=False so LangGraph never checkpoints it inside this graph.
     resize_graph = build_resize_graph(
@@ -70,22 +65,14 @@ def session_node(
     return RunnableLambda(session_step, afunc=asession_step, name="session_step")
 
 
-def session_pre_model_hook(
-    session: Session | None = None,
-    *,
-    manager: SessionManager | None = None,
-    key_prefix: str = "",
-    on_memory_error: OnMemoryError = "keep_going",
-    share_across_threads: bool = False,
-) -> Any:
+def session_pre_model_hook(session: Session | None = None, **options: Unpack[BindingOptions]) -> Any:
     """A ``pre_model_hook`` (sync and async) for LangGraph's prebuilt ``create_react_agent``.
 
     It keeps the state to the current turn (``messages``: ``Overwrite``; the store holds the
     rest) and hands the model the session's view (``llm_input_messages``: system prompt, memo
     or summary, window within the budget).
     """
-    binding = SessionBinding(session, manager=manager, key_prefix=key_prefix, on_memory_error=on_memory_error,
-                             share_across_threads=share_across_threads)
+    binding = SessionBinding(session, **options)
 
     def update(current: Session, turn: list[Any]) -> dict[str, Any]:
         return {"messages": Overwrite(turn), "llm_input_messages": current.view().messages}
