@@ -14,6 +14,7 @@ from session_graph.errors import (
     PolicyResultError,
     SessionGraphError,
     SettingsError,
+    StoreConflictError,
     StoreError,
     UnknownResizeTypeError,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "SettingsError",
     "Snapshot",
     "SqliteStore",
+    "StoreConflictError",
     "StoreError",
     "TiktokenCounter",
     "TokenCounter",

@@ -19,6 +19,7 @@ __all__ = [
     "PolicyResultError",
     "SessionGraphError",
     "SettingsError",
+    "StoreConflictError",
     "StoreError",
     "UnknownResizeTypeError",
 ]
@@ -84,6 +85,18 @@ class DocumentTypeError(DocumentError, TypeError):
 class StoreError(SessionGraphError, OSError):
     """A session store cannot be used: a path that is a file, no permission, an unreachable
     database, a document from a future schema version. Nothing was written."""
+
+
+class StoreConflictError(StoreError):
+    """Another writer saved the session since this one read it (``write(expect_version=...)``).
+
+    Nothing was written. ``SessionManager.save`` handles it: it merges what the other writer
+    stored with this session's changes and writes again.
+    """
+
+    def __init__(self, message: str, *, stored_version: int | None = None) -> None:
+        super().__init__(message)
+        self.stored_version = stored_version
 
 
 class InvalidKeyError(SessionGraphError, ValueError):

@@ -36,6 +36,7 @@ def dump_state(state: SessionState) -> dict[str, Any]:
         "turns": state.turns,
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
+        **({"memo_ahead": sorted(state.memo_ahead)} if state.memo_ahead else {}),
     }
 
 
@@ -115,6 +116,7 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
         current_chat_history=current,
         memo=memo,
         settings=settings,
+        memo_ahead=frozenset(data.get("memo_ahead") or ()),
         **counters,
     )
 

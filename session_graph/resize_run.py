@@ -65,6 +65,7 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
         "turns": state.turns,
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
+        "memo_ahead": state.memo_ahead,
     }
     pending = appended_before - state.memo_cursor  # at most one memo chunk per pending message
     out = await graph.ainvoke(run_input, context=context, config={"recursion_limit": pending + 25})
@@ -88,6 +89,7 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
         turns=state.turns,
         last_resize_turn=state.turns if error is None else state.last_resize_turn,
         memo_cursor=out["memo_cursor"],
+        memo_ahead=out["memo_ahead"],
     )
     return ResizeOutcome(new_state, decision, error, replaced)
 

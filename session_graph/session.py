@@ -147,6 +147,11 @@ class Session(SessionExport):
         return self._state.memo_cursor
 
     @property
+    def memo_ahead(self) -> frozenset[str]:
+        """Ids past the cursor the memo folded already (only after two writers' saves merged)."""
+        return self._state.memo_ahead
+
+    @property
     def window_totals(self) -> WindowTotals:
         """Running totals of the window (chars, messages, newest unit)."""
         return self._ledger.totals

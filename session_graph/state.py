@@ -54,6 +54,8 @@ class SessionState:
         turns: assistant replies so far.
         last_resize_turn: the turn of the last successful resize.
         memo_cursor: index in the full history of the first message the memo has not folded.
+        memo_ahead: ids of messages past the cursor that are folded already (only after two
+            writers merged their saves: each folded what it knew); usually empty.
         decision: this run's decision (run-only).
         attachments: attachment summaries by message id for the messages to fold (run-only).
         chunks: [start, end) ranges of the full history still to fold (run-only).
@@ -68,6 +70,7 @@ class SessionState:
     turns: int = 0
     last_resize_turn: int = 0
     memo_cursor: int = 0
+    memo_ahead: frozenset[str] = frozenset()
     decision: Decision | None = None
     attachments: dict[str, list[dict[str, Any]]] | None = None
     chunks: list[tuple[int, int]] | None = None

@@ -70,10 +70,15 @@ def check_view(session: Session, appended: list[BaseMessage], budget: int) -> No
     assert full == appended and all(a is b for a, b in zip(full, appended, strict=True))
     system = full[0] if isinstance(full[0], SystemMessage) else None
     body = [m for m in (messages[1:] if system is not None else messages) if not (m.id or "").endswith((":summary", ":memo"))]
-    answered_in_full = {m.tool_call_id for m in full if isinstance(m, ToolMessage)}
-    for message in body:  # a synthetic result answers exactly a call that has none
+    for message in body:  # a synthetic result answers exactly a call that has none right after it
         if message.response_metadata.get("session_graph", {}).get("synthetic") == "cancelled":
-            assert isinstance(message, ToolMessage) and message.tool_call_id not in answered_in_full
+            owner = next(i for i, m in enumerate(full) if m.id == message.id.split(":cancelled:")[0])
+            results = []
+            for later in full[owner + 1 :]:
+                if not isinstance(later, ToolMessage):
+                    break
+                results.append(later.tool_call_id)
+            assert isinstance(message, ToolMessage) and message.tool_call_id not in results
     body = [m for m in body if not m.response_metadata.get("session_graph", {}).get("synthetic")]
     if system is not None:
         assert messages[0].id == system.id

@@ -35,7 +35,7 @@ def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[
     """
     limits = state.settings.resolved()
     full, cursor = state.full_chat_history, state.memo_cursor
-    pending = full[cursor:]
+    pending = [m for m in full[cursor:] if m.id not in state.memo_ahead] if state.memo_ahead else full[cursor:]
     if not enabled or not pending:
         return None
     if not ctx.force:
@@ -50,6 +50,23 @@ def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[
             if waiting < limits.fold_min_ratio * limit:
                 return None
     return cursor, len(full)
+
+
+def unfolded(state: SessionState, start: int, end: int) -> list[BaseMessage]:
+    """The messages of ``full[start:end]`` not folded yet (``memo_ahead`` left out)."""
+    messages = state.full_chat_history[start:end]
+    return [m for m in messages if m.id not in state.memo_ahead] if state.memo_ahead else messages
+
+
+def advanced(state: SessionState, cursor: int) -> dict[str, Any]:
+    """The cursor moved to ``cursor`` and past any message folded ahead, and what stays ahead."""
+    if not state.memo_ahead:
+        return {"memo_cursor": cursor}
+    full = state.full_chat_history
+    while cursor < len(full) and full[cursor].id in state.memo_ahead:
+        cursor += 1
+    later = {m.id for m in full[cursor:]}
+    return {"memo_cursor": cursor, "memo_ahead": frozenset(i for i in state.memo_ahead if i in later)}
 
 
 def memo_chunks(state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:

@@ -21,7 +21,7 @@ from session_graph._aio import maybe_await
 from session_graph.context import MEMO_HEADER, memo_for_model, memo_json
 from session_graph.errors import MemoUpdateError
 from session_graph.nodes.attachment_summary import summarize
-from session_graph.nodes.deep_chunk import memo_chunks
+from session_graph.nodes.deep_chunk import advanced, memo_chunks, unfolded
 from session_graph.state import ResizeContext, SessionState
 
 __all__ = ["memo_for_model", "memo_update"]
@@ -60,7 +60,7 @@ async def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> d
     if not chunks:
         return {"chunks": []}
     start, end = chunks[0]
-    messages = state.full_chat_history[start:end]
+    messages = unfolded(state, start, end)
     try:
         if ctx.memo_update is None:
             raise MemoUpdateError(
@@ -102,4 +102,4 @@ async def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> d
     )
     if "last_resize" in state.memo:
         memo = {**memo, "last_resize": state.memo["last_resize"]}
-    return {"memo": memo, "memo_cursor": end, "chunks": chunks[1:]}
+    return {"memo": memo, "chunks": chunks[1:], **advanced(state, end)}

@@ -18,7 +18,7 @@ from session_graph._aio import maybe_await
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.ledger import system_prompt
-from session_graph.nodes.deep_chunk import chunk_plan, fold_range
+from session_graph.nodes.deep_chunk import advanced, chunk_plan, fold_range
 from session_graph.nodes.memo_update import compressed
 from session_graph.state import ResizeContext, SessionState
 
@@ -38,9 +38,11 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
         return {}
     cut = span[1]
     system = system_prompt(state)  # the system prompt stays in the view; it is never folded
-    indices = [i for i in range(state.memo_cursor, cut) if state.full_chat_history[i] is not system]
+    ahead = state.memo_ahead
+    indices = [i for i in range(state.memo_cursor, cut)
+               if state.full_chat_history[i] is not system and state.full_chat_history[i].id not in ahead]
     if not indices:
-        return {"memo_cursor": cut}
+        return advanced(state, cut)
     leaving = [state.full_chat_history[i] for i in indices]
     summary, cursor = state.memo.get("summary", ""), state.memo_cursor
 
@@ -67,8 +69,8 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
             failure.__cause__ = error
             update: dict[str, Any] = {"error": failure}
             if cursor > state.memo_cursor:  # the chunks folded before the failure are kept
-                update.update(memo={**state.memo, "summary": summary}, memo_cursor=cursor)
+                update.update(memo={**state.memo, "summary": summary}, **advanced(state, cursor))
             return update
         summary = await compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str)
         cursor = indices[end - 1] + 1
-    return {"memo": {**state.memo, "summary": summary}, "memo_cursor": cut}
+    return {"memo": {**state.memo, "summary": summary}, **advanced(state, cut)}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from session_graph._ids import utc_now
-from session_graph.errors import InvalidKeyError, StoreError
+from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
 
 __all__ = [
     "MAX_KEY_LENGTH",
@@ -29,6 +29,7 @@ __all__ = [
     "Snapshot",
     "ThreadedAsync",
     "call_async",
+    "check_expected",
     "check_key",
     "check_schema",
     "utc_now",
@@ -56,6 +57,16 @@ def check_key(key: Any, what: str = "session key") -> str:
             f"the {what} {key!r} looks like a path that escapes the store (absolute, ~ or ..); use a plain name."
         )
     return key
+
+
+def check_expected(expect_version: int | None, stored: int, where: str) -> None:
+    """Raise ``StoreConflictError`` when a conditional write finds another version stored."""
+    if expect_version is not None and stored != expect_version:
+        raise StoreConflictError(
+            f"{where} changed since it was read (stored version {stored}, expected {expect_version}); "
+            "nothing was written: read it again and merge.",
+            stored_version=stored,
+        )
 
 
 def check_schema(state: dict[str, Any], where: str) -> dict[str, Any]:
@@ -106,16 +117,25 @@ class SessionStore(Protocol):
     """Persistence for sessions; every backend passes the same conformance suite."""
 
     def write(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+        self,
+        tenant: str,
+        key: str,
+        records: list[dict[str, Any]],
+        state: dict[str, Any],
+        *,
+        reset: bool = False,
+        expect_version: int | None = None,
     ) -> int:
         """Append ``records`` (numbered from the store's end) and replace the state, atomically.
 
-        ``reset`` drops the stored messages first (``Session.clear``). Returns the new version.
+        ``reset`` drops the stored messages first (``Session.clear``). ``expect_version``: write
+        only if the stored version is still this one (0: not stored yet), else raise
+        ``StoreConflictError`` and write nothing. Returns the new version.
         """
         ...
 
-    def read(self, tenant: str, key: str) -> Snapshot | None:
-        """The stored session, or None."""
+    def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
+        """The stored session, or None; ``since``: only the records from that ``seq`` on."""
         ...
 
     def version(self, tenant: str, key: str) -> int | None:
@@ -150,14 +170,23 @@ class ThreadedAsync:
     """
 
     async def awrite(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+        self,
+        tenant: str,
+        key: str,
+        records: list[dict[str, Any]],
+        state: dict[str, Any],
+        *,
+        reset: bool = False,
+        expect_version: int | None = None,
     ) -> int:
         """Async twin of ``write``."""
-        return await asyncio.to_thread(self.write, tenant, key, records, state, reset=reset)  # type: ignore[attr-defined]
+        return await asyncio.to_thread(  # type: ignore[attr-defined]
+            self.write, tenant, key, records, state, reset=reset, expect_version=expect_version  # type: ignore[attr-defined]
+        )
 
-    async def aread(self, tenant: str, key: str) -> Snapshot | None:
+    async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         """Async twin of ``read``."""
-        return await asyncio.to_thread(self.read, tenant, key)  # type: ignore[attr-defined]
+        return await asyncio.to_thread(self.read, tenant, key, since=since)  # type: ignore[attr-defined]
 
     async def aversion(self, tenant: str, key: str) -> int | None:
         """Async twin of ``version``."""

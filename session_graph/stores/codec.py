@@ -8,6 +8,7 @@ writer) are not lost on load: they join the history and the window.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
@@ -61,16 +62,20 @@ def session_state(session: Session, created_at: str, updated_at: str) -> dict[st
         "turns": state.turns,
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
+        "memo_ahead": sorted(state.memo_ahead),
         "window": [m.id for m in state.current_chat_history],
         "inline": inline,
         "message_count": len(state.full_chat_history),
     }
 
 
-def snapshot_state(snapshot: Snapshot, where: str) -> tuple[SessionState, dict[str, Any]]:
-    """Rebuild a session's state (and its metadata) from a stored snapshot."""
+def snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage] = ()) -> tuple[SessionState, dict[str, Any]]:
+    """Rebuild a session's state (and its metadata) from a stored snapshot.
+
+    ``held``: the messages before the snapshot's first record, when it was read with ``since``.
+    """
     state = check_schema(snapshot.state, where)
-    full = [record_message(record, where) for record in snapshot.records]
+    full = [*held, *(record_message(record, where) for record in snapshot.records)]
     by_id = {m.id: m for m in full}
     inline = {key: messages_from_dict([value])[0] for key, value in (state.get("inline") or {}).items()}
     window = [by_id.get(i) or inline.get(i) for i in state.get("window", [m.id for m in full])]
@@ -94,6 +99,7 @@ def snapshot_state(snapshot: Snapshot, where: str) -> tuple[SessionState, dict[s
             turns=turns,
             last_resize_turn=min(int(state.get("last_resize_turn", 0)), turns),
             memo_cursor=min(int(state.get("memo_cursor", 0)), len(full)),
+            memo_ahead=frozenset(state.get("memo_ahead") or ()),
         ),
         dict(state.get("metadata") or {}),
     )

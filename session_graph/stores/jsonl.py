@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+import re
 from typing import Any
 from urllib.parse import unquote
 import warnings
@@ -32,11 +33,20 @@ except ImportError:  # pragma: no cover
     _loads = json.loads
 
 from session_graph.errors import StoreError
-from session_graph.stores.base import SearchHit, SessionInfo, Snapshot, ThreadedAsync, check_key, check_schema
+from session_graph.stores.base import (
+    SearchHit,
+    SessionInfo,
+    Snapshot,
+    ThreadedAsync,
+    check_expected,
+    check_key,
+    check_schema,
+)
 
 __all__ = ["JsonlStore", "decode_name", "encode_name"]
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+_SEQ = re.compile(rb'"seq": (\d+)}\s*$')
 _RESET = "reset"
 
 
@@ -97,12 +107,20 @@ class JsonlStore(ThreadedAsync):
 
     # -- protocol ------------------------------------------------------------------------------
     def write(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+        self,
+        tenant: str,
+        key: str,
+        records: list[dict[str, Any]],
+        state: dict[str, Any],
+        *,
+        reset: bool = False,
+        expect_version: int | None = None,
     ) -> int:
         with self._locked(tenant, key) as (log, meta):
             old = self._read_meta(meta)
             if old is not None:
                 check_schema(old, str(meta))
+            check_expected(expect_version, int((old or {}).get("version", 0)), f"session {key!r}")
             count, size = self._settle(log, old)
             lines = []
             if reset:
@@ -125,12 +143,12 @@ class JsonlStore(ThreadedAsync):
             self._replace(meta, document)
             return version
 
-    def read(self, tenant: str, key: str) -> Snapshot | None:
+    def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         log, meta, _ = self._paths(tenant, key)
         state = self._read_meta(meta)
         if state is not None:
             check_schema(state, str(meta))
-        records = self._records(tenant, key, log)
+        records = self._records(tenant, key, log, since)
         if state is None and not records:
             return None
         if state is None:
@@ -241,7 +259,7 @@ class JsonlStore(ThreadedAsync):
                         count += 1
         return count, size
 
-    def _records(self, tenant: str, key: str, log: Path) -> list[dict[str, Any]]:
+    def _records(self, tenant: str, key: str, log: Path, since: int = 0) -> list[dict[str, Any]]:
         try:
             raw = log.read_bytes()
         except FileNotFoundError:
@@ -257,6 +275,10 @@ class JsonlStore(ThreadedAsync):
         for number, line in enumerate(lines):
             if not line.strip():
                 continue
+            if since and b'"_type"' not in line:  # skip what the caller holds without decoding it
+                seq = _SEQ.search(line)
+                if seq is not None and int(seq.group(1)) < since:
+                    continue
             try:
                 record = _loads(line)
                 if not isinstance(record, dict):

@@ -2,9 +2,11 @@
 
 ``get_or_create(key)`` returns the live Session for a key (the same object while it stays
 in the cache) and notices when another process changed the store: the cached session is
-reloaded in place, and messages it had not saved yet are appended again on top, so
-nothing is lost. ``save(session)`` appends only the messages the store does not have and
-replaces the small state document. The cache is LRU; an entry with unsaved changes is
+reloaded in place and, if it has changes of its own, merged with what the other writer
+stored (``stores.merge``), so nothing is lost. ``save(session)`` appends only the messages
+the store does not have and replaces the small state document, on the condition that
+nobody wrote since (``expect_version``); if someone did, it merges and writes again. Two
+writers on one key thus keep both windows, both counters and what each memo really folded. The cache is LRU; an entry with unsaved changes is
 never evicted.
 """
 
@@ -14,20 +16,28 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+import logging
 import os
+import random
+import time
 from pathlib import Path
 from typing import Any
 
-from session_graph.errors import ConfigurationError, StoreError
+from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
 from session_graph.session import Session
 from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, call_async, check_key, utc_now
 from session_graph.stores.codec import message_record, session_state, snapshot_state
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
+from session_graph.stores.merge import base_document, merge_states
 from session_graph.stores.nanobot import read_nanobot_session
 from session_graph.stores.sql import PostgresStore, SqliteStore
 
 __all__ = ["SessionManager", "open_store"]
+
+log = logging.getLogger("session_graph")
+_MAX_MERGES = 50
+_MISSING = object()
 
 
 def open_store(target: SessionStore | str | os.PathLike[str] | None = None) -> SessionStore:
@@ -68,10 +78,11 @@ class _Blocking:
 @dataclass
 class _Entry:
     session: Session
-    version: int | None  # the store's version when we last read or wrote it
+    version: int  # the store's version when we last read or wrote it (0: not stored yet)
     persisted: int  # messages of session.full_chat_history the store holds
     revision: int  # session.revision at that time
     created_at: str
+    base: dict[str, Any]  # the state document we last read or wrote (what a merge starts from)
 
 
 class SessionManager:
@@ -150,11 +161,9 @@ class SessionManager:
         key = check_key(key)
         entry = self._cache.get(key)
         version = yield _Call("version", (self.tenant, key))
-        if entry is not None and version == entry.version:
+        if entry is not None and version == (entry.version or None):
             self._cache.move_to_end(key)
             return entry.session
-        if entry is not None and entry.version is None and entry.persisted and version is not None:
-            return (yield from self._load_flow(key, entry))  # we wrote after someone else: pick their messages up
         if version is None:
             return entry.session if entry is not None else None
         return (yield from self._load_flow(key, entry))
@@ -166,10 +175,12 @@ class SessionManager:
         session = self.session_factory(key)
         if session.id != key:
             raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
-        self._remember(key, _Entry(session, None, 0, -1, utc_now()))
+        self._remember(key, _Entry(session, 0, 0, -1, utc_now(), {}))
         return session
 
     def _save_flow(self, session: Session) -> Generator[Any, Any, None]:
+        """Append the new messages and replace the state, if nobody wrote since we read; else
+        merge what they wrote with our changes (``stores.merge``) and try again."""
         key = check_key(session.id)
         entry = self._cache.get(key)
         if entry is None or entry.session is not session:
@@ -178,22 +189,30 @@ class SessionManager:
                     f"session {key!r} is already stored; get it with manager.get_or_create({key!r}) "
                     "and save that object, so nothing stored is overwritten."
                 )
-            entry = _Entry(session, None, 0, -1, utc_now())
-        if entry.version is not None and entry.revision == session.revision and not session.cleared:
+            entry = _Entry(session, 0, 0, -1, utc_now(), {})
+        if entry.version and entry.revision == session.revision and not session.cleared:
             return  # nothing changed since the last save (metadata edits: bump session.revision)
-        full = session.full_chat_history
-        reset = session.cleared
-        new = full if reset else full[entry.persisted :]
-        now = utc_now()
-        records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
-        state = session_state(session, entry.created_at, now)
-        revision = session.revision
-        version = yield _Call("write", (self.tenant, key, records, state), {"reset": reset})
-        session.cleared = False
-        interleaved = entry.version is not None and version != entry.version + 1  # another writer got in between
-        entry.version = None if interleaved else version  # None: the next get reloads
-        entry.persisted, entry.revision = entry.persisted + len(new) if not reset else len(new), revision
-        self._remember(key, entry)
+        for attempt in range(_MAX_MERGES):
+            full = session.full_chat_history
+            reset = session.cleared
+            new = full if reset else full[entry.persisted :]
+            now = utc_now()
+            records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
+            state = session_state(session, entry.created_at, now)
+            revision = session.revision
+            try:
+                version = yield _Call("write", (self.tenant, key, records, state),
+                                      {"reset": reset, "expect_version": None if reset else entry.version})
+            except StoreConflictError:
+                yield from self._merge_flow(key, entry)  # another writer got in between
+                yield _Blocking(lambda: time.sleep(random.uniform(0, 0.002 * attempt)))  # spread the retries
+                continue
+            session.cleared = False
+            entry.version, entry.base = version, {**state, "message_count": entry.persisted + len(new)}
+            entry.persisted, entry.revision = (entry.persisted if not reset else 0) + len(new), revision
+            self._remember(key, entry)
+            return
+        raise StoreError(f"session {key!r} kept changing under {_MAX_MERGES} merges in a row; save it again.")
 
     def delete(self, key: str) -> bool:
         """Remove a session from the store and the cache; False if there was none."""
@@ -237,7 +256,7 @@ class SessionManager:
             records = [message_record(message, ts or now) for message, ts in messages]
             state = session_state(session, metadata.get("nanobot_created_at", now), now)
             version = self.store.write(self.tenant, key, records, state)
-            self._remember(key, _Entry(session, version, len(messages), session.revision, state["created_at"]))
+            self._remember(key, _Entry(session, version, len(messages), session.revision, state["created_at"], state))
             keys.append(key)
         return keys
 
@@ -253,50 +272,83 @@ class SessionManager:
         return snapshot
 
     def _load_flow(self, key: str, entry: _Entry | None) -> Generator[Any, Any, Session | None]:
+        """Load a stored session; a cached one with changes of its own is merged with what is stored."""
+        if entry is not None and entry.session.revision != entry.revision:
+            yield from self._merge_flow(key, entry)
+            return entry.session
         snapshot = yield _Call("read", (self.tenant, key))
         if snapshot is None:
             return None
         state, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}"))
-        if entry is None:
-            session = self.session_factory(key)
-            unsaved: list[Any] = []
-        else:  # changed by another process: reload in place, then re-append what we had not saved
-            session = entry.session
-            unsaved = session.full_chat_history[entry.persisted :]
-        persisted = len(state.full_chat_history)  # before re-appending: those are not stored yet
+        session = entry.session if entry is not None else self.session_factory(key)
         session.restore(state)
         session.metadata = metadata
         session.arrived_at = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
-        stored = {m.id for m in state.full_chat_history[-len(unsaved) - 1024 :]} if unsaved else set()
-        for message in unsaved:
-            if message.id not in stored:
-                session.append_message(message)
-        self._remember(key, _Entry(session, snapshot.version, persisted,
-                                   session.revision if not unsaved else -1, snapshot.state.get("created_at", utc_now())))
+        self._remember(key, _Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
+                                   snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
         return session
 
+    def _merge_flow(self, key: str, entry: _Entry) -> Generator[Any, Any, None]:
+        """Merge what another writer stored with the cached session's own changes, in place.
+
+        Reads only the records after the ones this session holds (O(what the other wrote)).
+        """
+        session = entry.session
+        held = session.full_chat_history[: entry.persisted]
+        snapshot = yield _Call("read", (self.tenant, key), {"since": len(held)})
+        if snapshot is not None and int(snapshot.state.get("message_count", 0)) < len(held):  # cleared meanwhile
+            held = []
+            snapshot = yield _Call("read", (self.tenant, key))
+        if snapshot is None:  # deleted meanwhile: what we hold is all there is
+            entry.version, entry.persisted, entry.base = 0, 0, {}
+            return
+        theirs, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held))
+        merged, _, dropped_fold = merge_states(entry.base, len(held), session.state, theirs)
+        if dropped_fold:
+            log.warning("session %r: another writer folded into the memo too; its memo is kept and this writer's "
+                        "messages are folded again by the next resize", key)
+        base_metadata = entry.base.get("metadata") or {}
+        mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
+        arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
+        session.restore(merged)
+        session.metadata = {**metadata, **mine}
+        session.arrived_at = {**session.arrived_at, **arrived}
+        entry.version, entry.persisted = snapshot.version, len(theirs.full_chat_history)
+        entry.base = base_document(theirs, snapshot.state)
+        entry.revision = -1  # our own messages and changes are not stored yet
+
     def _run(self, flow: Generator[Any, Any, Any]) -> Any:
-        """Drive an operation synchronously."""
+        """Drive an operation synchronously (a write conflict is thrown back into the operation)."""
         reply: Any = None
+        conflict: StoreConflictError | None = None
         while True:
             try:
-                step = flow.send(reply)
+                step = flow.throw(conflict) if conflict is not None else flow.send(reply)
             except StopIteration as stop:
                 return stop.value
-            reply = step.fn() if isinstance(step, _Blocking) else getattr(self.store, step.method)(*step.args, **step.kwargs)
+            conflict = None
+            try:
+                reply = step.fn() if isinstance(step, _Blocking) else getattr(self.store, step.method)(*step.args, **step.kwargs)
+            except StoreConflictError as error:
+                conflict = error
 
     async def _arun(self, flow: Generator[Any, Any, Any]) -> Any:
         """Drive an operation from async code: store calls through their async twins, blocking work in a thread."""
         reply: Any = None
+        conflict: StoreConflictError | None = None
         while True:
             try:
-                step = flow.send(reply)
+                step = flow.throw(conflict) if conflict is not None else flow.send(reply)
             except StopIteration as stop:
                 return stop.value
-            if isinstance(step, _Blocking):
-                reply = await asyncio.to_thread(step.fn)
-            else:
-                reply = await call_async(self.store, step.method, *step.args, **step.kwargs)
+            conflict = None
+            try:
+                if isinstance(step, _Blocking):
+                    reply = await asyncio.to_thread(step.fn)
+                else:
+                    reply = await call_async(self.store, step.method, *step.args, **step.kwargs)
+            except StoreConflictError as error:
+                conflict = error
 
     def _remember(self, key: str, entry: _Entry) -> None:
         self._cache[key] = entry

@@ -30,6 +30,7 @@ from session_graph.stores.base import (
     SessionInfo,
     Snapshot,
     ThreadedAsync,
+    check_expected,
     check_key,
     check_schema,
 )
@@ -128,7 +129,8 @@ class _SqlStore(ThreadedAsync):
             )
 
     def _write_flow(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], reset: bool
+        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], reset: bool,
+        expect_version: int | None,
     ) -> Flow:
         from session_graph.stores.codec import message_text, record_message
 
@@ -148,6 +150,7 @@ class _SqlStore(ThreadedAsync):
             "one",
         )
         check_schema(json.loads(old_state), f"{self._where} session {key!r}")
+        check_expected(expect_version, int(version), f"session {key!r}")
         if reset:
             yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
             count = 0
@@ -166,12 +169,12 @@ class _SqlStore(ThreadedAsync):
         )
         return version + 1
 
-    def _read_flow(self, tenant: str, key: str) -> Flow:
+    def _read_flow(self, tenant: str, key: str, since: int = 0) -> Flow:
         row = yield self._x("SELECT state, version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, check_key(key)), "one")
         if row is None:
             return None
-        rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? ORDER BY seq",
-                             (tenant, key), "all")
+        rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
+                             " ORDER BY seq", (tenant, key, since), "all")
         records = [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": json.loads(data)} for seq, id_, ts, role, data in rows]
         state = check_schema(json.loads(row[0]), f"{self._where} session {key!r}")
         return Snapshot(key, state, records, int(row[1]))
@@ -202,12 +205,19 @@ class _SqlStore(ThreadedAsync):
 
     # -- the protocol ---------------------------------------------------------------------------
     def write(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+        self,
+        tenant: str,
+        key: str,
+        records: list[dict[str, Any]],
+        state: dict[str, Any],
+        *,
+        reset: bool = False,
+        expect_version: int | None = None,
     ) -> int:
-        return self._run(self._write_flow(tenant, key, records, state, reset))
+        return self._run(self._write_flow(tenant, key, records, state, reset, expect_version))
 
-    def read(self, tenant: str, key: str) -> Snapshot | None:
-        return self._run(self._read_flow(tenant, key))
+    def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
+        return self._run(self._read_flow(tenant, key, since))
 
     def version(self, tenant: str, key: str) -> int | None:
         return self._run(self._version_flow(tenant, key))
@@ -336,14 +346,21 @@ class PostgresStore(_SqlStore):
 
     # -- native async twins -----------------------------------------------------------------------
     async def awrite(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], *, reset: bool = False
+        self,
+        tenant: str,
+        key: str,
+        records: list[dict[str, Any]],
+        state: dict[str, Any],
+        *,
+        reset: bool = False,
+        expect_version: int | None = None,
     ) -> int:
         await self._aopen()
-        return await self._arun(self._write_flow(tenant, key, records, state, reset))
+        return await self._arun(self._write_flow(tenant, key, records, state, reset, expect_version))
 
-    async def aread(self, tenant: str, key: str) -> Snapshot | None:
+    async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         await self._aopen()
-        return await self._arun(self._read_flow(tenant, key))
+        return await self._arun(self._read_flow(tenant, key, since))
 
     async def aversion(self, tenant: str, key: str) -> int | None:
         await self._aopen()
