@@ -16,11 +16,12 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+import functools
 import logging
 import os
+from pathlib import Path
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
@@ -205,7 +206,8 @@ class SessionManager:
                                       {"reset": reset, "expect_version": None if reset else entry.version})
             except StoreConflictError:
                 yield from self._merge_flow(key, entry)  # another writer got in between
-                yield _Blocking(lambda: time.sleep(random.uniform(0, 0.002 * attempt)))  # spread the retries
+                pause = random.uniform(0, 0.002 * attempt)  # spread the retries
+                yield _Blocking(functools.partial(time.sleep, pause))
                 continue
             session.cleared = False
             entry.version, entry.base = version, {**state, "message_count": entry.persisted + len(new)}
