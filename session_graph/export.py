@@ -1,33 +1,46 @@
 """JSON/YAML export and import of a session (``yaml.safe_*`` only).
 
-A document is a dict with ``id, memo, full_chat_history, current_chat_history, settings,
-turns, last_resize_turn, memo_cursor``. Messages are langchain-core's
-``message_to_dict`` form (``{"type", "data"}``), which keeps every field. The window is
-written in full, as the spec asks; on import its messages are linked back to the same
-objects as in the full history. Loading validates everything before anything changes.
+A document is a dict with ``schema`` (its format version) and ``id, memo,
+full_chat_history, current_chat_history, settings, turns, last_resize_turn, memo_cursor``
+(plus ``memo_ahead`` after merged saves). Messages are langchain-core's ``message_to_dict``
+form (``{"type", "data"}``), which keeps every field. The window is written in full, as the
+spec asks; on import its messages are linked back to the same objects as in the full
+history. Loading is strict and validates everything before anything changes: every key
+present and of its type, no unknown key, no newer schema, no duplicate message id, every
+message storable, YAML aliases and nesting bounded; a document written before ``schema``
+existed (all the other keys present) still loads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from difflib import get_close_matches
 import json
 from typing import Any, Self
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 import yaml
 
-from session_graph.errors import DocumentError, DocumentTypeError, SettingsError
+from session_graph.errors import DocumentError, DocumentTypeError, MessageError, SettingsError
+from session_graph.messages import check_storable
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
 
-__all__ = ["SessionExport", "dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
+__all__ = ["SCHEMA", "SessionExport", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
 
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
+SCHEMA = 1
+"""The document format version this library writes and reads (newer ones are refused)."""
+_OPTIONAL = ("schema", "memo_ahead")
+MAX_ALIASES = 32
+MAX_NODES = 2_000_000
+MAX_NESTING = 200
 
 
 def dump_state(state: SessionState) -> dict[str, Any]:
     """The session as a plain dict of JSON-safe values."""
     return {
+        "schema": SCHEMA,
         "id": state.id,
         "memo": state.memo,
         "full_chat_history": [message_to_dict(m) for m in state.full_chat_history],
@@ -55,19 +68,62 @@ def parse_json(text: str) -> Any:
     if not isinstance(text, str | bytes | bytearray):
         raise DocumentTypeError(f"load_json expects JSON text, got {type(text).__name__}.")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
+        return _bounded(json.loads(text))
+    except RecursionError as error:
+        raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.") from error
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
         raise DocumentError(f"the session document is not valid JSON: {error}.") from error
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """yaml's safe loader, refusing more than ``MAX_ALIASES`` aliases (alias bombs) and deep nesting."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise DocumentError(f"the session document uses more than {MAX_ALIASES} YAML aliases; export it again.")
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
 def parse_yaml(text: str) -> Any:
-    """Parse YAML text safely, naming the position of a syntax error."""
+    """Parse YAML text safely (no tags, bounded aliases and nesting), naming the position of a syntax error."""
     if not isinstance(text, str | bytes):
         raise DocumentTypeError(f"load_yaml expects YAML text, got {type(text).__name__}.")
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
+        return _bounded(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 - a SafeLoader subclass
+    except RecursionError as error:
+        raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.") from error
+    except (yaml.YAMLError, ValueError) as error:  # UnicodeDecodeError included
         raise DocumentError(f"the session document is not valid YAML: {error}.") from error
+
+
+def _bounded(data: Any) -> Any:
+    """``data``, after checking that, with shared references expanded, it stays small and shallow."""
+    nodes, stack = 0, [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise DocumentError(f"the session document expands to more than {MAX_NODES:,} values; it is not a session export.")
+        if depth > MAX_NESTING:
+            raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.")
+        if isinstance(item, dict):
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, list):
+            stack.extend((value, depth + 1) for value in item)
+    return data
 
 
 def load_state(data: Any, *, keep_id: str) -> SessionState:
@@ -83,6 +139,7 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
     """
     if not isinstance(data, Mapping):
         raise DocumentTypeError(f"a session document must be a dict with {', '.join(KEYS)}; got {type(data).__name__}.")
+    check_keys(data)
     session_id = data.get("id", keep_id)
     if not isinstance(session_id, str) or not session_id:
         raise DocumentError(f"'id' must be a non-empty string, got {session_id!r}.")
@@ -91,6 +148,11 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
         raise DocumentError(f"'memo' must be a dict, got {type(memo).__name__}.")
     full = _messages(data.get("full_chat_history", []), "full_chat_history")
     current = _messages(data.get("current_chat_history", []), "current_chat_history")
+    seen: set[str] = set()
+    for index, message in enumerate(full):
+        if message.id in seen:
+            raise DocumentError(f"full_chat_history[{index}] repeats message id {message.id!r}; every message needs its own id.")
+        seen.add(message.id or "")
     by_id = {m.id: m for m in full if m.id}
     current = [by_id[m.id] if by_id.get(m.id) == m else m for m in current]  # share, not copy
     raw_settings = data.get("settings", {})
@@ -121,6 +183,28 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
     )
 
 
+def check_keys(data: Mapping[str, Any]) -> None:
+    """Refuse a document from a newer version, with unknown keys, or missing one of ``KEYS``."""
+    schema = data.get("schema", SCHEMA)
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
+        raise DocumentError(f"'schema' must be a whole number >= 1 (the format version), got {schema!r}.")
+    if schema > SCHEMA:
+        raise DocumentError(
+            f"the document was written by a newer session_graph (schema {schema}, this one reads up to {SCHEMA}); "
+            "upgrade session_graph to load it."
+        )
+    unknown = [key for key in data if key not in KEYS and key not in _OPTIONAL]
+    if unknown:
+        hints = [f"{key!r} (did you mean {close[0]!r}?)" if (close := get_close_matches(str(key), [*KEYS, *_OPTIONAL], 1))
+                 else repr(key) for key in unknown]
+        raise DocumentError(f"the session document has unknown keys: {', '.join(hints)}; it is not a session export.")
+    missing = [key for key in KEYS if key not in data]
+    if missing:
+        raise DocumentError(
+            f"the session document lacks {', '.join(missing)}; export a session with session.to_json() or to_yaml()."
+        )
+
+
 def _messages(value: Any, key: str) -> list[BaseMessage]:
     if not isinstance(value, list):
         raise DocumentError(f"{key!r} must be a list of messages, got {type(value).__name__}.")
@@ -130,6 +214,9 @@ def _messages(value: Any, key: str) -> list[BaseMessage]:
             raise DocumentError(f"{key}[{index}] must be a dict like {{'type': 'human', 'data': {{...}}}}, got {item!r:.80}.")
         try:
             (message,) = messages_from_dict([dict(item)])
+            check_storable(message, f"{key}[{index}]")
+        except MessageError as error:
+            raise DocumentError(str(error)) from error
         except Exception as error:  # langchain raises ValueError/KeyError/ValidationError
             raise DocumentError(f"{key}[{index}] is not a valid {item['type']!r} message: {error}") from error
         messages.append(message)

@@ -88,9 +88,10 @@ class Ledger:
     def add(self, message: BaseMessage, position: int) -> str:
         """Account for one appended message; returns its role."""
         role = role_of(message)
-        self._index[message.id or ""] = position
+        size = self.size(message)  # measured first: a message that cannot be measured is not registered
         tokens = self.tokens(message) if self.tokens is not None else 0
-        self.totals = self.totals.add(role, self.size(message), tokens)
+        self._index[message.id or ""] = position
+        self.totals = self.totals.add(role, size, tokens)
         return role
 
     def sync(self, state: SessionState, limits: Limits) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import json
+import math
+import re
 from typing import Any
 
 from langchain_core.messages import (
@@ -25,7 +27,13 @@ from langchain_core.messages import (
 from session_graph._ids import new_id
 from session_graph.errors import MessageError
 
-__all__ = ["MessageInput", "content_parts", "role_of", "to_message"]
+__all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "role_of", "to_message"]
+
+MAX_DEPTH = 64
+"""How deeply a message's content and fields may nest (JSON objects and lists)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_FIELDS = ("content", "additional_kwargs", "response_metadata", "name", "id", "tool_calls", "tool_call_id", "artifact",
+           "usage_metadata", "status")
 
 MessageInput = BaseMessage | Mapping[str, Any]
 
@@ -158,3 +166,57 @@ def _check_tool_calls(tool_calls: Any, where: str) -> list[dict[str, Any]]:
             raise MessageError(f"{name} needs a 'name' (langchain style) or a 'function' (OpenAI style).")
         checked.append(call)
     return checked
+
+
+def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
+    """``message`` if every store can save it and give it back unchanged, else a ``MessageError``.
+
+    Refused, with the path of the culprit: a lone surrogate in a string (not valid UTF-8),
+    bytes (base64-encode them into a data block), a float that is NaN or infinite, a dict
+    key that is not a string, a value JSON cannot hold (a set, a datetime, an object),
+    nesting deeper than ``MAX_DEPTH``, and a NUL or control character in the id. A NUL
+    inside text is fine: stores escape it.
+    """
+    if message.id is not None and any(ord(ch) < 32 for ch in message.id):
+        raise MessageError(f"{where} has an id with a NUL or control character ({message.id!r}); use a plain string id.")
+    for field in _FIELDS:
+        value = getattr(message, field, None)
+        if value is not None:
+            _check_value(value, f"{where}.{field}", 0)
+    return message
+
+
+def _check_value(value: Any, path: str, depth: int) -> None:
+    stack = [(value, path, depth)]
+    while stack:
+        item, at, level = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                raise MessageError(
+                    f"{at} holds a lone surrogate ({_SURROGATE.search(item).group()!r}), which is not valid UTF-8 and "  # type: ignore[union-attr]
+                    "cannot be stored; decode the text with errors='replace' (or fix its source) before appending."
+                )
+        elif isinstance(item, bool | int) or item is None:
+            continue
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise MessageError(f"{at} is {item!r}; JSON cannot store NaN or infinity: use None or a string.")
+        elif isinstance(item, bytes | bytearray | memoryview):
+            raise MessageError(
+                f"{at} holds raw bytes; base64-encode them into a data block "
+                "(e.g. {'type': 'image', 'base64': ..., 'mime_type': ...}) so every store can keep them."
+            )
+        elif isinstance(item, Mapping | list | tuple):
+            if level >= MAX_DEPTH:
+                raise MessageError(f"{at} nests deeper than {MAX_DEPTH} levels; flatten it or store it elsewhere.")
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise MessageError(f"{at} has a key {key!r} that is not a string; JSON keys must be strings.")
+                    stack.append((child, f"{at}.{key}", level + 1))
+            else:
+                stack.extend((child, f"{at}[{index}]", level + 1) for index, child in enumerate(item))
+        elif hasattr(item, "model_dump"):  # a pydantic object langchain keeps (usage details...): check its dump
+            stack.append((item.model_dump(), at, level))
+        else:
+            raise MessageError(f"{at} is a {type(item).__name__}, which JSON cannot store; convert it to a string or a dict.")

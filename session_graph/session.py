@@ -24,7 +24,7 @@ from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.export import SessionExport
 from session_graph.handlers import Handlers, checked_callable
 from session_graph.ledger import Ledger
-from session_graph.messages import MessageInput, role_of, to_message
+from session_graph.messages import MessageInput, check_storable, role_of, to_message
 from session_graph.nodes.judge import judge_state
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, run_resize
@@ -285,7 +285,7 @@ class Session(SessionExport):
         Raises:
             MessageError: the message is malformed or its id is already in the history.
         """
-        message = to_message(message)
+        message = check_storable(to_message(message))
         state = self._state
         self._ledger.sync(state, state.settings.resolved())
         self._ledger.check_new(message, state.id)

@@ -17,28 +17,30 @@ by dotted key (``"session.resize.every_n_turns"``). ``set`` replaces the value a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 import copy
 from dataclasses import dataclass
-from typing import Any
+from difflib import get_close_matches
+import re
+from typing import Any, get_args
 import warnings
 
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+
 from session_graph.errors import SettingsError
+from session_graph.settings_schema import DEFAULT_MEMO_INSTRUCT, SettingsModel
 
 __all__ = ["DEFAULT_MEMO_INSTRUCT", "Limits", "SessionSettings"]
-
-DEFAULT_MEMO_INSTRUCT = (
-    "Update the memo dictionary based on the provided messages.",
-    "Keep stable preferences, constraints, and facts that help future turns.",
-    "Add new keys or update existing ones as needed.",
-    "Return the updated memo dictionary.",
-)
 
 _LEGACY = {
     "session.resize.max_current_chars": "session.resize.max_messages_text_length (or session.limit.chars)",
     "session.resize.keep_last_messages": "session.resize.max_keep_messages_count (or session.limit.messages)",
 }
 _UNSET = object()
+_CREDENTIAL = re.compile(r"api[_-]?key|secret|passw(or)?d|credential|access[_-]?token|auth[_-]?token|bearer|private[_-]?key",
+                         re.IGNORECASE)
+_DEFAULTS: dict[str, Any] = SettingsModel().model_dump()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,123 +92,73 @@ class Limits:
     fold_min_ratio: float = 0.25
 
 
-def _opt_ratio(key: str, value: Any) -> None:
-    if value is not None:
-        _ratio(key, value)
-
-
-def _positive(key: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise SettingsError(f"{key} must be a whole number > 0, got {value!r}.")
-
-
-def _ratio(key: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise SettingsError(f"{key} must be a number in (0, 1], the share of the limit a prune keeps; got {value!r}.")
-
-
-def _opt_count(key: str, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise SettingsError(f"{key} must be a whole number >= 0 or None (0/None disables), got {value!r}.")
-
-
-def _opt_bool(key: str, value: Any) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise SettingsError(f"{key} must be True, False or None (None: follow session.mode), got {value!r}.")
-
-
-def _mode(key: str, value: Any) -> None:
-    if value not in ("lite", "memo", "summary"):
-        raise SettingsError(f"{key} must be 'lite', 'memo' or 'summary', got {value!r}.")
-
-
-def _opt_str(key: str, value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise SettingsError(f"{key} must be a non-empty string or None, got {value!r}.")
-
-
-def _count(key: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SettingsError(f"{key} must be a whole number >= 0, got {value!r}.")
-
-
-def _instruct(key: str, value: Any) -> None:
-    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
-        raise SettingsError(f"{key} must be a list of instruction strings, got {value!r}.")
-
-
-def _token_budget(key: str, value: Any) -> None:
-    _opt_count(key, value)
-    if value and value < 32:
-        raise SettingsError(f"{key} must be 0/None (no budget) or at least 32 tokens, got {value!r}.")
-
-
-def _limit(key: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise SettingsError(f"{key} must be a dict like {{'chars': 4000, 'messages': 40}} or None, got {value!r}.")
-    unknown = set(value) - {"chars", "messages", "tokens"}
-    if unknown:
-        raise SettingsError(f"{key} takes only 'chars', 'messages' and 'tokens', got {sorted(unknown)}.")
-    for name, item in value.items():
-        (_token_budget if name == "tokens" else _opt_count)(f"{key}.{name}", item)
-
-
-_VALIDATORS: dict[str, Callable[[str, Any], None]] = {
-    "session.mode": _mode,
-    "session.resize.every_n_turns": _opt_count,
-    "session.resize.max_messages_text_length": _opt_count,
-    "session.resize.max_keep_messages_count": _opt_count,
-    "session.resize.prune_to_ratio": _opt_ratio,
-    "session.memo.enabled": _opt_bool,
-    "session.memo.instruct": _instruct,
-    "session.memo.chunk_tokens": _positive,
-    "session.memo.fold_min_ratio": _ratio,
-    "session.limit": _limit,
-    "session.limit.chars": _opt_count,
-    "session.limit.messages": _opt_count,
-    "session.limit.tokens": _token_budget,
-    "session.tokens.encoding": _opt_str,
-    "session.tokens.model": _opt_str,
-    "session.tokens.approximate": _opt_bool,
-    "session.tokens.per_message": _count,
-    "session.tokens.per_name": _count,
-    "session.tokens.reply_priming": _count,
-    "session.tokens.prune_to_ratio": _ratio,
-    "session.summary.reserve_tokens": _count,
-    "session.summary.prompt": _opt_str,
-}
-# Keys the spec documents as "unset" by default: reading them gives None, not KeyError.
-_KNOWN_UNSET = (
-    "session.memo.enabled",
-    "session.limit",
-    "session.limit.chars",
-    "session.limit.messages",
-    "session.limit.tokens",
-    "session.tokens.encoding",
-    "session.tokens.model",
-    "session.tokens.approximate",
-    "session.summary.prompt",
-    "session.resize.prune_to_ratio",
-)
-
-
 def _defaults() -> dict[str, Any]:
-    return {
-        "session": {
-            "mode": "lite",
-            "resize": {
-                "every_n_turns": 8,
-                "max_messages_text_length": 12_000,
-                "max_keep_messages_count": None,
-                "prune_to_ratio": None,
-            },
-            "memo": {"instruct": list(DEFAULT_MEMO_INSTRUCT), "chunk_tokens": 2000, "fold_min_ratio": 0.25},
-            "tokens": {"per_message": 3, "per_name": 1, "reply_priming": 3, "prune_to_ratio": 0.8},
-            "summary": {"reserve_tokens": 512},
-        }
-    }
+    return copy.deepcopy(_DEFAULTS)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The section model inside a field's annotation (``X`` or ``X | None``), if any."""
+    return next((t for t in (get_args(annotation) or (annotation,)) if isinstance(t, type) and issubclass(t, BaseModel)), None)
+
+
+def _field(path: list[str]) -> FieldInfo | None:
+    """The schema field at a dotted path, or None if the schema has no such key."""
+    model: type[BaseModel] | None = SettingsModel
+    field: FieldInfo | None = None
+    for part in path:
+        if model is None or part not in model.model_fields:
+            return None
+        field = model.model_fields[part]
+        model = _model_of(field.annotation)
+    return field
+
+
+def _is_section(path: list[str]) -> bool:
+    """Whether ``path`` is a section (walked into on construction, never replaced as a leaf)."""
+    field = _field(path)
+    return field is not None and isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+
+
+def _section_fields(path: list[str]) -> list[str]:
+    model: type[BaseModel] | None = SettingsModel
+    for part in path:
+        model = _model_of(model.model_fields[part].annotation) if model is not None else None
+    return list(model.model_fields) if model is not None else []
+
+
+def _quoted(names: list[str]) -> str:
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
+def _explain(error: Any) -> str:
+    """One pydantic error as a sentence naming the setting, what it must be, and a fix."""
+    path = [str(part) for part in error["loc"] if isinstance(part, str)]
+    if error["type"] == "extra_forbidden":
+        parent, name = path[:-1], path[-1]
+        fields = _section_fields(parent)
+        close = get_close_matches(name, fields, 1)
+        hint = f" (did you mean {'.'.join([*parent, close[0]])!r}?)" if close else ""
+        return f"{'.'.join(parent)} has no setting {name!r}{hint}; it takes only {_quoted(fields)}."
+    field = _field(path)
+    what = field.description if field is not None and field.description else "something else"
+    return f"{'.'.join(path)} must be {what}, got {error['input']!r}."
+
+
+def _check_credentials(key: str, value: Any) -> None:
+    names = [key]
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            names.extend(str(k) for k in item)
+            stack.extend(item.values())
+    for name in names:
+        if _CREDENTIAL.search(name):
+            raise SettingsError(
+                f"setting {name!r} looks like a credential; credentials belong to the model object "
+                "(e.g. ChatOpenAI(api_key=...)), never in session settings, which are exported and stored."
+            )
 
 
 class SessionSettings:
@@ -239,17 +191,23 @@ class SessionSettings:
         return isinstance(key, str) and self.get(key, _UNSET) is not _UNSET
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The value at a dotted key (a copy for dicts and lists), or ``default``."""
+        """The value at a dotted key (a copy for dicts and lists), or its schema default, or ``default``."""
         value = _lookup(self._data, key)
         if value is _UNSET:
-            return None if key in _KNOWN_UNSET and default is _UNSET else default
+            parts = key.split(".")
+            if _field(parts) is None:
+                return default
+            value = _lookup(_DEFAULTS, key)
+            if value is _UNSET:
+                return None
         return copy.deepcopy(value)
 
     def set(self, key: str, value: Any) -> SessionSettings:
         """Replace the value at a dotted key (lists and dicts are replaced, never merged).
 
         Raises:
-            SettingsError: the key is outside ``session.*`` or the value has the wrong type.
+            SettingsError: the key is outside ``session.*``, unknown (with a did-you-mean), looks
+                like a credential, or its value has the wrong type; nothing changes then.
         """
         if not isinstance(key, str) or not (key == "session" or key.startswith("session.")):
             raise SettingsError(
@@ -259,34 +217,31 @@ class SessionSettings:
         parts = key.split(".")
         if any(not part for part in parts):
             raise SettingsError(f"setting key {key!r} has an empty part.")
-        if key == "session" and not isinstance(value, Mapping):
-            raise SettingsError("'session' must be a dict of settings.")
-        for full_key, item in _flatten(value, key) if isinstance(value, Mapping) else [(key, value)]:
-            if full_key in _VALIDATORS:
-                _VALIDATORS[full_key](full_key, item)
-            if full_key in _LEGACY:
-                warnings.warn(
-                    f"{full_key} is a legacy key and is not honoured; use {_LEGACY[full_key]}.",
-                    DeprecationWarning,
-                    stacklevel=3,
-                )
-        if key in _VALIDATORS:
-            _VALIDATORS[key](key, value)
-        node = self._data
-        for part in parts[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[parts[-1]] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
+        if key in _LEGACY:
+            warnings.warn(f"{key} is a legacy key and is not honoured; use {_LEGACY[key]}.", DeprecationWarning, stacklevel=3)
+            return self
+        _check_credentials(key, value)
+        staged = copy.deepcopy(self._data)
+        if key == "session":
+            staged = {"session": copy.deepcopy(dict(value)) if isinstance(value, Mapping) else value}
+        else:
+            node = staged
+            for part in parts[:-1]:
+                child = node.get(part)
+                if not isinstance(child, dict):
+                    child = node[part] = {}
+                node = child
+            node[parts[-1]] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
+        try:
+            SettingsModel.model_validate(staged)
+        except ValidationError as error:
+            raise SettingsError(_explain(error.errors()[0])) from None
+        self._data = staged
         self._resolved = None
         return self
 
     def _get_or_default(self, key: str) -> Any:
-        value = self.get(key, _UNSET)
-        if value is _UNSET:  # a replaced subtree may lack a key: fall back to its default
-            value = _lookup(_defaults(), key)
-        return None if value is _UNSET else value
+        return self.get(key)
 
     def to_dict(self) -> dict[str, Any]:
         """A deep copy of every setting, nested (what export writes)."""
@@ -352,11 +307,11 @@ def _lookup(data: dict[str, Any], key: str) -> Any:
 
 
 def _flatten(value: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """Dotted (key, leaf) pairs of a nested mapping; dotted keys inside are kept as given."""
+    """Dotted (key, leaf) pairs of a nested mapping: sections are walked, every other value is a leaf."""
     pairs: list[tuple[str, Any]] = []
     for name, item in value.items():
         key = f"{prefix}.{name}" if prefix else str(name)
-        if isinstance(item, Mapping) and item and key not in _VALIDATORS:
+        if isinstance(item, Mapping) and item and (key == "session" or _is_section(key.split("."))):
             pairs.extend(_flatten(item, key))
         else:
             pairs.append((key, item))

@@ -35,7 +35,7 @@ def test_round_trip_keeps_every_field(fmt: str) -> None:
     session = rich_session()
     text = session.to_json() if fmt == "json" else session.to_yaml()
     data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
-    assert set(data) == KEYS
+    assert set(data) == KEYS | {"schema"} and data["schema"] == 1
     assert set(data["settings"]) == {"session"}  # only the session's own settings
     loaded = Session.from_json(text) if fmt == "json" else Session.from_yaml(text)
     assert loaded.id == "s-1"

@@ -6,6 +6,7 @@ from collections.abc import Callable, Coroutine
 import copy
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from session_graph._aio import maybe_await
@@ -25,7 +26,8 @@ def resize_handler_node(
 
     async def run_resize_handler(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
         handler = runtime.context.resize_handlers[resize_type]
-        full_in = list(state.full_chat_history)
+        before = list(state.full_chat_history)  # kept aside: the handler gets its own copy
+        full_in = list(before)
         result = await maybe_await(
             handler(
                 full_in,
@@ -34,14 +36,14 @@ def resize_handler_node(
                 state.settings,
             )
         )
-        full, current, memo = check_resize_result(result, len(full_in), resize_type)
+        full, current, memo = check_resize_result(result, before, resize_type)
         return {"full_chat_history": full, "current_chat_history": current, "memo": memo}
 
     run_resize_handler.__name__ = f"resize_handler_{resize_type}"
     return run_resize_handler
 
 
-def check_resize_result(result: Any, stored: int, resize_type: str) -> tuple[list[Any], list[Any], dict[str, Any]]:
+def check_resize_result(result: Any, before: list[Any], resize_type: str) -> tuple[list[Any], list[Any], dict[str, Any]]:
     """Validate a handler's ``(full, current, memo)``; dict messages are normalised."""
     name = f"the {resize_type!r} resize handler"
     if not isinstance(result, tuple | list) or len(result) != 3:
@@ -51,11 +53,17 @@ def check_resize_result(result: Any, stored: int, resize_type: str) -> tuple[lis
         raise HandlerResultError(f"{name} must return lists for both histories, got {type(full).__name__} and {type(current).__name__}.")
     if not isinstance(memo, dict):
         raise HandlerResultError(f"{name} must return the memo as a dict, got {type(memo).__name__}.")
-    if len(full) < stored:
+    if len(full) < len(before):
         raise HandlerResultError(
-            f"{name} returned a full history of {len(full)} messages, shorter than the {stored} "
+            f"{name} returned a full history of {len(full)} messages, shorter than the {len(before)} "
             "stored; the full history only grows: prune current_chat_history instead."
         )
+    for index, (old, new) in enumerate(zip(before, full, strict=False)):
+        if new is not old and (not isinstance(new, BaseMessage) or new.id != old.id or new != old):
+            raise HandlerResultError(
+                f"{name} changed full_chat_history[{index}] (message {old.id!r}); the full history only grows: "
+                "append to it, and prune or edit current_chat_history instead."
+            )
     try:
         full = [to_message(m, where=f"{name} full_chat_history[{i}]") for i, m in enumerate(full)]
         current = [to_message(m, where=f"{name} current_chat_history[{i}]") for i, m in enumerate(current)]

@@ -135,7 +135,7 @@ class _SqlStore(ThreadedAsync):
         from session_graph.stores.codec import message_text, record_message
 
         check_key(tenant, "tenant"), check_key(key)
-        texts = [message_text(record_message(record, self._where)) for record in records]
+        texts = [message_text(record_message(record, self._where)).replace("\x00", "") for record in records]  # search text; the data keeps it
         if self.dialect.begin:
             yield _Exec(self.dialect.begin)
         yield self._x(
