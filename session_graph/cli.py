@@ -22,9 +22,12 @@ import os
 import sys
 
 from session_graph.errors import SessionGraphError
+from session_graph.stores.dsn import redact
 from session_graph.stores.manager import SessionManager
 
 __all__ = ["main"]
+
+_WRITES = ("import-nanobot",)  # every other command only reads: it never creates a store
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,7 +51,7 @@ def sessions(argv: list[str]) -> int:
     """``session-graph sessions ...``; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        manager = SessionManager(args.store, tenant=args.tenant)
+        manager = SessionManager(args.store, tenant=args.tenant, create=args.command in _WRITES)
         try:
             return _run(manager, args)
         finally:
@@ -67,7 +70,7 @@ def _run(manager: SessionManager, args: argparse.Namespace) -> int:
             for info in infos:
                 print(f"{info.key}\t{info.message_count} messages\tupdated {info.updated_at}\tcreated {info.created_at}")
             if not infos:
-                print(f"no sessions in {args.store} for tenant {args.tenant!r}")
+                print(f"no sessions in {redact(args.store)} for tenant {args.tenant!r}")
     elif args.command == "show":
         stats = manager.stats(args.key)
         roles = ", ".join(f"{role} {count}" for role, count in sorted(stats.by_role.items()))

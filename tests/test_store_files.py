@@ -129,8 +129,9 @@ def test_a_corrupt_meta_file_is_an_error_not_an_empty_session(tmp_path: Path) ->
 
 
 def test_an_unreachable_postgres_is_a_clear_error() -> None:
-    with pytest.raises(StoreError, match=r"cannot reach Postgres at postgresql://user@127\.0\.0\.1:1/db"):
+    with pytest.raises(StoreError, match=r"cannot reach Postgres at postgresql://user:\*\*\*@127\.0\.0\.1:1/db") as caught:
         PostgresStore("postgresql://user:secret@127.0.0.1:1/db", connect_timeout=2)
+    assert "secret" not in str(caught.value)
 
 
 def test_a_sqlite_file_from_a_future_version_is_refused(tmp_path: Path) -> None:

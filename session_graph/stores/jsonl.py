@@ -67,12 +67,15 @@ class JsonlStore(ThreadedAsync):
     Args:
         path: the directory; created if missing.
         fsync: flush every write to disk (turn off only for throwaway data).
+        create: False never creates the directory (reading only).
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ".session_graph", *, fsync: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str] = ".session_graph", *, fsync: bool = True, create: bool = True) -> None:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise StoreError(f"{root} is a file; a JSONL store needs a directory. Pick another path.")
+        if not create and not root.is_dir():
+            raise StoreError(f"there is no session store at {root} (the directory does not exist); nothing was created.")
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -81,6 +84,10 @@ class JsonlStore(ThreadedAsync):
             raise StoreError(f"no permission to write in {root}; pick a writable directory.")
         self.root = root
         self.fsync = fsync
+        self.create = create
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({str(self.root)!r})"
 
     # -- paths -------------------------------------------------------------------------------
     def _dir(self, tenant: str) -> Path:
@@ -296,6 +303,9 @@ class JsonlStore(ThreadedAsync):
 
     def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]]) -> None:
         quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
+        if not self.create:  # opened for reading only: report, write nothing
+            warnings.warn(f"{log}: {len(bad)} corrupt line(s) skipped.", RuntimeWarning, stacklevel=3)
+            return
         with self._locked(tenant, key):
             seen = set()
             if quarantine.exists():

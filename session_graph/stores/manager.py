@@ -28,6 +28,7 @@ from session_graph.errors import ConfigurationError, StoreConflictError, StoreEr
 from session_graph.session import Session
 from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, call_async, check_key, utc_now
 from session_graph.stores.codec import message_record, session_state, snapshot_state
+from session_graph.stores.dsn import parse_target
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import base_document, merge_states
@@ -41,23 +42,23 @@ _MAX_MERGES = 50
 _MISSING = object()
 
 
-def open_store(target: SessionStore | str | os.PathLike[str] | None = None) -> SessionStore:
-    """A store from a path or DSN: ``postgresql://...``, ``sqlite:///file.db``, or a directory (JSONL).
+def open_store(target: SessionStore | str | os.PathLike[str] | None = None, *, create: bool = True) -> SessionStore:
+    """A store from a path or DSN (see ``stores.dsn``): any Postgres DSN form, ``sqlite:///file.db``
+    or a ``.db`` path, or a directory (JSONL). None gives the JSONL store in ``./.session_graph/``.
 
-    None gives the JSONL store in ``./.session_graph/``.
+    ``create=False`` opens for reading only: nothing (directory, file, table) is created, and a
+    store that does not exist is a ``StoreError`` (Postgres without the tables reads as empty).
     """
     if target is None:
-        return JsonlStore()
+        target = ".session_graph"
     if isinstance(target, SessionStore):
         return target
-    text = os.fspath(target)
-    if text.startswith(("postgresql://", "postgres://")):
-        return PostgresStore(text)
-    if text.startswith("sqlite:///"):  # sqlite:///relative.db, sqlite:////absolute/path.db
-        return SqliteStore(text.removeprefix("sqlite:///"))
-    if text.endswith((".db", ".sqlite", ".sqlite3")):
-        return SqliteStore(text)
-    return JsonlStore(text)
+    parsed = parse_target(os.fspath(target))
+    if parsed.kind == "postgres":
+        return PostgresStore(parsed.value, create=create)
+    if parsed.kind == "sqlite":
+        return SqliteStore(parsed.value, create=create)
+    return JsonlStore(parsed.value, create=create)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ class SessionManager:
         cache_size: how many sessions the LRU cache keeps.
         session_factory: builds a new Session for a key (to give it a model, handlers,
             settings); default ``Session(id=key)``.
+        create: False opens the store for reading only (nothing is created; see ``open_store``).
     """
 
     def __init__(
@@ -105,10 +107,11 @@ class SessionManager:
         tenant: str = "default",
         cache_size: int = 128,
         session_factory: Callable[[str], Session] | None = None,
+        create: bool = True,
     ) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
             raise ConfigurationError(f"cache_size must be a whole number >= 1, got {cache_size!r}.")
-        self.store = open_store(store)
+        self.store = open_store(store, create=create)
         self.tenant = check_key(tenant, "tenant")
         self.cache_size = cache_size
         self.session_factory = session_factory or (lambda key: Session(key))

@@ -34,6 +34,7 @@ from session_graph.stores.base import (
     check_key,
     check_schema,
 )
+from session_graph.stores.dsn import redact, scrub
 
 __all__ = ["PostgresStore", "SqliteStore"]
 
@@ -54,6 +55,7 @@ class _Dialect:
     begin: str | None  # statement that starts a write transaction, if the driver needs one
     lock_row: str  # suffix that locks the selected session row
     contains: str  # SQL testing that lower(text) contains a lowered parameter
+    has_table: str  # a query whose first column is NULL when sg_sessions does not exist
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,10 @@ class _SqlStore(ThreadedAsync):
 
     dialect: _Dialect
     _where: str
+    _empty = False  # opened for reading with no tables yet: reads find nothing, writes are refused
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._where!r})"
 
     def _q(self, sql: str) -> str:
         return sql.replace("?", self.dialect.mark)
@@ -116,9 +122,15 @@ class _SqlStore(ThreadedAsync):
         raise NotImplementedError
 
     # -- operations, each written once ----------------------------------------------------------
-    def _setup_flow(self) -> Flow:
-        for statement in _TABLES:
-            yield _Exec(statement)
+    def _setup_flow(self, create: bool) -> Flow:
+        if not create:
+            found = yield _Exec(self.dialect.has_table, (), "one")
+            if found is None or found[0] is None:
+                self._empty = True
+                return
+        else:
+            for statement in _TABLES:
+                yield _Exec(statement)
         row = yield self._x("SELECT version FROM sg_schema WHERE name = ?", ("session_graph",), "one")
         if row is None:
             yield self._x("INSERT INTO sg_schema (name, version) VALUES (?, ?)", ("session_graph", SCHEMA_VERSION))
@@ -214,22 +226,27 @@ class _SqlStore(ThreadedAsync):
         reset: bool = False,
         expect_version: int | None = None,
     ) -> int:
+        self._writable()
         return self._run(self._write_flow(tenant, key, records, state, reset, expect_version))
 
     def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
-        return self._run(self._read_flow(tenant, key, since))
+        return None if self._empty else self._run(self._read_flow(tenant, key, since))
 
     def version(self, tenant: str, key: str) -> int | None:
-        return self._run(self._version_flow(tenant, key))
+        return None if self._empty else self._run(self._version_flow(tenant, key))
 
     def delete(self, tenant: str, key: str) -> bool:
-        return self._run(self._delete_flow(tenant, key))
+        return False if self._empty else self._run(self._delete_flow(tenant, key))
 
     def list(self, tenant: str) -> list[SessionInfo]:
-        return self._run(self._list_flow(tenant))
+        return [] if self._empty else self._run(self._list_flow(tenant))
 
     def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
-        return self._run(self._search_flow(tenant, text, limit))
+        return [] if self._empty else self._run(self._search_flow(tenant, text, limit))
+
+    def _writable(self) -> None:
+        if self._empty:
+            raise StoreError(f"{self._where} was opened for reading and has no session tables; nothing was written.")
 
 
 class SqliteStore(_SqlStore):
@@ -238,14 +255,18 @@ class SqliteStore(_SqlStore):
     Its async methods run the sync ones in a worker thread (SQLite has no async driver).
     """
 
-    dialect = _Dialect(mark="?", begin="BEGIN IMMEDIATE", lock_row="", contains="instr(lower(text), ?) > 0")
+    dialect = _Dialect(mark="?", begin="BEGIN IMMEDIATE", lock_row="", contains="instr(lower(text), ?) > 0",
+                       has_table="SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'sg_sessions'")
 
-    def __init__(self, path: str | Path = ".session_graph.sqlite3", *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | Path = ".session_graph.sqlite3", *, timeout: float = 30.0, create: bool = True) -> None:
         target = Path(path)
         if target.is_dir():
             raise StoreError(f"{target} is a directory; a SQLite store needs a file path.")
+        if not create and not target.is_file():
+            raise StoreError(f"there is no SQLite store at {target} (no such file); nothing was created.")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if create:
+                target.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
@@ -254,7 +275,7 @@ class SqliteStore(_SqlStore):
         self._connection = connection
         self._where = str(target)
         self._lock = threading.Lock()
-        self._run(self._setup_flow())
+        self._run(self._setup_flow(create))
 
     def _run(self, flow: Flow) -> Any:
         with self._lock:
@@ -285,17 +306,19 @@ class PostgresStore(_SqlStore):
         dsn: a libpq connection string, e.g. ``postgresql://user@host:5432/db``.
         connect_timeout: seconds before an unreachable server is reported.
         max_size: the most connections each pool opens.
+        create: False creates no table (reading only; a database without them reads as empty).
     """
 
-    dialect = _Dialect(mark="%s", begin=None, lock_row=" FOR UPDATE", contains="strpos(lower(text), %s) > 0")
+    dialect = _Dialect(mark="%s", begin=None, lock_row=" FOR UPDATE", contains="strpos(lower(text), %s) > 0",
+                       has_table="SELECT to_regclass('sg_sessions')")
 
-    def __init__(self, dsn: str, *, connect_timeout: int = 5, max_size: int = 4) -> None:
+    def __init__(self, dsn: str, *, connect_timeout: int = 5, max_size: int = 4, create: bool = True) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
         except ImportError as error:  # pragma: no cover - depends on the install
             raise StoreError("the Postgres store needs psycopg 3 and psycopg-pool: pip install 'session_graph[postgres]'") from error
-        self._where = _redact(dsn)
+        self._where = redact(dsn)
         self._dsn = dsn
         self._kwargs = {"connect_timeout": connect_timeout}
         self._max_size = max_size
@@ -305,10 +328,10 @@ class PostgresStore(_SqlStore):
             with psycopg.connect(dsn, **self._kwargs):  # fail fast, and clearly, when unreachable
                 pass
         except psycopg.Error as error:
-            raise StoreError(f"cannot reach Postgres at {self._where}: {str(error).strip()}") from error
+            raise StoreError(f"cannot reach Postgres at {self._where}: {scrub(str(error).strip(), dsn)}") from None
         self._pool = ConnectionPool(dsn, min_size=1, max_size=max_size, kwargs=self._kwargs,
                                     check=ConnectionPool.check_connection, open=True, name="session_graph")
-        self._run(self._setup_flow())
+        self._run(self._setup_flow(create))
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
@@ -318,7 +341,7 @@ class PostgresStore(_SqlStore):
         try:
             yield
         except (psycopg.OperationalError, PoolTimeout) as error:
-            raise StoreError(f"the Postgres store at {self._where} is unavailable: {str(error).strip()}") from error
+            raise StoreError(f"the Postgres store at {self._where} is unavailable: {scrub(str(error).strip(), self._dsn)}") from None
 
     def _run(self, flow: Flow) -> Any:
         with self._errors(), self._pool.connection() as connection, connection.transaction():
@@ -355,26 +378,37 @@ class PostgresStore(_SqlStore):
         reset: bool = False,
         expect_version: int | None = None,
     ) -> int:
+        self._writable()
         await self._aopen()
         return await self._arun(self._write_flow(tenant, key, records, state, reset, expect_version))
 
     async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
+        if self._empty:
+            return None
         await self._aopen()
         return await self._arun(self._read_flow(tenant, key, since))
 
     async def aversion(self, tenant: str, key: str) -> int | None:
+        if self._empty:
+            return None
         await self._aopen()
         return await self._arun(self._version_flow(tenant, key))
 
     async def adelete(self, tenant: str, key: str) -> bool:
+        if self._empty:
+            return False
         await self._aopen()
         return await self._arun(self._delete_flow(tenant, key))
 
     async def alist(self, tenant: str) -> list[SessionInfo]:
+        if self._empty:
+            return []
         await self._aopen()
         return await self._arun(self._list_flow(tenant))
 
     async def asearch(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        if self._empty:
+            return []
         await self._aopen()
         return await self._arun(self._search_flow(tenant, text, limit))
 
@@ -385,12 +419,3 @@ class PostgresStore(_SqlStore):
 
     def close(self) -> None:
         self._pool.close()  # an async pool is closed by aclose() on its own loop
-
-
-def _redact(dsn: str) -> str:
-    """A DSN without its password, for messages."""
-    if "@" in dsn and "://" in dsn:
-        scheme, rest = dsn.split("://", 1)
-        credentials, host = rest.rsplit("@", 1)
-        return f"{scheme}://{credentials.split(':', 1)[0]}@{host}"
-    return dsn
