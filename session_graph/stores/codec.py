@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
 
-from session_graph.errors import DocumentError, StoreError
+from session_graph.errors import SessionGraphError, StoreError
 from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
@@ -73,7 +73,17 @@ def snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage] =
     """Rebuild a session's state (and its metadata) from a stored snapshot.
 
     ``held``: the messages before the snapshot's first record, when it was read with ``since``.
+
+    Raises:
+        StoreError: a record or the state document is damaged (naming which).
     """
+    try:
+        return _snapshot_state(snapshot, where, held)
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
+
+
+def _snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage]) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
     full = [*held, *(record_message(record, where) for record in snapshot.records)]
     by_id = {m.id: m for m in full}
@@ -87,8 +97,8 @@ def snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage] =
     turns = int(state.get("turns", 0)) + sum(1 for m in late if isinstance(m, AIMessage) and not m.tool_calls)
     try:
         settings = SessionSettings(state.get("settings") or {})
-    except Exception as error:
-        raise DocumentError(f"{where}: stored settings are invalid: {error}") from error
+    except SessionGraphError as error:
+        raise StoreError(f"{where}: stored settings are invalid: {error}") from None
     return (
         SessionState(
             id=snapshot.key,

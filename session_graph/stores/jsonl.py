@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -106,10 +105,10 @@ class JsonlStore(ThreadedAsync):
         except OSError as error:
             raise StoreError(f"cannot lock session {key!r} in {self.root}: {error}") from error
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            _lock(handle)
             yield log, meta
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            _unlock(handle)
             handle.close()
 
     # -- protocol ------------------------------------------------------------------------------
@@ -171,6 +170,9 @@ class JsonlStore(ThreadedAsync):
         return int(state.get("version", 0))
 
     def delete(self, tenant: str, key: str) -> bool:
+        log, meta, _ = self._paths(tenant, key)
+        if not log.exists() and not meta.exists():
+            return False  # nothing to delete: take no lock, create nothing
         with self._locked(tenant, key) as (log, meta):
             found = False
             quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
@@ -215,15 +217,15 @@ class JsonlStore(ThreadedAsync):
     @staticmethod
     def _read_meta(meta: Path) -> dict[str, Any] | None:
         try:
-            text = meta.read_text()
+            text = meta.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as error:
             raise StoreError(f"cannot read {meta}: {error}") from error
         try:
             state = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise StoreError(f"{meta} is not valid JSON ({error}); restore it from a backup or delete it.") from error
+        except (ValueError, RecursionError) as error:  # JSONDecodeError, UnicodeDecodeError
+            raise StoreError(f"{meta} is not valid JSON ({error}); restore it from a backup or delete it.") from None
         if not isinstance(state, dict):
             raise StoreError(f"{meta} does not hold a session state document.")
         return state
@@ -288,8 +290,8 @@ class JsonlStore(ThreadedAsync):
                     continue
             try:
                 record = _loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("not an object")
+                if not _is_record(record):
+                    raise ValueError("not a record")
             except ValueError:
                 bad.append((number, line))
                 continue
@@ -325,6 +327,16 @@ class JsonlStore(ThreadedAsync):
         )
 
 
+def _is_record(record: Any) -> bool:
+    """A message record (or the reset marker): anything else in a log is quarantined, never loaded."""
+    if not isinstance(record, dict):
+        return False
+    if record.get("_type") == _RESET:
+        return True
+    message = record.get("message")
+    return isinstance(message, dict) and isinstance(message.get("type"), str) and isinstance(message.get("data"), dict)
+
+
 def _is_reset(line: bytes) -> bool:
     """Whether a log line is the reset marker ``Session.clear`` leaves."""
     if b'"_type"' not in line:  # cheap test first: message records never have one
@@ -348,3 +360,33 @@ def _last_newline(handle: Any, size: int) -> int:
         if index >= 0:
             return position + index + 1
     return 0
+
+
+def _lock(handle: Any) -> None:
+    """An exclusive lock on an open file that other processes respect (flock; on Windows, msvcrt)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+        import time
+
+        while True:
+            try:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+                return
+            except OSError:
+                time.sleep(0.005)
+    fcntl.flock(handle, fcntl.LOCK_EX)
+
+
+def _unlock(handle: Any) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        return
+    fcntl.flock(handle, fcntl.LOCK_UN)

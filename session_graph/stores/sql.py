@@ -71,6 +71,14 @@ class _Exec:
 Flow = Generator[_Exec, Any, Any]
 
 
+def _json(text: str, where: str) -> Any:
+    """A stored JSON column, or a ``StoreError`` naming where it is broken."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise StoreError(f"{where} holds broken JSON ({error}); restore it from a backup or delete that session.") from None
+
+
 def _drive(cursor: Any, flow: Flow) -> Any:
     """Run an operation's steps on a sync cursor; returns the operation's result."""
     reply = None
@@ -161,7 +169,7 @@ class _SqlStore(ThreadedAsync):
             (tenant, key),
             "one",
         )
-        check_schema(json.loads(old_state), f"{self._where} session {key!r}")
+        check_schema(_json(old_state, f"{self._where} session {key!r}"), f"{self._where} session {key!r}")
         check_expected(expect_version, int(version), f"session {key!r}")
         if reset:
             yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
@@ -187,8 +195,10 @@ class _SqlStore(ThreadedAsync):
             return None
         rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
                              " ORDER BY seq", (tenant, key, since), "all")
-        records = [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": json.loads(data)} for seq, id_, ts, role, data in rows]
-        state = check_schema(json.loads(row[0]), f"{self._where} session {key!r}")
+        where = f"{self._where} session {key!r}"
+        records = [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
+                   for seq, id_, ts, role, data in rows]
+        state = check_schema(_json(row[0], where), where)
         return Snapshot(key, state, records, int(row[1]))
 
     def _version_flow(self, tenant: str, key: str) -> Flow:
@@ -205,7 +215,8 @@ class _SqlStore(ThreadedAsync):
             "SELECT key, created_at, updated_at, message_count, state FROM sg_sessions WHERE tenant = ? ORDER BY updated_at DESC",
             (tenant,), "all",
         )
-        return [SessionInfo(k, c, u, int(n), dict(json.loads(s).get("metadata") or {})) for k, c, u, n, s in rows]
+        return [SessionInfo(k, c, u, int(n), dict(_json(s, f"{self._where} session {k!r}").get("metadata") or {}))
+                for k, c, u, n, s in rows]
 
     def _search_flow(self, tenant: str, text: str, limit: int) -> Flow:
         rows = yield self._x(
