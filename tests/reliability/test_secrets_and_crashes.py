@@ -81,6 +81,8 @@ for i in range(start, start + 100000):
     session.append_message({"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "x" * (i % 300),
                             "id": f"m{i}"})
     manager.save(session)
+    if i == start:
+        print("saving", flush=True)
 ''')
 
 
@@ -91,10 +93,13 @@ def test_a_writer_killed_mid_write_leaves_what_was_saved(kind: str, tmp_path: Pa
     seen: list[str] = []
     rng = random.Random(7)
     for _ in range(6):
-        process = subprocess.Popen([sys.executable, "-c", WRITER, spec, tenant], stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.4, 0.9))
+        process = subprocess.Popen([sys.executable, "-c", WRITER, spec, tenant], stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True)
+        assert process.stdout is not None and process.stdout.readline().strip() == "saving"
+        time.sleep(rng.uniform(0.05, 0.4))  # then kill it, mid-write more often than not
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
+        process.stdout.close()
         store = make_store(kind, tmp_path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a torn last line is dropped, with a warning
