@@ -5,7 +5,9 @@ Run: ``python bench/bench_stores.py`` (set ``SESSION_GRAPH_PG_DSN`` to include P
 messages it prints the time to persist one turn (two messages, fsynced) with each store,
 and the ratio to rewriting the whole JSONL transcript on every save (what nanobot's
 SessionManager does), measured in the same run on the same disk. Then the time to load a
-100,000-message session.
+100,000-message session. Last, ``--writers`` processes (default 4) each append and save
+``--writer-turns`` turns (default 500) to one shared key at once: the stored history, window
+and turns afterwards, the merges the writers made, and the seconds it took.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ import json
 import os
 from pathlib import Path
 import statistics
+import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 
 from langchain_core.messages import AIMessage, HumanMessage, message_to_dict
 
-from session_graph.stores import JsonlStore, PostgresStore, SessionManager, SessionStore, SqliteStore
+from session_graph.stores import JsonlStore, PostgresStore, SessionManager, SessionStore, SqliteStore, open_store
 from session_graph.stores.codec import message_record
 
 TEXT = "The session keeps the full history and sends only the window to the model. "
@@ -72,10 +77,47 @@ def persist_turn(store: SessionStore, tenant: str, size: int, turns: int) -> tup
     return load, statistics.median(times)
 
 
+WRITER = textwrap.dedent('''
+import sys
+from session_graph.stores import SessionManager, open_store
+
+spec, tenant, name, turns = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+manager = SessionManager(open_store(spec), tenant=tenant)
+for i in range(turns):
+    session = manager.get_or_create("shared")
+    session.set_settings("session.resize.every_n_turns", 0)
+    session.append_message({"role": "user", "content": f"{name}:{i}:q"})
+    session.append_message({"role": "assistant", "content": f"{name}:{i}:a"})
+    manager.save(session)
+print(manager.merges)
+''')
+
+
+def concurrent_writers(specs: dict[str, str], writers: int, turns: int) -> None:
+    print(f"\n{writers} processes x {turns} turns on one key (append + save each turn):")
+    for name, spec in specs.items():
+        tenant = f"w-{os.getpid()}-{name}"
+        t0 = time.perf_counter()
+        runs = [subprocess.Popen([sys.executable, "-c", WRITER, spec, tenant, f"p{n}", str(turns)], stdout=subprocess.PIPE, text=True)
+                for n in range(writers)]
+        merges = sum(int(run.communicate()[0] or 0) for run in runs)
+        seconds = time.perf_counter() - t0
+        store = open_store(spec)
+        session = SessionManager(store, tenant=tenant).get("shared")
+        store.close()
+        assert session is not None
+        history = [m.id for m in session.full_chat_history]
+        window = [m.id for m in session.current_chat_history]
+        print(f"{name:>9}: {len(history):,} messages stored, window == history: {window == history}, "
+              f"turns {session.turns:,} (replies {writers * turns:,}), {merges:,} merges, {seconds:.1f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,100000")
     parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--writer-turns", type=int, default=500)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -93,6 +135,10 @@ def main() -> None:
             print(f"{name:>9}: {seconds:.2f} s")
         for store in stores.values():
             store.close()
+        specs = {"jsonl": str(root / "jsonl"), "sqlite": str(root / "s.sqlite3")}
+        if os.environ.get("SESSION_GRAPH_PG_DSN"):
+            specs["postgres"] = os.environ["SESSION_GRAPH_PG_DSN"]
+        concurrent_writers(specs, args.writers, args.writer_turns)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ class Ledger:
 
     __slots__ = ("_context", "_counter_key", "_index", "counter", "rules", "size", "tokens", "totals")
 
-    def __init__(self, state: SessionState) -> None:
+    def __init__(self, state: SessionState, previous: Ledger | None = None) -> None:
         self._index: dict[str, int] = {}
         self.size = SizeCache()
         self.counter: TokenCounter = CharCounter()
@@ -37,6 +37,12 @@ class Ledger:
         self._counter_key: object = None
         self.totals = WindowTotals()
         self._context: tuple[object, int] = (None, 0)
+        if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
+            self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
+            self.tokens, self._counter_key = previous.tokens, previous._counter_key
+            self._index = {m.id: i for i, m in enumerate(state.full_chat_history) if m.id}
+            self.rebuild(state, reindex=False)
+            return
         self.rebuild(state, reindex=True)
 
     # -- lookups -----------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def test_bad_stores_and_keys_fail_with_one_clear_line(tmp_path: Path, capsys: py
     a_file.write_text("x")
     code, _, err = run(capsys, "sessions", "--store", str(a_file), "list")
     assert code == 1 and "is a file" in err and len(err.strip().splitlines()) == 1
-    code, _, err = run(capsys, "sessions", "--store", str(tmp_path / "d"), "show", "../etc")
+    code, _, err = run(capsys, "sessions", "--store", str(tmp_path), "show", "../etc")
     assert code == 1 and "escapes the store" in err
 
 

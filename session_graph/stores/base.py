@@ -14,6 +14,7 @@ blocks its event loop on disk; a backend with a native async driver (Postgres) o
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +24,7 @@ from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
 __all__ = [
     "MAX_KEY_LENGTH",
     "SCHEMA_VERSION",
+    "Rebase",
     "SearchHit",
     "SessionInfo",
     "SessionStore",
@@ -32,6 +34,7 @@ __all__ = [
     "check_expected",
     "check_key",
     "check_schema",
+    "conflict",
     "utc_now",
 ]
 
@@ -59,9 +62,14 @@ def check_key(key: Any, what: str = "session key") -> str:
     return key
 
 
-def check_expected(expect_version: int | None, stored: int, where: str) -> None:
-    """Raise ``StoreConflictError`` when a conditional write finds another version stored."""
-    if expect_version is not None and stored != expect_version:
+def check_expected(expect_version: int | None, stored: int, where: str) -> bool:
+    """Whether a conditional write found another version stored (a conflict)."""
+    return expect_version is not None and stored != expect_version
+
+
+def conflict(expect_version: int | None, stored: int, where: str) -> None:
+    """Raise ``StoreConflictError`` for a conditional write that found another version stored."""
+    if check_expected(expect_version, stored, where):
         raise StoreConflictError(
             f"{where} changed since it was read (stored version {stored}, expected {expect_version}); "
             "nothing was written: read it again and merge.",
@@ -112,6 +120,20 @@ class SearchHit:
     ts: str
 
 
+@dataclass(frozen=True, slots=True)
+class Rebase:
+    """What a conditional write does instead of failing when another writer got in first.
+
+    The store calls ``fn`` under its writer lock with a ``Snapshot`` of the stored state and
+    the records from ``since`` on (what the caller does not hold), and writes the records and
+    state ``fn`` returns, in the same locked step: no other writer can get in between, so a
+    merge never has to be retried. ``fn`` may raise ``StoreConflictError`` to give up.
+    """
+
+    since: int
+    fn: Callable[[Snapshot], tuple[list[dict[str, Any]], dict[str, Any]]]
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """Persistence for sessions; every backend passes the same conformance suite."""
@@ -125,12 +147,14 @@ class SessionStore(Protocol):
         *,
         reset: bool = False,
         expect_version: int | None = None,
+        rebase: Rebase | None = None,
     ) -> int:
         """Append ``records`` (numbered from the store's end) and replace the state, atomically.
 
         ``reset`` drops the stored messages first (``Session.clear``). ``expect_version``: write
-        only if the stored version is still this one (0: not stored yet), else raise
-        ``StoreConflictError`` and write nothing. Returns the new version.
+        only if the stored version is still this one (0: not stored yet); else, with ``rebase``,
+        write what ``rebase.fn`` makes of what is stored (under the same lock), or without it
+        raise ``StoreConflictError`` and write nothing. Returns the new version.
         """
         ...
 
@@ -178,10 +202,12 @@ class ThreadedAsync:
         *,
         reset: bool = False,
         expect_version: int | None = None,
+        rebase: Rebase | None = None,
     ) -> int:
         """Async twin of ``write``."""
         return await asyncio.to_thread(  # type: ignore[attr-defined]
-            self.write, tenant, key, records, state, reset=reset, expect_version=expect_version  # type: ignore[attr-defined]
+            self.write, tenant, key, records, state, reset=reset, expect_version=expect_version,  # type: ignore[attr-defined]
+            rebase=rebase,
         )
 
     async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:

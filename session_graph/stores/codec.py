@@ -8,7 +8,7 @@ writer) are not lost on load: they join the history and the window.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
@@ -22,7 +22,7 @@ from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session
 
-__all__ = ["message_record", "message_text", "record_message", "session_state", "snapshot_state"]
+__all__ = ["message_record", "message_text", "record_message", "session_state", "snapshot_state", "state_document"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -49,14 +49,20 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
 
 def session_state(session: Session, created_at: str, updated_at: str) -> dict[str, Any]:
     """The state document of a session (everything but the messages themselves). O(window)."""
-    state = session.state
-    inline = {m.id: message_to_dict(m) for m in state.current_chat_history if m not in session}
+    return state_document(session.state, session.metadata, created_at, updated_at, session.__contains__)
+
+
+def state_document(
+    state: SessionState, metadata: dict[str, Any], created_at: str, updated_at: str, in_history: Callable[[Any], bool]
+) -> dict[str, Any]:
+    """The state document of a state; window messages ``in_history`` refuses are kept inline."""
+    inline = {m.id: message_to_dict(m) for m in state.current_chat_history if not in_history(m)}
     return {
         "schema": SCHEMA_VERSION,
         "key": state.id,
         "created_at": created_at,
         "updated_at": updated_at,
-        "metadata": session.metadata,
+        "metadata": metadata,
         "memo": state.memo,
         "settings": state.settings.to_dict(),
         "turns": state.turns,

@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover
 
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
+    Rebase,
     SearchHit,
     SessionInfo,
     Snapshot,
@@ -40,6 +41,7 @@ from session_graph.stores.base import (
     check_expected,
     check_key,
     check_schema,
+    conflict,
 )
 
 __all__ = ["JsonlStore", "decode_name", "encode_name"]
@@ -121,13 +123,20 @@ class JsonlStore(ThreadedAsync):
         *,
         reset: bool = False,
         expect_version: int | None = None,
+        rebase: Rebase | None = None,
     ) -> int:
         with self._locked(tenant, key) as (log, meta):
             old = self._read_meta(meta)
             if old is not None:
                 check_schema(old, str(meta))
-            check_expected(expect_version, int((old or {}).get("version", 0)), f"session {key!r}")
+            stored = int((old or {}).get("version", 0))
             count, size = self._settle(log, old)
+            if check_expected(expect_version, stored, f"session {key!r}"):
+                if rebase is None:
+                    conflict(expect_version, stored, f"session {key!r}")
+                current = {**(old or {}), "message_count": count}
+                snapshot = Snapshot(key, current, self._records(tenant, key, log, rebase.since, locked=True), stored)
+                records, state = rebase.fn(snapshot)
             lines = []
             if reset:
                 lines.append(json.dumps({"_type": _RESET, "ts": state.get("updated_at")}) + "\n")
@@ -268,7 +277,7 @@ class JsonlStore(ThreadedAsync):
                         count += 1
         return count, size
 
-    def _records(self, tenant: str, key: str, log: Path, since: int = 0) -> list[dict[str, Any]]:
+    def _records(self, tenant: str, key: str, log: Path, since: int = 0, *, locked: bool = False) -> list[dict[str, Any]]:
         try:
             raw = log.read_bytes()
         except FileNotFoundError:
@@ -300,15 +309,15 @@ class JsonlStore(ThreadedAsync):
             else:
                 records.append(record)
         if bad:
-            self._quarantine(tenant, key, log, bad)
+            self._quarantine(tenant, key, log, bad, locked)
         return records
 
-    def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]]) -> None:
+    def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]], locked: bool = False) -> None:
         quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
         if not self.create:  # opened for reading only: report, write nothing
             warnings.warn(f"{log}: {len(bad)} corrupt line(s) skipped.", RuntimeWarning, stacklevel=3)
             return
-        with self._locked(tenant, key):
+        with contextlib.nullcontext() if locked else self._locked(tenant, key):
             seen = set()
             if quarantine.exists():
                 for line in quarantine.read_text().splitlines():

@@ -26,8 +26,18 @@ from typing import Any
 
 from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
 from session_graph.session import Session
-from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, call_async, check_key, utc_now
-from session_graph.stores.codec import message_record, session_state, snapshot_state
+from session_graph.state import SessionState
+from session_graph.stores.base import (
+    Rebase,
+    SearchHit,
+    SessionInfo,
+    SessionStore,
+    Snapshot,
+    call_async,
+    check_key,
+    utc_now,
+)
+from session_graph.stores.codec import message_record, session_state, snapshot_state, state_document
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
@@ -77,6 +87,18 @@ class _Blocking:
     fn: Callable[[], Any]
 
 
+@dataclass(frozen=True, slots=True)
+class _Merged:
+    """A merge computed from a snapshot: theirs, the merged state, my messages to append, and more."""
+
+    theirs: SessionState
+    state: SessionState
+    unsaved: list[Any]
+    metadata: dict[str, Any]
+    arrived: dict[str, str]
+    stored: set[str | None]
+
+
 @dataclass
 class _Entry:
     session: Session
@@ -116,6 +138,7 @@ class SessionManager:
         self.cache_size = cache_size
         self.session_factory = session_factory or (lambda key: Session(key))
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self.merges = 0  # saves or loads that merged another writer's changes (for measurement)
 
     def for_tenant(self, tenant: str) -> SessionManager:
         """A manager over the same store that sees only ``tenant``'s sessions."""
@@ -197,24 +220,44 @@ class SessionManager:
         if entry.version and entry.revision == session.revision and not session.cleared:
             return  # nothing changed since the last save (metadata edits: bump session.revision)
         for attempt in range(_MAX_MERGES):
-            full = session.full_chat_history
+            full = list(session.full_chat_history)
             reset = session.cleared
             new = full if reset else full[entry.persisted :]
             now = utc_now()
             records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
             state = session_state(session, entry.created_at, now)
             revision = session.revision
+            held = full[: entry.persisted]
+            merged: list[_Merged] = []
+
+            def rebased(snapshot: Snapshot, held: list[Any] = held, merged: list[_Merged] = merged, now: str = now) -> Any:
+                """Under the store's lock: merge what another writer stored, and write that."""
+                if int(snapshot.state.get("message_count", 0)) < len(held):
+                    raise StoreConflictError(f"session {key!r} was cleared by another writer")  # merge after a full read
+                result = self._merged(entry, snapshot, held)
+                merged.append(result)
+                stamps = {**session.arrived_at, **result.arrived}
+                document = state_document(result.state, result.metadata, entry.created_at, now, lambda m: m.id in result.stored)
+                return [message_record(m, stamps.get(m.id or "", now)) for m in result.unsaved], document
+
             try:
-                version = yield _Call("write", (self.tenant, key, records, state),
-                                      {"reset": reset, "expect_version": None if reset else entry.version})
+                version = yield _Call("write", (self.tenant, key, records, state), {
+                    "reset": reset, "expect_version": None if reset else entry.version,
+                    "rebase": None if reset else Rebase(len(held), rebased)})
             except StoreConflictError:
-                yield from self._merge_flow(key, entry)  # another writer got in between
+                yield from self._merge_flow(key, entry)  # the other writer cleared it: merge after a full read
                 pause = random.uniform(0, 0.002 * attempt)  # spread the retries
                 yield _Blocking(functools.partial(time.sleep, pause))
                 continue
             session.cleared = False
-            entry.version, entry.base = version, {**state, "message_count": entry.persisted + len(new)}
-            entry.persisted, entry.revision = (entry.persisted if not reset else 0) + len(new), revision
+            if merged:  # the store merged another writer's changes in while it held its lock
+                self._apply(entry, merged[-1], late=session.full_chat_history[len(full) :])
+                entry.version, entry.persisted = version, len(merged[-1].state.full_chat_history)
+                entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata})
+                entry.revision = session.revision if len(session.full_chat_history) == entry.persisted else -1
+            else:
+                entry.version, entry.base = version, {**state, "message_count": entry.persisted + len(new)}
+                entry.persisted, entry.revision = (entry.persisted if not reset else 0) + len(new), revision
             self._remember(key, entry)
             return
         raise StoreError(f"session {key!r} kept changing under {_MAX_MERGES} merges in a row; save it again.")
@@ -281,14 +324,19 @@ class SessionManager:
         if entry is not None and entry.session.revision != entry.revision:
             yield from self._merge_flow(key, entry)
             return entry.session
-        snapshot = yield _Call("read", (self.tenant, key))
+        held = entry.session.full_chat_history[: entry.persisted] if entry is not None else []
+        snapshot = yield _Call("read", (self.tenant, key), {"since": len(held)} if held else {})
+        if snapshot is not None and held and int(snapshot.state.get("message_count", 0)) < len(held):  # cleared
+            held = []
+            snapshot = yield _Call("read", (self.tenant, key))
         if snapshot is None:
             return None
-        state, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}"))
+        state, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held))
         session = entry.session if entry is not None else self.session_factory(key)
         session.restore(state)
         session.metadata = metadata
-        session.arrived_at = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
+        arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
+        session.arrived_at = {**session.arrived_at, **arrived} if held else arrived
         self._remember(key, _Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
                                    snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
         return session
@@ -307,20 +355,37 @@ class SessionManager:
         if snapshot is None:  # deleted meanwhile: what we hold is all there is
             entry.version, entry.persisted, entry.base = 0, 0, {}
             return
-        theirs, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held))
-        merged, _, dropped_fold = merge_states(entry.base, len(held), session.state, theirs)
+        result = yield _Blocking(lambda: self._merged(entry, snapshot, held))
+        self._apply(entry, result)
+        entry.version, entry.persisted = snapshot.version, len(result.theirs.full_chat_history)
+        entry.base = base_document(result.theirs, snapshot.state)
+        entry.revision = -1  # our own messages and changes are not stored yet
+
+    def _merged(self, entry: _Entry, snapshot: Snapshot, held: list[Any]) -> _Merged:
+        """What merging ``snapshot`` (records from ``len(held)`` on) with the entry's session gives (pure)."""
+        self.merges += 1
+        session, key = entry.session, entry.session.id
+        theirs, metadata = snapshot_state(snapshot, f"session {key!r}", held)
+        merged, unsaved, dropped_fold = merge_states(entry.base, len(held), session.state, theirs)
         if dropped_fold:
             log.warning("session %r: another writer folded into the memo too; its memo is kept and this writer's "
                         "messages are folded again by the next resize", key)
         base_metadata = entry.base.get("metadata") or {}
         mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
         arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
-        session.restore(merged)
-        session.metadata = {**metadata, **mine}
-        session.arrived_at = {**session.arrived_at, **arrived}
-        entry.version, entry.persisted = snapshot.version, len(theirs.full_chat_history)
-        entry.base = base_document(theirs, snapshot.state)
-        entry.revision = -1  # our own messages and changes are not stored yet
+        stored = {m.id for m in merged.full_chat_history}
+        return _Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, stored)
+
+    @staticmethod
+    def _apply(entry: _Entry, result: _Merged, late: list[Any] = ()) -> None:
+        """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top)."""
+        session = entry.session
+        session.restore(result.state)
+        session.metadata = result.metadata
+        session.arrived_at = {**session.arrived_at, **result.arrived}
+        for message in late:
+            if message not in session:
+                session.append_message(message)
 
     def _run(self, flow: Generator[Any, Any, Any]) -> Any:
         """Drive an operation synchronously (a write conflict is thrown back into the operation)."""

@@ -46,13 +46,16 @@ def _window(base: list[str], mine: list[str], theirs: list[str], order: dict[str
     History messages follow the merged history's order; a message that is not in the history
     (a handler's inline summary) stays after the message it followed.
     """
-    dropped = set(base) - set(mine)
+    base_set = set(base)
+    dropped = base_set - set(mine)
     kept = [i for i in theirs if i not in dropped]
-    kept += [i for i in mine if i not in set(base) and i not in set(kept)]
+    kept_set = set(kept)
+    kept += [i for i in mine if i not in base_set and i not in kept_set]
+    kept_set.update(kept)
     merged = sorted((i for i in kept if i in order), key=order.__getitem__)
     for source in (theirs, mine):
         for position, message_id in enumerate(source):
-            if message_id in order or message_id not in kept or message_id in merged:
+            if message_id in order or message_id not in kept_set or message_id in merged:
                 continue
             before = next((source[k] for k in range(position - 1, -1, -1) if source[k] in merged), None)
             merged.insert(merged.index(before) + 1 if before is not None else 0, message_id)

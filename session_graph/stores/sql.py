@@ -26,6 +26,7 @@ from typing import Any
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SCHEMA_VERSION,
+    Rebase,
     SearchHit,
     SessionInfo,
     Snapshot,
@@ -33,6 +34,7 @@ from session_graph.stores.base import (
     check_expected,
     check_key,
     check_schema,
+    conflict,
 )
 from session_graph.stores.dsn import redact, scrub
 
@@ -150,12 +152,11 @@ class _SqlStore(ThreadedAsync):
 
     def _write_flow(
         self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], reset: bool,
-        expect_version: int | None,
+        expect_version: int | None, rebase: Rebase | None = None,
     ) -> Flow:
         from session_graph.stores.codec import message_text, record_message
 
         check_key(tenant, "tenant"), check_key(key)
-        texts = [message_text(record_message(record, self._where)).replace("\x00", "") for record in records]  # search text; the data keeps it
         if self.dialect.begin:
             yield _Exec(self.dialect.begin)
         yield self._x(
@@ -169,8 +170,15 @@ class _SqlStore(ThreadedAsync):
             (tenant, key),
             "one",
         )
-        check_schema(_json(old_state, f"{self._where} session {key!r}"), f"{self._where} session {key!r}")
-        check_expected(expect_version, int(version), f"session {key!r}")
+        stored_state = check_schema(_json(old_state, f"{self._where} session {key!r}"), f"{self._where} session {key!r}")
+        if check_expected(expect_version, int(version), f"session {key!r}"):
+            if rebase is None:
+                conflict(expect_version, int(version), f"session {key!r}")
+            rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
+                                 " ORDER BY seq", (tenant, key, rebase.since), "all")
+            snapshot = Snapshot(key, {**stored_state, "message_count": count}, self._records(rows, key), int(version))
+            records, state = rebase.fn(snapshot)
+        texts = [message_text(record_message(record, self._where)).replace("\x00", "") for record in records]  # search text; the data keeps it
         if reset:
             yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
             count = 0
@@ -196,10 +204,14 @@ class _SqlStore(ThreadedAsync):
         rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
                              " ORDER BY seq", (tenant, key, since), "all")
         where = f"{self._where} session {key!r}"
-        records = [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
-                   for seq, id_, ts, role, data in rows]
+        records = self._records(rows, key)
         state = check_schema(_json(row[0], where), where)
         return Snapshot(key, state, records, int(row[1]))
+
+    def _records(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
+        where = f"{self._where} session {key!r}"
+        return [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
+                for seq, id_, ts, role, data in rows]
 
     def _version_flow(self, tenant: str, key: str) -> Flow:
         row = yield self._x("SELECT version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, key), "one")
@@ -236,9 +248,10 @@ class _SqlStore(ThreadedAsync):
         *,
         reset: bool = False,
         expect_version: int | None = None,
+        rebase: Rebase | None = None,
     ) -> int:
         self._writable()
-        return self._run(self._write_flow(tenant, key, records, state, reset, expect_version))
+        return self._run(self._write_flow(tenant, key, records, state, reset, expect_version, rebase))
 
     def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         return None if self._empty else self._run(self._read_flow(tenant, key, since))
@@ -388,10 +401,11 @@ class PostgresStore(_SqlStore):
         *,
         reset: bool = False,
         expect_version: int | None = None,
+        rebase: Rebase | None = None,
     ) -> int:
         self._writable()
         await self._aopen()
-        return await self._arun(self._write_flow(tenant, key, records, state, reset, expect_version))
+        return await self._arun(self._write_flow(tenant, key, records, state, reset, expect_version, rebase))
 
     async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         if self._empty:
