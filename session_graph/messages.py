@@ -179,10 +179,12 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     """
     if message.id is not None and any(ord(ch) < 32 for ch in message.id):
         raise MessageError(f"{where} has an id with a NUL or control character ({message.id!r}); use a plain string id.")
+    values = message.__dict__  # pydantic keeps the fields here; getattr on a missing one is slow
     for field in _FIELDS:
-        value = getattr(message, field, None)
-        if value is not None:
-            _check_value(value, f"{where}.{field}", 0)
+        value = values.get(field)
+        if value is None or (isinstance(value, str) and value.isascii()) or (isinstance(value, dict | list) and not value):
+            continue
+        _check_value(value, f"{where}.{field}", 0)
     return message
 
 

@@ -39,7 +39,7 @@ from session_graph.state import (
     SummaryHandler,
 )
 from session_graph.tokens import TokenCounter
-from session_graph.view import SessionView, answered, build_view
+from session_graph.view import SessionView, ViewBuilder, answered
 from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
@@ -98,6 +98,8 @@ class Session(SessionExport):
             model=model,
         )
         self._resizing = False
+        self._view: tuple[Any, SessionView] | None = None
+        self._views = ViewBuilder()  # extends the last view in O(new messages) when it can
         self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
         self.metadata: dict[str, Any] = {}
         self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
@@ -260,7 +262,10 @@ class Session(SessionExport):
             raise ConfigurationError(f"outside_tokens must be a whole number >= 0, got {outside_tokens!r}.")
         limits = self._state.settings.resolved()
         self._ledger.sync(self._state, limits)
-        return build_view(self._state, self._ledger, limits, outside_tokens)
+        key = (self.revision, outside_tokens, limits, id(self._state.memo), len(self._state.memo))
+        if self._view is None or self._view[0] != key:  # unchanged since the last call: the same view, O(1)
+            self._view = (key, self._views.build(self._state, self._ledger, limits, outside_tokens))
+        return self._view[1]
 
     def tokens_of(self, message: BaseMessage) -> int:
         """What one message costs with the counter in use (its chars without a token budget)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from session_graph.budget import plan_budget
 from session_graph.context import MEMO_HEADER, context_message, fit_context
@@ -26,7 +26,7 @@ from session_graph.settings import Limits
 from session_graph.state import SessionState
 from session_graph.tokens import truncate_to_tokens
 
-__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "answered", "build_view", "truncate_message"]
+__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "truncate_message"]
 
 CANCELLED_TEXT = "Cancelled: this tool call returned no result."
 
@@ -129,26 +129,143 @@ def truncate_message(message: BaseMessage, max_tokens: int, measure: Callable[[B
     return with_text(truncate_to_tokens(text, max_tokens, lambda value: measure(with_text(value))))
 
 
+def _reach(window: list[BaseMessage], measure: Callable[[BaseMessage], int], room: int) -> int:
+    """Where the newest part of ``window`` a view could keep starts: whole units back to the
+    first that overflows ``room``, and back to the newest user message. O(that part)."""
+    used, index, newest_user = 0, len(window) - 1, False
+    start = len(window)
+    while index >= 0:
+        first = index
+        while first > 0 and isinstance(window[first], ToolMessage):
+            first -= 1
+        unit = window[first : index + 1]
+        used += sum(measure(m) for m in unit)
+        newest_user = newest_user or any(isinstance(m, HumanMessage) for m in unit)
+        start = first
+        if used > room and newest_user:
+            break
+        index = first - 1
+    return start
+
+
+@dataclass
+class _Tail:
+    """What the last view under a token budget kept, to extend it when messages were only appended.
+
+    Valid while the window is the same list (appends keep it; a resize or a load makes a new
+    one) and nothing else the view depends on changed.
+    """
+
+    window: list[BaseMessage]
+    length: int
+    key: tuple[Any, ...]
+    keep_from: int  # index in ``window`` of the first kept message
+    used: int  # tokens of window[keep_from:length]
+    newest_user: int  # index in ``window`` of the newest user message
+    system: BaseMessage | None
+    system_tokens: int
+    extra: BaseMessage | None
+    extra_tokens: int
+    room: int  # tokens for the window (the budget less everything else)
+
+
+class ViewBuilder:
+    """Builds views, in O(new messages) when the last view can be extended (see ``_Tail``)."""
+
+    def __init__(self) -> None:
+        self._tail: _Tail | None = None
+
+    def build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
+        """The view of ``state`` (the same as ``build_view``)."""
+        key = (limits, outside_tokens, id(state.memo), len(state.memo), ledger.counter.name)
+        tail = self._tail
+        if tail is not None and tail.window is state.current_chat_history and tail.key == key:
+            view = self._extend(tail, ledger, limits, outside_tokens)
+            if view is not None:
+                return view
+        view, self._tail = _build(state, ledger, limits, outside_tokens)
+        if self._tail is not None:
+            self._tail.key = key
+        return view
+
+    @staticmethod
+    def _extend(tail: _Tail, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView | None:
+        window, measure = tail.window, ledger.token_count
+        if len(window) < tail.length:
+            return None
+        pending: set[str] = set()
+        newest_user = tail.newest_user
+        for index in range(tail.length, len(window)):
+            message = window[index]
+            if isinstance(message, ToolMessage):
+                if message.tool_call_id not in pending:
+                    return None  # a result whose call is not just before it: the full path drops it
+                pending.discard(message.tool_call_id)
+                continue
+            if pending:
+                return None  # a call left unanswered: the full path answers it
+            if isinstance(message, AIMessage) and message.tool_calls:
+                pending = {c.get("id") or "" for c in message.tool_calls}
+            elif isinstance(message, HumanMessage):
+                newest_user = index
+        if pending:
+            return None
+        floor = min(measure(window[newest_user]), tail.room // 2) if newest_user >= 0 else 0
+        room = tail.room - tail.system_tokens
+        if tail.extra is not None and tail.extra_tokens > min(limits.reserve_tokens, room - floor):
+            return None  # the summary or memo message would be shortened differently
+        used = tail.used + sum(measure(m) for m in window[tail.length :])
+        keep_from, room = tail.keep_from, room - tail.extra_tokens
+        while used > room and keep_from < len(window):
+            end = keep_from + 1
+            while end < len(window) and isinstance(window[end], ToolMessage):
+                end += 1
+            used -= sum(measure(m) for m in window[keep_from:end])
+            keep_from = end
+        if keep_from > newest_user or newest_user < 0:
+            return None  # the current turn alone is over the budget: the full path elides
+        while not isinstance(window[keep_from], HumanMessage):
+            used -= measure(window[keep_from])
+            keep_from += 1
+        fixed = limits.reply_priming + outside_tokens
+        total = fixed + tail.system_tokens + tail.extra_tokens + used
+        if total > limits.tokens:
+            return None
+        tail.length, tail.keep_from, tail.used, tail.newest_user = len(window), keep_from, used, newest_user
+        messages = [m for m in (tail.system, tail.extra) if m is not None] + window[keep_from:]
+        return SessionView(messages, total, limits.tokens, ledger.counter.name, ledger.counter.exact)
+
+
 def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
     """Compose the view for a state (see the module docstring).
 
     ``outside_tokens`` is what the request spends beyond the view (an agent's own system
     prompt, say); it comes off the budget and is included in ``SessionView.tokens``.
     """
+    return _build(state, ledger, limits, outside_tokens)[0]
+
+
+def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> tuple[SessionView, _Tail | None]:
     measure = ledger.token_count
     system = system_prompt(state)
-    window = list(state.current_chat_history)
-    if window and system is not None and window[0] is system:
-        window = window[1:]
-    window = answered(window)
+    full_window = state.current_chat_history
+    skip = 1 if full_window and system is not None and full_window[0] is system else 0
+    window = full_window[skip:]
     whole = context_message(state.id, state.memo, limits)
     budget = limits.tokens
     truncated: list[str] = []
+    offset = skip
+    if budget:
+        reach = _reach(window, measure, budget - limits.reply_priming - outside_tokens)
+        window, offset = window[reach:], skip + reach
+    candidate = list(window)
+    window = answered(candidate)
+    clean = window is candidate  # nothing answered or dropped: the view is a slice of the window
     if not budget:
         extra = fit_context(whole, limits.reserve_tokens, ledger.measure_context) if whole is not None else None
         messages = [m for m in (system, extra) if m is not None] + window
         total = sum(measure(m) for m in messages) + limits.reply_priming + outside_tokens
-        return SessionView(messages, total, 0, ledger.counter.name, ledger.counter.exact)
+        return SessionView(messages, total, 0, ledger.counter.name, ledger.counter.exact), None
 
     fixed = limits.reply_priming + outside_tokens
     room = budget - fixed
@@ -191,4 +308,14 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_toke
             messages[-1] = truncate_message(kept[0], left, measure)
             truncated.append(kept[0].id or "")
             total = sum(measure(m) for m in messages) + fixed
-    return SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated), plan.elided)
+        return SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated)), None
+    view = SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated), plan.elided)
+    users = [i for i, role in enumerate(roles) if role == "user"]
+    if truncated or plan.elided or not clean or not plan.keep or not users or plan.keep[-1] != len(window) - 1:
+        return view, None
+    tail = _Tail(
+        window=full_window, length=len(full_window), key=(), keep_from=offset + plan.keep[0],
+        used=sum(tokens[plan.keep[0] :]), newest_user=offset + users[-1], system=system, system_tokens=system_tokens,
+        extra=extra, extra_tokens=extra_tokens, room=room,
+    )
+    return view, tail

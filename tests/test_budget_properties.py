@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from session_graph import Session
 from session_graph.tokens import message_tokens
+from session_graph.view import build_view
 
 TEXT = st.text(alphabet=st.sampled_from(list("abc xyz.,") + list("中文字符会话") + ["\n"]), min_size=0, max_size=120)
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -63,6 +64,9 @@ def assert_provider_valid(messages: list[BaseMessage]) -> None:
 
 def check_view(session: Session, appended: list[BaseMessage], budget: int) -> None:
     view = session.view()
+    full_build = build_view(session.state, session._ledger, session.settings.resolved())
+    assert [m.id for m in view.messages] == [m.id for m in full_build.messages]  # the incremental view is the view
+    assert (view.tokens, view.truncated, view.elided) == (full_build.tokens, full_build.truncated, full_build.elided)
     messages = view.messages
     assert view.tokens <= budget
     assert view.tokens == sum(message_tokens(m, session.counter) for m in messages) + 3
@@ -123,6 +127,8 @@ def test_views_keep_every_invariant(
         for message in messages:
             session.append_message(message)
             appended.append(session.full_chat_history[-1])
+            if len(appended) % 3 == 0:
+                check_view(session, appended, budget)  # views between appends extend the last one
         if resize:
             session.resize()
             assert session.judge_resize() is None or session.window_totals.count == session.window_totals.tail_count
