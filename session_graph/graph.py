@@ -11,18 +11,25 @@
 A resize type with a user handler (``"lite"`` and ``"deep"`` included) routes to a node
 named after the type that runs the handler instead of the default chain. Any built-in
 node can be replaced by name through ``overrides``; the replacement has the same
-signature, ``(state, runtime) -> partial update``.
+signature, ``(state, runtime) -> partial update``. Nodes are written once, as flows
+(``_flow.py``), and compiled into a sync graph (run with ``invoke`` from sync code) or an
+async one; a graph compiled for a mode holds only the nodes that mode can visit, while the
+drawing (``mode=None``) shows the whole policy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+import inspect
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
+from session_graph._aio import maybe_await, resolve_sync
+from session_graph._flow import sync_and_async
 from session_graph.errors import ConfigurationError, UnknownResizeTypeError
 from session_graph.nodes import attachment_summary, deep_chunk, judge, lite_prune, memo_update, summary_fold
 from session_graph.nodes.resize_handler import resize_handler_node
@@ -53,15 +60,23 @@ def build_resize_graph(
     resize_types: Iterable[str] = (),
     overrides: Mapping[str, Callable[..., Any]] | None = None,
     checkpointer: bool | None = False,
+    mode: Literal["lite", "memo", "summary"] | None = None,
+    sync: bool = False,
 ) -> CompiledStateGraph:
     """Build and compile the resize graph.
 
     Args:
         resize_types: resize types that have a user handler; each routes to a node of its name.
-        overrides: built-in nodes to replace, by name (one of ``NODE_NAMES``).
+        overrides: built-in nodes to replace, by name (one of ``NODE_NAMES``); sync or async
+            functions ``(state, runtime) -> update``.
         checkpointer: False (the default) never checkpoints, even inside an agent's graph
             (the state is the whole session), and keeps LangGraph from treating the graph as
             a subgraph; None compiles a copy that a parent graph draws nested (``xray``).
+        mode: compile only the nodes a session in this mode can visit (``"lite"``: judge and
+            prune; ``"memo"``: no summary fold; ``"summary"``: no memo nodes); None, the whole
+            policy (what drawings show).
+        sync: nodes for ``graph.invoke`` from sync code (no event loop, no worker thread);
+            else for ``graph.ainvoke``.
 
     Returns:
         The compiled graph, invoked with a ``SessionState`` and a ``ResizeContext``.
@@ -69,12 +84,33 @@ def build_resize_graph(
     Raises:
         ConfigurationError: an override names no built-in node, or a type collides with one.
     """
-    return _build(tuple(sorted(set(resize_types))), tuple(sorted((overrides or {}).items())), checkpointer)
+    return _build(tuple(sorted(set(resize_types))), tuple(sorted((overrides or {}).items())), checkpointer, mode, sync)
 
 
-@lru_cache(maxsize=64)
+def _as_node(node: Callable[..., Any], sync: bool) -> Callable[..., Any]:
+    """A node function for a sync or an async graph, from a flow, a plain function or a user's async function."""
+    if inspect.isgeneratorfunction(node):
+        run, arun = sync_and_async(node)
+        return run if sync else arun
+    if sync:
+        def sync_node(state: SessionState, runtime: Runtime[ResizeContext]) -> Any:
+            return resolve_sync(node(state, runtime))
+
+        return node if not inspect.iscoroutinefunction(node) else sync_node
+
+    async def async_node(state: SessionState, runtime: Runtime[ResizeContext]) -> Any:
+        return await maybe_await(node(state, runtime))  # a sync node runs here, not in a worker thread
+
+    return node if inspect.iscoroutinefunction(node) else async_node
+
+
+@lru_cache(maxsize=128)
 def _build(
-    resize_types: tuple[str, ...], overrides: tuple[tuple[str, Callable[..., Any]], ...], checkpointer: bool | None
+    resize_types: tuple[str, ...],
+    overrides: tuple[tuple[str, Callable[..., Any]], ...],
+    checkpointer: bool | None,
+    mode: str | None,
+    sync: bool,
 ) -> CompiledStateGraph:
     nodes = dict(_DEFAULT_NODES)
     for name, node in overrides:
@@ -88,32 +124,43 @@ def _build(
             raise ConfigurationError(
                 f"resize type {resize_type!r} cannot name a graph node; pick a name other than {', '.join(NODE_NAMES)}."
             )
+    memo, summary = mode in (None, "memo"), mode in (None, "summary")
 
     graph = StateGraph(SessionState, context_schema=ResizeContext)
-    graph.add_node("judge", nodes["judge"])
+
+    def add(name: str, node: Callable[..., Any]) -> None:
+        graph.add_node(name, _as_node(node, sync))
+
+    add("judge", nodes["judge"])
     routes: dict[str, str] = {NO_RESIZE: END}
     labels: dict[str, str] = {}
     for resize_type in resize_types:
         label = f"{resize_type}: user handler"
         routes[label], labels[resize_type] = resize_type, label
-        graph.add_node(resize_type, resize_handler_node(resize_type))
+        add(resize_type, resize_handler_node(resize_type))
         graph.add_edge(resize_type, END)
+    default_routes = not {"lite", "deep"} <= set(resize_types)
+    after_memo = "summary_fold" if summary else "lite_prune"
+    first = "memo_update" if memo else after_memo
     if "deep" not in resize_types:
-        routes[ROUTE_LABELS["deep"]], labels["deep"] = "attachment_summary", ROUTE_LABELS["deep"]
-        graph.add_node("attachment_summary", nodes["attachment_summary"])
-        graph.add_node("deep_chunk", nodes["deep_chunk"])
-        graph.add_edge("attachment_summary", "deep_chunk")
-        graph.add_edge("deep_chunk", "memo_update")
+        if memo:
+            routes[ROUTE_LABELS["deep"]], labels["deep"] = "attachment_summary", ROUTE_LABELS["deep"]
+            add("attachment_summary", nodes["attachment_summary"])
+            add("deep_chunk", nodes["deep_chunk"])
+            graph.add_edge("attachment_summary", "deep_chunk")
+            graph.add_edge("deep_chunk", "memo_update")
+        else:
+            routes[ROUTE_LABELS["deep"]], labels["deep"] = first, ROUTE_LABELS["deep"]
     if "lite" not in resize_types:
-        routes[ROUTE_LABELS["lite"]], labels["lite"] = "memo_update", ROUTE_LABELS["lite"]
-    if not {"lite", "deep"} <= set(resize_types):
-        graph.add_node("memo_update", nodes["memo_update"])
-        graph.add_node("summary_fold", nodes["summary_fold"])
-        graph.add_node("lite_prune", nodes["lite_prune"])
-        graph.add_conditional_edges(
-            "memo_update", _route_chunks, {NEXT_CHUNK: "memo_update", CHUNKS_DONE: "summary_fold"}
-        )
-        graph.add_edge("summary_fold", "lite_prune")
+        routes[ROUTE_LABELS["lite"]], labels["lite"] = first, ROUTE_LABELS["lite"]
+    if default_routes:
+        if memo:
+            add("memo_update", nodes["memo_update"])
+            graph.add_conditional_edges("memo_update", _route_chunks, {NEXT_CHUNK: "memo_update", CHUNKS_DONE: after_memo})
+        if summary:
+            add("summary_fold", nodes["summary_fold"])
+            graph.add_edge("summary_fold", "lite_prune")
+        add("lite_prune", nodes["lite_prune"])
         graph.add_edge("lite_prune", END)
 
     def route_decision(state: SessionState) -> str:

@@ -92,8 +92,13 @@ class Handlers:
 
     @property
     def graph(self) -> CompiledStateGraph:
-        """The compiled resize graph for these handlers and overrides."""
+        """The compiled resize graph for these handlers and overrides (the whole policy, as drawn)."""
         return build_resize_graph(resize_types=self.resize, overrides=self.overrides)
+
+    def runner(self, limits: Limits, *, sync: bool) -> CompiledStateGraph:
+        """The graph a resize runs: only the nodes the session's mode can visit, sync or async nodes."""
+        mode = "memo" if limits.memo_enabled else "summary" if limits.summary_enabled else "lite"
+        return build_resize_graph(resize_types=self.resize, overrides=self.overrides, mode=mode, sync=sync)
 
     def context(self, force: Any, state: SessionState, ledger: Ledger, limits: Limits) -> ResizeContext:
         """What one resize run uses."""

@@ -117,6 +117,27 @@ class Ledger:
             self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))
         self.rebuild(state, reindex=False)
 
+    def adopt_suffix(self, old: list[BaseMessage], new: list[BaseMessage]) -> bool:
+        """Update the totals for a window that is a suffix of the old one, in O(what was dropped).
+
+        Returns False (and changes nothing) when ``new`` is not such a suffix, or when the cut
+        reached into the newest unit or turn (whose counts the totals keep); then rebuild.
+        """
+        dropped = len(old) - len(new)
+        totals = self.totals
+        if dropped < 0 or totals.count != len(old) or (new and (new[0] is not old[dropped] or new[-1] is not old[-1])):
+            return False
+        if not new and old:
+            return False
+        if dropped > totals.count - max(totals.tail_count, totals.turn_count):
+            return False
+        gone = old[:dropped]
+        chars = sum(self.size(m) for m in gone)
+        tokens = sum(self.tokens(m) for m in gone) if self.tokens is not None else 0
+        self.totals = WindowTotals(totals.chars - chars, totals.count - dropped, totals.tail_count, totals.tokens - tokens,
+                                   totals.turn_count)
+        return True
+
     def rebuild(self, state: SessionState, *, reindex: bool) -> None:
         """Recompute the window totals (and, if the full history was replaced, the index)."""
         if reindex:

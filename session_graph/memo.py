@@ -20,6 +20,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from session_graph._flow import Flow, Invoke, adrive
 from session_graph.context import memo_json
 from session_graph.errors import MemoUpdateError
 from session_graph.settings import SessionSettings
@@ -137,29 +138,30 @@ class ModelMemoUpdater:
         self.calls = 0
         self.sent_chars = 0
 
-    async def _ask(self, prompt: list[BaseMessage]) -> dict[str, Any]:
+    def _ask(self, prompt: list[BaseMessage]) -> Flow[dict[str, Any]]:
         self.calls += 1
         self.sent_chars += sum(len(m.text) for m in prompt)
         config: Any = {"tags": ["nostream"]}  # never streamed to the agent's user
         if self.structured is None:
-            return parse_memo_reply(await self.model.ainvoke(prompt, config=config))
-        result = await self.structured.ainvoke(prompt, config=config)
+            return parse_memo_reply((yield Invoke(self.model, prompt, config)))
+        result = yield Invoke(self.structured, prompt, config)
         if isinstance(result, dict) and isinstance(result.get("parsed"), MemoReply):
             return result["parsed"].memo
         return parse_memo_reply(result.get("raw") if isinstance(result, dict) else result)
 
-    async def __call__(
-        self,
-        memo: dict[str, Any],
-        messages: list[BaseMessage],
-        attachments: list[dict[str, Any]],
-        settings: SessionSettings,
-    ) -> dict[str, Any]:
+    def flow(
+        self, memo: dict[str, Any], messages: list[BaseMessage], attachments: list[dict[str, Any]], settings: SessionSettings
+    ) -> Flow[dict[str, Any]]:
+        """The fold as a flow (sync or async, see ``_flow``)."""
         limits = settings.resolved()
         prompt = build_memo_prompt(memo, messages, attachments, limits.instruct, memo_budget(settings))
-        return await self._ask(prompt)
+        return (yield from self._ask(prompt))
 
-    async def compress(self, memo: dict[str, Any], budget: int, tokens: int) -> dict[str, Any]:
-        """Ask the model once to rewrite ``memo`` within ``budget`` tokens."""
-        return await self._ask(build_memo_compression_prompt(memo, budget, tokens))
+    async def __call__(
+        self, memo: dict[str, Any], messages: list[BaseMessage], attachments: list[dict[str, Any]], settings: SessionSettings
+    ) -> dict[str, Any]:
+        return await adrive(self.flow(memo, messages, attachments, settings))
 
+    def compress(self, memo: dict[str, Any], budget: int, tokens: int) -> Flow[dict[str, Any]]:
+        """Ask the model once to rewrite ``memo`` within ``budget`` tokens (a flow)."""
+        return (yield from self._ask(build_memo_compression_prompt(memo, budget, tokens)))

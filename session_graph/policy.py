@@ -17,9 +17,9 @@ judge return deep.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-import inspect
 from typing import Any, NotRequired, TypedDict
 
+from session_graph._flow import Call, Flow
 from session_graph.budget import window_room
 from session_graph.errors import PolicyResultError
 from session_graph.settings import Limits
@@ -89,20 +89,11 @@ def decide(
     policy: PolicyHandler | None,
     policy_args: Callable[[], tuple[Any, ...]],
     default: Callable[[], Decision | None],
-) -> Decision | Awaitable[Decision | None] | None:
-    """The judge, written once: a decision, or an awaitable of one for async policies.
-
-    Sync callers resolve the awaitable on a private loop, async callers await it.
-    """
+) -> Flow[Decision | None]:
+    """The judge, written once as a flow: the forced, the user's (sync or async) or the default decision."""
     if force:
         return forced_decision(force)
     if policy is None:
         return default()
-    result = policy(*policy_args())
-    if inspect.isawaitable(result):
-        return _normalize_later(result)
+    result = yield Call(policy, policy_args())
     return normalize_decision(result)
-
-
-async def _normalize_later(result: Awaitable[Any]) -> Decision | None:
-    return normalize_decision(await result)

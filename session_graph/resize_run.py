@@ -17,7 +17,7 @@ from session_graph.policy import Decision
 from session_graph.state import ResizeContext, SessionState
 from session_graph.window import WindowTotals
 
-__all__ = ["ResizeEvent", "ResizeOutcome", "run_resize"]
+__all__ = ["ResizeEvent", "ResizeOutcome", "run_resize", "run_resize_sync"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +53,22 @@ class ResizeOutcome:
     full_replaced: bool
 
 
-async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
-    """Run the resize graph on ``state`` and build the state to commit."""
+def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
+    """Run a sync resize graph on ``state`` (``graph.invoke``) and build the state to commit."""
     appended_before = len(state.full_chat_history)
-    run_input: dict[str, Any] = {
+    out = graph.invoke(_run_input(state), context=context, config=_config(state))
+    return _outcome(state, out, appended_before)
+
+
+async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
+    """Run an async resize graph on ``state`` (``graph.ainvoke``) and build the state to commit."""
+    appended_before = len(state.full_chat_history)
+    out = await graph.ainvoke(_run_input(state), context=context, config=_config(state))
+    return _outcome(state, out, appended_before)
+
+
+def _run_input(state: SessionState) -> dict[str, Any]:
+    return {
         "id": state.id,
         "full_chat_history": state.full_chat_history,
         "current_chat_history": list(state.current_chat_history),
@@ -67,8 +79,14 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
         "memo_cursor": state.memo_cursor,
         "memo_ahead": state.memo_ahead,
     }
-    pending = appended_before - state.memo_cursor  # at most one memo chunk per pending message
-    out = await graph.ainvoke(run_input, context=context, config={"recursion_limit": pending + 25})
+
+
+def _config(state: SessionState) -> Any:
+    pending = len(state.full_chat_history) - state.memo_cursor  # at most one memo chunk per pending message
+    return {"recursion_limit": pending + 25}
+
+
+def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> ResizeOutcome:
     decision, error = out.get("decision"), out.get("error")
     if decision is None:
         return ResizeOutcome(None, None, None, False)

@@ -10,14 +10,15 @@ anywhere leaves the session as it was (a memo failure keeps what the memo folded
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+import contextlib
 from typing import Any, Literal, Self
 
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
-from session_graph._aio import maybe_await, resolve_sync, run_sync
+from session_graph._flow import Flow, adrive, drive
 from session_graph._ids import new_id, utc_now
 from session_graph.context import memo_for_model
 from session_graph.errors import ConfigurationError, SessionGraphError
@@ -27,11 +28,12 @@ from session_graph.ledger import Ledger
 from session_graph.messages import MessageInput, check_storable, role_of, to_message
 from session_graph.nodes.judge import judge_state
 from session_graph.policy import Decision, PolicyHandler
-from session_graph.resize_run import ResizeEvent, run_resize
+from session_graph.resize_run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
 from session_graph.settings import SessionSettings
 from session_graph.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
+    ResizeContext,
     ResizeHandler,
     SessionState,
     SummaryHandler,
@@ -304,13 +306,13 @@ class Session(SessionExport):
 
     def judge_resize(self, force: Force = False) -> Decision | None:
         """The policy's decision for the current window (``force`` overrides it)."""
-        return resolve_sync(self._judge(force))
+        return drive(self._judge(force))
 
     async def async_judge_resize(self, force: Force = False) -> Decision | None:
         """Async twin of :meth:`judge_resize`."""
-        return await maybe_await(self._judge(force))
+        return await adrive(self._judge(force))
 
-    def _judge(self, force: Force) -> Any:
+    def _judge(self, force: Force) -> Flow[Decision | None]:
         state = self._state
         limits = state.settings.resolved()
         self._ledger.sync(state, limits)
@@ -319,33 +321,51 @@ class Session(SessionExport):
     def resize(self, force: Force = False) -> list[BaseMessage]:
         """Run the resize graph; returns the new window.
 
+        From sync code the graph runs synchronously (``graph.invoke``, sync nodes, the model's
+        ``invoke``): no event loop, no worker thread, also inside a running loop (Jupyter).
+
         Raises:
             UnknownResizeTypeError: (a ``KeyError``) the decided type has no route.
             MemoUpdateError: the memo could not fold messages; progress is kept.
         """
-        return run_sync(lambda: self.async_resize(force))
+        with self._one_resize():
+            state, context = self._run_context(force)
+            return self._commit(state, run_resize_sync(self.handlers.runner(state.settings.resolved(), sync=True), state, context))
 
     async def async_resize(self, force: Force = False) -> list[BaseMessage]:
         """Async twin of :meth:`resize`."""
+        with self._one_resize():
+            state, context = self._run_context(force)
+            outcome = await run_resize(self.handlers.runner(state.settings.resolved(), sync=False), state, context)
+            return self._commit(state, outcome)
+
+    @contextlib.contextmanager
+    def _one_resize(self) -> Iterator[None]:
         if self._resizing:
             raise SessionGraphError(f"session {self.id} is already resizing; await that resize before starting another.")
         self._resizing = True
         try:
-            return await self._resize(force)
+            yield
         finally:
             self._resizing = False
 
-    async def _resize(self, force: Force) -> list[BaseMessage]:
+    def _run_context(self, force: Force) -> tuple[SessionState, ResizeContext]:
         state = self._state
         limits = state.settings.resolved()
-        ledger = self._ledger
-        ledger.sync(state, limits)
-        before = ledger.totals
-        context = self.handlers.context(force, state, ledger, limits)
-        outcome = await run_resize(self.graph, state, context)
+        self._ledger.sync(state, limits)
+        return state, self.handlers.context(force, state, self._ledger, limits)
+
+    def _commit(self, state: SessionState, outcome: ResizeOutcome) -> list[BaseMessage]:
         if outcome.state is None or outcome.decision is None:
             return state.current_chat_history
-        self._install(outcome.state, reindex=outcome.full_replaced)
+        before = self._ledger.totals
+        old_window = self._state.current_chat_history
+        default_route = outcome.decision["type"] in ("lite", "deep") and outcome.decision["type"] not in self.handlers.resize
+        if not outcome.full_replaced and default_route and self._ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
+            self._state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
+            self.revision += 1
+        else:
+            self._install(outcome.state, reindex=outcome.full_replaced)
         self.resize_events.append(ResizeEvent.of(state.turns, outcome.decision, before, self._ledger.totals, outcome.error))
         if outcome.error is not None:
             raise outcome.error

@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 
+from session_graph._flow import Flow, Invoke, adrive
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.memo import reply_text
@@ -78,19 +79,23 @@ class ModelSummarizer:
         self.calls = 0
         self.sent_chars = 0
 
-    async def _ask(self, prompt: list[BaseMessage]) -> str:
+    def _ask(self, prompt: list[BaseMessage]) -> Flow[str]:
         self.calls += 1
         self.sent_chars += sum(len(m.text) for m in prompt)
-        reply: Any = await self.model.ainvoke(prompt, config={"tags": ["nostream"]})  # never streamed to the agent's user
+        reply: Any = yield Invoke(self.model, prompt, {"tags": ["nostream"]})  # never streamed to the agent's user
         text = reply_text(reply) if isinstance(reply, BaseMessage) else ""
         if not text:
             raise MemoUpdateError(f"the summary model's reply has no text: {reply!r:.200}")
         return text
 
-    async def __call__(self, summary: str, messages: list[BaseMessage], settings: SessionSettings) -> str:
+    def flow(self, summary: str, messages: list[BaseMessage], settings: SessionSettings) -> Flow[str]:
+        """The fold as a flow (sync or async, see ``_flow``)."""
         prompt = build_summary_prompt(summary, messages, settings.resolved().summary_prompt, summary_budget(settings))
-        return await self._ask(prompt)
+        return (yield from self._ask(prompt))
 
-    async def compress(self, summary: str, budget: int, tokens: int) -> str:
-        """Ask the model once to rewrite ``summary`` within ``budget`` tokens."""
-        return await self._ask(build_summary_compression_prompt(summary, budget, tokens))
+    async def __call__(self, summary: str, messages: list[BaseMessage], settings: SessionSettings) -> str:
+        return await adrive(self.flow(summary, messages, settings))
+
+    def compress(self, summary: str, budget: int, tokens: int) -> Flow[str]:
+        """Ask the model once to rewrite ``summary`` within ``budget`` tokens (a flow)."""
+        return (yield from self._ask(build_summary_compression_prompt(summary, budget, tokens)))

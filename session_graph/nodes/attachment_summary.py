@@ -6,26 +6,26 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from session_graph._aio import maybe_await
+from session_graph._flow import Flow, call
 from session_graph.errors import HandlerResultError
 from session_graph.messages import content_parts
 from session_graph.state import ResizeContext, SessionState
 
 
-async def attachment_summary(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+def attachment_summary(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[dict[str, Any]]:
     """Summaries by message id for every message past the memo cursor with non-text parts."""
     if not state.settings.resolved().memo_enabled:
         return {}
     summaries: dict[str, list[dict[str, Any]]] = {}
     for message in state.full_chat_history[state.memo_cursor :]:
         if any(isinstance(part, dict) and part.get("type") != "text" for part in content_parts(message)):
-            summaries[message.id or ""] = await summarize(runtime.context, message)
+            summaries[message.id or ""] = yield from summarize(runtime.context, message)
     return {"attachments": summaries}
 
 
-async def summarize(ctx: ResizeContext, message: Any) -> list[dict[str, Any]]:
+def summarize(ctx: ResizeContext, message: Any) -> Flow[list[dict[str, Any]]]:
     """Run the attachment-summary handler on one message and check its result."""
-    result = await maybe_await(ctx.attachment_summary(message))
+    result = yield from call(ctx.attachment_summary, message)
     if not isinstance(result, list) or not all(isinstance(item, dict) for item in result):
         raise HandlerResultError(
             f"the attachment summary handler returned {result!r:.120} for message {message.id}; "

@@ -6,7 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from session_graph._aio import maybe_await
+from session_graph._flow import Flow
 from session_graph.policy import PolicyHandler, decide, default_policy
 from session_graph.state import ResizeContext, SessionState
 from session_graph.window import WindowTotals
@@ -14,8 +14,8 @@ from session_graph.window import WindowTotals
 
 def judge_state(
     force: Any, policy: PolicyHandler | None, state: SessionState, totals: WindowTotals, fixed_tokens: int = 0
-) -> Any:
-    """The decision for a state: a Decision, None, or an awaitable of one (async policies)."""
+) -> Flow[Any]:
+    """The decision for a state, as a flow (a user's policy may be sync or async)."""
     return decide(
         force,
         policy,
@@ -24,7 +24,7 @@ def judge_state(
     )
 
 
-async def judge(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+def judge(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[dict[str, Any]]:
     """Record the decision for this run in ``state.decision``."""
     ctx = runtime.context
-    return {"decision": await maybe_await(judge_state(ctx.force, ctx.policy, state, ctx.totals, ctx.fixed_tokens))}
+    return {"decision": (yield from judge_state(ctx.force, ctx.policy, state, ctx.totals, ctx.fixed_tokens))}

@@ -10,6 +10,7 @@ from session_graph.budget import PrunePlan, plan_prune, window_room
 from session_graph.ledger import system_prompt
 from session_graph.messages import role_of
 from session_graph.state import ResizeContext, SessionState
+from session_graph.window import BOUNDARY_ROLES
 
 
 def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) -> PrunePlan:
@@ -24,6 +25,17 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
     # Under a token budget the system prompt travels in the view, outside the window.
     system = system_prompt(state) if limits.tokens else None
     skip = 1 if system is not None and window and window[0] is system else 0
+    system_tokens = ctx.tokens(system) if skip and system is not None else 0
+    fixed = ctx.outside(state) + system_tokens if limits.tokens else 0
+    full_room = window_room(limits.tokens, fixed)
+    head_room = min(full_room, window_room(limits.prune_tokens, fixed))
+    totals = ctx.totals  # the window's running totals: O(1) when nothing needs cutting
+    opens = len(window) <= skip or role_of(window[skip]) in BOUNDARY_ROLES  # already opens on a turn
+    if (opens and totals.count == len(window)
+            and (not limits.prune_chars or totals.chars < limits.prune_chars)
+            and (not limits.messages or totals.count <= limits.messages)
+            and (not full_room or totals.tokens - system_tokens <= head_room)):
+        return PrunePlan(0, totals.chars, totals.count)
     window = window[skip:]
     pinned_from = None
     if pinned and (limits.memo_enabled or limits.summary_enabled):
@@ -34,8 +46,6 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
                 break
         else:
             pinned_from = len(window) if window else None
-    fixed = ctx.outside(state) + (ctx.tokens(system) if skip and system is not None else 0) if limits.tokens else 0
-    full_room = window_room(limits.tokens, fixed)
     plan = plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
@@ -43,7 +53,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         messages=limits.messages,
         pinned_from=pinned_from,
         tokens=[ctx.tokens(m) for m in window] if full_room else None,
-        max_tokens=min(full_room, window_room(limits.prune_tokens, fixed)),
+        max_tokens=head_room,
         keep_turn=bool(full_room),
         full_chars=limits.chars,
         full_tokens=full_room,

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
-from session_graph._aio import maybe_await
+from session_graph._flow import Flow, call
 from session_graph.context import MEMO_HEADER, memo_for_model, memo_json
 from session_graph.errors import MemoUpdateError
 from session_graph.nodes.attachment_summary import summarize
@@ -29,16 +29,17 @@ __all__ = ["memo_for_model", "memo_update"]
 log = logging.getLogger("session_graph")
 
 
-async def compressed(value: Any, budget: int, measure: Any, compress: Any, valid: type) -> Any:
+def compressed(value: Any, budget: int, measure: Any, compress: Any, valid: type) -> Flow[Any]:
     """``value``, or the model's compression of it when ``value`` measures over ``budget``.
 
-    One request; a reply that fails, is of the wrong kind or is not shorter leaves ``value``.
+    One request (``compress`` is a flow factory); a reply that fails, is of the wrong kind or
+    is not shorter leaves ``value``.
     """
     tokens = measure(value)
     if tokens <= budget or compress is None:
         return value
     try:
-        shorter = await maybe_await(compress(value, budget, tokens))
+        shorter = yield from compress(value, budget, tokens)
     except Exception as error:  # documented fallback: keep the whole reply, the view shortens it
         log.warning("compression request failed (%s); keeping the model's whole reply", error)
         return value
@@ -48,7 +49,7 @@ async def compressed(value: Any, budget: int, measure: Any, compress: Any, valid
     return value
 
 
-async def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[dict[str, Any]]:
     """Fold ``chunks[0]`` (on a lite run, the first chunk ``memo_chunks`` plans) into the memo."""
     ctx = runtime.context
     limits = state.settings.resolved()
@@ -73,10 +74,8 @@ async def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> d
             if message.id in known:
                 attachments.extend(known[message.id or ""])
             elif not isinstance(message.content, str):
-                attachments.extend(await summarize(ctx, message))
-        memo = await maybe_await(
-            ctx.memo_update(memo_for_model(state.memo), list(messages), attachments, state.settings)
-        )
+                attachments.extend((yield from summarize(ctx, message)))
+        memo = yield from call(ctx.memo_update, memo_for_model(state.memo), list(messages), attachments, state.settings)
         if not isinstance(memo, dict):
             raise MemoUpdateError(
                 f"the memo update handler returned {type(memo).__name__} ({memo!r:.80}); it must return the "
@@ -93,7 +92,7 @@ async def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> d
         )
         failure.__cause__ = error
         return {"error": failure, "chunks": []}
-    memo = await compressed(
+    memo = yield from compressed(
         memo,
         limits.reserve_tokens,
         lambda value: ctx.measure_context(SystemMessage(content=MEMO_HEADER + memo_json(value))),

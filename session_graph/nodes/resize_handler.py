@@ -2,40 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 import copy
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
-from session_graph._aio import maybe_await
+from session_graph._flow import Flow, call
 from session_graph.errors import HandlerResultError, MessageError
 from session_graph.messages import to_message
 from session_graph.state import ResizeContext, SessionState
 
 
-def resize_handler_node(
-    resize_type: str,
-) -> Callable[[SessionState, Runtime[ResizeContext]], Coroutine[Any, Any, dict[str, Any]]]:
+def resize_handler_node(resize_type: str) -> Callable[[SessionState, Runtime[ResizeContext]], Flow[dict[str, Any]]]:
     """A node running the handler registered for ``resize_type``.
 
     The handler gets copies of the histories and the memo, so one that edits them in
     place and then fails leaves the session untouched.
     """
 
-    async def run_resize_handler(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+    def run_resize_handler(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[dict[str, Any]]:
         handler = runtime.context.resize_handlers[resize_type]
         before = list(state.full_chat_history)  # kept aside: the handler gets its own copy
         full_in = list(before)
-        result = await maybe_await(
-            handler(
-                full_in,
-                list(state.current_chat_history),
-                copy.deepcopy(state.memo),
-                state.settings,
-            )
-        )
+        result = yield from call(handler, full_in, list(state.current_chat_history), copy.deepcopy(state.memo), state.settings)
         full, current, memo = check_resize_result(result, before, resize_type)
         return {"full_chat_history": full, "current_chat_history": current, "memo": memo}
 

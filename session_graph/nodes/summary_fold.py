@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
-from session_graph._aio import maybe_await
+from session_graph._flow import Flow, call
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.ledger import system_prompt
@@ -23,7 +23,7 @@ from session_graph.nodes.memo_update import compressed
 from session_graph.state import ResizeContext, SessionState
 
 
-async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[dict[str, Any]]:
     """Fold what waits past the cursor; advance the cursor as chunks land.
 
     Only what is new since the last fold is sent. A failure is recorded, not raised, so
@@ -56,7 +56,7 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
                     "summary mode needs a chat model or a summary handler: pass Session(model=...) or "
                     "session.set_summary_handler(fn), or switch to lite mode with session.use_lite()."
                 )
-            folded = await maybe_await(ctx.summarize(summary, leaving[start:end], state.settings))
+            folded = yield from call(ctx.summarize, summary, leaving[start:end], state.settings)
             if not isinstance(folded, str) or not folded.strip():
                 raise MemoUpdateError(f"the summary handler returned {folded!r:.80}; it must return the summary text.")
         except Exception as error:  # keep the window: nothing leaves that the summary does not cover
@@ -71,6 +71,6 @@ async def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> 
             if cursor > state.memo_cursor:  # the chunks folded before the failure are kept
                 update.update(memo={**state.memo, "summary": summary}, **advanced(state, cursor))
             return update
-        summary = await compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str)
+        summary = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str)
         cursor = indices[end - 1] + 1
     return {"memo": {**state.memo, "summary": summary}, **advanced(state, cut)}
