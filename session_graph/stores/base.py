@@ -45,6 +45,7 @@ __all__ = [
     "check_key",
     "check_schema",
     "conflict",
+    "resets",
     "utc_now",
 ]
 
@@ -130,6 +131,16 @@ class SearchHit:
     ts: str
 
 
+def resets(state: dict[str, Any] | None) -> int:
+    """How many times the stored messages of a session were dropped (``StoreChange.reset``).
+
+    Kept by the store in the state document, like ``version`` and ``message_count``: a reader
+    that holds the first N messages knows they are still the stored ones only if this has
+    not changed since it read them (a cleared session may have grown past N again).
+    """
+    return int((state or {}).get("resets", 0))
+
+
 @dataclass(frozen=True, slots=True)
 class StoredSession:
     """What a store holds for one key, read under its writer lock and handed to an ``update`` function.
@@ -156,7 +167,7 @@ class StoreChange:
 
     Attributes:
         state: the new state document; it replaces the stored one (the store adds ``key``,
-            ``tenant``, ``message_count`` and keeps the first ``created_at``).
+            ``tenant``, ``message_count``, ``resets`` and keeps the first ``created_at``).
         records: message records to append, numbered (``seq``) from the store's end.
         reset: drop the stored messages first (``Session.clear``); ``records`` then start at 0.
     """

@@ -43,6 +43,7 @@ from session_graph.stores.base import (
     check_change,
     check_key,
     check_schema,
+    resets,
 )
 
 __all__ = ["JsonlStore", "decode_name", "encode_name"]
@@ -142,7 +143,8 @@ class JsonlStore(StoreBase):
                         os.fsync(handle.fileno())
                 size = log.stat().st_size
             version = stored + 1
-            document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version}
+            document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version,
+                        "resets": resets(old) + change.reset}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
             self._replace(meta, document)

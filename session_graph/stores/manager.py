@@ -31,6 +31,7 @@ from session_graph.stores.base import (
     StoreChange,
     StoredSession,
     check_key,
+    resets,
     utc_now,
 )
 from session_graph.stores.codec import message_record, session_state, snapshot_state, state_document
@@ -205,7 +206,8 @@ class SessionManager:
             revision = session.revision
             held = full[: entry.persisted]
             merged: list[Merged] = []
-            change = self._saving(entry, StoreChange(state, records, reset), held, now, merged)
+            seen: list[StoredSession] = []
+            change = self._saving(entry, StoreChange(state, records, reset), held, now, merged, seen)
             try:
                 version = yield Call("update", (self.tenant, key, change), {"since": len(held)})
             except StoreConflictError:
@@ -215,24 +217,29 @@ class SessionManager:
             if merged:  # the store merged another writer's changes in while it held its lock
                 adopt(session, merged[-1], late=session.full_chat_history[len(full) :])
                 entry.version, entry.persisted = version, len(merged[-1].state.full_chat_history)
-                entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata})
+                entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata,
+                                                               "resets": resets(seen[-1].state)})
                 entry.revision = session.revision if len(session.full_chat_history) == entry.persisted else -1
             else:
-                entry.version, entry.base = version, {**state, "message_count": entry.persisted + len(new)}
+                entry.version = version
+                entry.base = {**state, "message_count": entry.persisted + len(new), "resets": resets(seen[-1].state) + reset}
                 entry.persisted, entry.revision = (entry.persisted if not reset else 0) + len(new), revision
             self._remember(key, entry)
             return
         raise StoreError(f"session {key!r} was deleted or cleared under {_MAX_MERGES} saves in a row; save it again.")
 
-    def _saving(self, entry: _Entry, mine: StoreChange, held: list[Any], now: str, merged: list[Merged]) -> Callable[[StoredSession], StoreChange]:
+    def _saving(self, entry: _Entry, mine: StoreChange, held: list[Any], now: str, merged: list[Merged],
+                seen: list[StoredSession]) -> Callable[[StoredSession], StoreChange]:
         """The update function of a save: ``mine`` if nobody wrote since we read, else the merge
-        with what they stored (computed under the store's lock and kept in ``merged``)."""
+        with what they stored (computed under the store's lock and kept in ``merged``; what the
+        store held is kept in ``seen``)."""
         session, key = entry.session, entry.session.id
 
         def change(stored: StoredSession) -> StoreChange:
+            seen.append(stored)
             if mine.reset or stored.version == entry.version:
                 return mine
-            if stored.state is None or stored.message_count < len(held):  # deleted or cleared meanwhile
+            if stored.state is None or self._cleared(entry, stored.state, stored.message_count, len(held)):
                 raise StoreConflictError(f"session {key!r} was deleted or cleared by another writer")
             result = self._merged(entry, Snapshot(key, stored.state, stored.records, stored.version), held)
             merged.append(result)
@@ -306,7 +313,7 @@ class SessionManager:
             return entry.session
         held = entry.session.full_chat_history[: entry.persisted] if entry is not None else []
         snapshot = yield Call("read", (self.tenant, key), {"since": len(held)} if held else {})
-        if snapshot is not None and held and int(snapshot.state.get("message_count", 0)) < len(held):  # cleared
+        if snapshot is not None and held and self._cleared(entry, snapshot.state, None, len(held)):
             held = []
             snapshot = yield Call("read", (self.tenant, key))
         if snapshot is None:
@@ -329,7 +336,7 @@ class SessionManager:
         session = entry.session
         held = session.full_chat_history[: entry.persisted]
         snapshot = yield Call("read", (self.tenant, key), {"since": len(held)})
-        if snapshot is not None and int(snapshot.state.get("message_count", 0)) < len(held):  # cleared meanwhile
+        if snapshot is not None and held and self._cleared(entry, snapshot.state, None, len(held)):
             held = []
             snapshot = yield Call("read", (self.tenant, key))
         if snapshot is None:  # deleted meanwhile: what we hold is all there is
@@ -341,10 +348,17 @@ class SessionManager:
         entry.base = base_document(result.theirs, snapshot.state)
         entry.revision = -1  # our own messages and changes are not stored yet
 
+    @staticmethod
+    def _cleared(entry: _Entry | None, state: dict[str, Any], count: int | None, held: int) -> bool:
+        """Whether the first ``held`` stored messages are no longer the ones the entry read
+        (another writer cleared the session since: fewer messages, or another ``resets``)."""
+        count = int(state.get("message_count", 0)) if count is None else count
+        return count < held or (entry is not None and resets(state) != resets(entry.base))
+
     def _merged(self, entry: _Entry, snapshot: Snapshot, held: list[Any]) -> Merged:
         """What merging ``snapshot`` (records from ``len(held)`` on) with the entry's session gives (pure)."""
         self.merges += 1
-        result = merge_snapshot(entry.base, entry.session, snapshot, held)
+        result = merge_snapshot(entry.base, entry.session, snapshot, held, entry.persisted)
         if result.dropped_fold:
             log.warning("session %r: another writer folded into the memo too; its memo is kept and this writer's "
                         "messages are folded again by the next resize", entry.session.id)

@@ -96,7 +96,8 @@ def merge_states(
 
     Args:
         base: the state document this writer last read or wrote.
-        base_count: how many messages the store held at the base (a prefix of theirs).
+        base_count: how many of my messages the store held at the base: a prefix of theirs, unless
+            another writer cleared the session since (then they stay dropped).
         mine: the session in memory.
         theirs: the state the store holds now (its history includes every stored message).
     """
@@ -169,13 +170,17 @@ class Merged:
     dropped_fold: bool
 
 
-def merge_snapshot(base: dict[str, Any], session: Session, snapshot: Snapshot, held: Sequence[BaseMessage]) -> Merged:
+def merge_snapshot(
+    base: dict[str, Any], session: Session, snapshot: Snapshot, held: Sequence[BaseMessage], stored_count: int
+) -> Merged:
     """Merge what ``snapshot`` holds (its records from ``len(held)`` on) with ``session``'s changes since ``base``.
 
+    ``stored_count``: how many of the session's messages the store held at the base (usually
+    ``len(held)``; more when another writer cleared the session since: those stay dropped).
     Pure: the session is not changed (``adopt`` does that).
     """
     theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held)
-    merged, unsaved, dropped_fold = merge_states(base, len(held), session.state, theirs)
+    merged, unsaved, dropped_fold = merge_states(base, stored_count, session.state, theirs)
     base_metadata = base.get("metadata") or {}
     mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
     arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}

@@ -36,6 +36,7 @@ from session_graph.stores.base import (
     check_change,
     check_key,
     check_schema,
+    resets,
 )
 from session_graph.stores.dsn import redact, scrub
 
@@ -195,7 +196,8 @@ class _SqlStore(StoreBase):
             yield _Exec(self._q("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
                         rows, many=True)
         created_at = created_at if version else str(state.get("created_at", ""))
-        document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at}
+        document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at,
+                    "resets": resets(stored) + change.reset}
         yield self._x(
             "UPDATE sg_sessions SET state = ?, version = ?, message_count = ?, created_at = ?, updated_at = ?"
             " WHERE tenant = ? AND key = ?",
