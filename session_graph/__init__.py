@@ -37,6 +37,9 @@ from session_graph.stores import (
     SessionStore,
     Snapshot,
     SqliteStore,
+    StoreBase,
+    StoreChange,
+    StoredSession,
     open_store,
 )
 from session_graph.summary import ModelSummarizer
@@ -88,8 +91,11 @@ __all__ = [
     "SettingsError",
     "Snapshot",
     "SqliteStore",
+    "StoreBase",
+    "StoreChange",
     "StoreConflictError",
     "StoreError",
+    "StoredSession",
     "TiktokenCounter",
     "TokenCounter",
     "UnknownResizeTypeError",

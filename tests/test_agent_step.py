@@ -280,9 +280,9 @@ class SlowDisk(JsonlStore):
     def _slow(self) -> None:
         time.sleep(0.3)
 
-    def write(self, *args: Any, **kwargs: Any) -> int:
+    def update(self, *args: Any, **kwargs: Any) -> int:  # every write is an update
         self._slow()
-        return super().write(*args, **kwargs)
+        return super().update(*args, **kwargs)
 
     def read(self, *args: Any, **kwargs: Any) -> Any:
         self._slow()

@@ -319,7 +319,7 @@ def test_a_store_with_only_the_sync_protocol_serves_async_callers(tmp_path: Path
 
     class SyncOnly:  # a user's store: the sync protocol only, no async twins
         def __getattr__(self, name: str) -> Any:
-            if name.startswith("a") and name[1:] in ("write", "read", "version", "delete", "list", "search", "close"):
+            if name.startswith("a") and name[1:] in ("update", "write", "read", "version", "delete", "list", "search", "close"):
                 raise AttributeError(name)
             method = getattr(inner, name)
 

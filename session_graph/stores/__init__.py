@@ -1,6 +1,14 @@
 """Persistence: the SessionStore protocol, its backends and the SessionManager."""
 
-from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot
+from session_graph.stores.base import (
+    SearchHit,
+    SessionInfo,
+    SessionStore,
+    Snapshot,
+    StoreBase,
+    StoreChange,
+    StoredSession,
+)
 from session_graph.stores.formats import SessionStats
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.manager import SessionManager, open_store
@@ -16,5 +24,8 @@ __all__ = [
     "SessionStore",
     "Snapshot",
     "SqliteStore",
+    "StoreBase",
+    "StoreChange",
+    "StoredSession",
     "open_store",
 ]

@@ -1,10 +1,16 @@
 """What every store shares: the protocol, the stored shapes, key rules, timestamps.
 
 A store keeps, per (tenant, key), an append-only list of message records and one small
-state document (memo, settings, counters, metadata, the window as message ids). ``write``
-appends records at the store's end and replaces the state in one atomic step, under a
-lock that other processes respect, so concurrent writers lose nothing and agree on one
-order.
+state document (memo, settings, counters, metadata, the window as message ids).
+
+Every change goes through one primitive, ``update(tenant, key, fn)``: under the store's
+writer lock (JSONL: ``flock``; SQLite: ``BEGIN IMMEDIATE``; Postgres: the session row
+``FOR UPDATE``) the store hands ``fn`` what it holds now (``StoredSession``: the state document,
+version, message count, and the records a caller asked for), then appends the records and
+replaces the state of the ``StoreChange`` that ``fn`` returns, in the same atomic step. No other
+writer can get in between, so a caller that merges never retries and concurrent writers
+lose nothing and agree on one order. ``write`` (append and replace, optionally only if the
+version is still the one read) is one such function, written once in ``StoreBase``.
 
 Every store is async-capable: the protocol's async twins (``aread``, ``awrite``...) default
 to running the sync method in a worker thread (``ThreadedAsync``), so an async agent never
@@ -24,17 +30,22 @@ from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
 __all__ = [
     "MAX_KEY_LENGTH",
     "SCHEMA_VERSION",
-    "Rebase",
     "SearchHit",
     "SessionInfo",
     "SessionStore",
     "Snapshot",
+    "StoreBase",
+    "StoreChange",
+    "StoredSession",
     "ThreadedAsync",
+    "UpdateFn",
     "call_async",
+    "check_change",
     "check_expected",
     "check_key",
     "check_schema",
     "conflict",
+    "resets",
     "utc_now",
 ]
 
@@ -120,23 +131,81 @@ class SearchHit:
     ts: str
 
 
-@dataclass(frozen=True, slots=True)
-class Rebase:
-    """What a conditional write does instead of failing when another writer got in first.
+def resets(state: dict[str, Any] | None) -> int:
+    """How many times the stored messages of a session were dropped (``StoreChange.reset``).
 
-    The store calls ``fn`` under its writer lock with a ``Snapshot`` of the stored state and
-    the records from ``since`` on (what the caller does not hold), and writes the records and
-    state ``fn`` returns, in the same locked step: no other writer can get in between, so a
-    merge never has to be retried. ``fn`` may raise ``StoreConflictError`` to give up.
+    Kept by the store in the state document, like ``version`` and ``message_count``: a reader
+    that holds the first N messages knows they are still the stored ones only if this has
+    not changed since it read them (a cleared session may have grown past N again).
+    """
+    return int((state or {}).get("resets", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """What a store holds for one key, read under its writer lock and handed to an ``update`` function.
+
+    Attributes:
+        key: the session key.
+        state: the stored state document, or None when nothing is stored under the key.
+        version: the stored version (0: nothing stored yet); every write adds one.
+        message_count: how many message records the store holds for the key.
+        records: the records from ``update``'s ``since`` on, oldest first (empty without ``since``,
+            and read only when the store holds records past ``since``).
     """
 
-    since: int
-    fn: Callable[[Snapshot], tuple[list[dict[str, Any]], dict[str, Any]]]
+    key: str
+    state: dict[str, Any] | None
+    version: int
+    message_count: int
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreChange:
+    """What an ``update`` function asks the store to write, in one atomic step.
+
+    Attributes:
+        state: the new state document; it replaces the stored one (the store adds ``key``,
+            ``tenant``, ``message_count``, ``resets`` and keeps the first ``created_at``).
+        records: message records to append, numbered (``seq``) from the store's end.
+        reset: drop the stored messages first (``Session.clear``); ``records`` then start at 0.
+    """
+
+    state: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    reset: bool = False
+
+
+UpdateFn = Callable[[StoredSession], StoreChange | None]
+"""An ``update`` function: what is stored -> what to write (None: nothing)."""
+
+
+def check_change(change: Any, fn: Any) -> StoreChange | None:
+    """What an update function returned, if it is a ``StoreChange`` (or None: write nothing)."""
+    if change is None or isinstance(change, StoreChange):
+        if change is not None and not isinstance(change.state, dict):
+            raise TypeError(f"the update function {fn!r} returned a StoreChange whose state is not a dict: {change.state!r}")
+        return change
+    raise TypeError(f"the update function {fn!r} must return a StoreChange or None, got {type(change).__name__}: {change!r:.80}")
 
 
 @runtime_checkable
 class SessionStore(Protocol):
     """Persistence for sessions; every backend passes the same conformance suite."""
+
+    def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
+        """Change one session atomically: ``fn`` sees what is stored and says what to write.
+
+        Under the store's writer lock (other processes wait), the store calls ``fn`` once with
+        a ``StoredSession`` (the state document, version and message count, plus the records from
+        ``since`` on when ``since`` is given and the store holds more than ``since``), then
+        appends the records and replaces the state of the ``StoreChange`` it returns, atomically.
+        ``fn`` returning None writes nothing; ``fn`` raising writes nothing and the error
+        reaches the caller. ``fn`` must be quick and must not call the store (it holds the
+        lock). Returns the new version (the stored one, or 0, when nothing was written).
+        """
+        ...
 
     def write(
         self,
@@ -147,14 +216,13 @@ class SessionStore(Protocol):
         *,
         reset: bool = False,
         expect_version: int | None = None,
-        rebase: Rebase | None = None,
     ) -> int:
         """Append ``records`` (numbered from the store's end) and replace the state, atomically.
 
-        ``reset`` drops the stored messages first (``Session.clear``). ``expect_version``: write
-        only if the stored version is still this one (0: not stored yet); else, with ``rebase``,
-        write what ``rebase.fn`` makes of what is stored (under the same lock), or without it
-        raise ``StoreConflictError`` and write nothing. Returns the new version.
+        An ``update`` (``StoreBase`` writes it once for every store). ``reset`` drops the
+        stored messages first (``Session.clear``). ``expect_version``: write only if the stored
+        version is still this one (0: not stored yet), else raise ``StoreConflictError`` and
+        write nothing. Returns the new version.
         """
         ...
 
@@ -183,7 +251,7 @@ class SessionStore(Protocol):
         ...
 
 
-_METHODS = ("write", "read", "version", "delete", "list", "search", "close")
+_METHODS = ("update", "write", "read", "version", "delete", "list", "search", "close")
 
 
 class ThreadedAsync:
@@ -193,22 +261,9 @@ class ThreadedAsync:
     the ones it can do better.
     """
 
-    async def awrite(
-        self,
-        tenant: str,
-        key: str,
-        records: list[dict[str, Any]],
-        state: dict[str, Any],
-        *,
-        reset: bool = False,
-        expect_version: int | None = None,
-        rebase: Rebase | None = None,
-    ) -> int:
-        """Async twin of ``write``."""
-        return await asyncio.to_thread(  # type: ignore[attr-defined]
-            self.write, tenant, key, records, state, reset=reset, expect_version=expect_version,  # type: ignore[attr-defined]
-            rebase=rebase,
-        )
+    async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
+        """Async twin of ``update`` (``fn`` runs in the worker thread, under the lock)."""
+        return await asyncio.to_thread(self.update, tenant, key, fn, since=since)  # type: ignore[attr-defined]
 
     async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         """Async twin of ``read``."""
@@ -233,6 +288,52 @@ class ThreadedAsync:
     async def aclose(self) -> None:
         """Async twin of ``close``."""
         await asyncio.to_thread(self.close)  # type: ignore[attr-defined]
+
+
+class StoreBase(ThreadedAsync):
+    """What the built-in stores share: ``write`` as one ``update``, and the async twins.
+
+    A backend implements ``update``, ``read``, ``version``, ``delete``, ``list``, ``search``
+    and ``close``; a user's store may derive from this class to get ``write`` and the async
+    twins (run in a worker thread) for free.
+    """
+
+    def write(
+        self,
+        tenant: str,
+        key: str,
+        records: list[dict[str, Any]],
+        state: dict[str, Any],
+        *,
+        reset: bool = False,
+        expect_version: int | None = None,
+    ) -> int:
+        """Append ``records`` and replace the state, atomically (see ``SessionStore.write``)."""
+        return self.update(tenant, key, _writing(key, records, state, reset, expect_version))  # type: ignore[attr-defined]
+
+    async def awrite(
+        self,
+        tenant: str,
+        key: str,
+        records: list[dict[str, Any]],
+        state: dict[str, Any],
+        *,
+        reset: bool = False,
+        expect_version: int | None = None,
+    ) -> int:
+        """Async twin of ``write`` (through ``aupdate``, so a native async backend serves it)."""
+        return await self.aupdate(tenant, key, _writing(key, records, state, reset, expect_version))
+
+
+def _writing(key: str, records: list[dict[str, Any]], state: dict[str, Any], reset: bool,
+             expect_version: int | None) -> UpdateFn:
+    """The update function of a write: the change as given, if the stored version is the expected one."""
+
+    def write(stored: StoredSession) -> StoreChange:
+        conflict(expect_version, stored.version, f"session {key!r}")
+        return StoreChange(state, records, reset)
+
+    return write
 
 
 async def call_async(store: Any, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -3,7 +3,8 @@
 Per session: ``<name>.jsonl`` (one line per message: seq, id, UTC ts, the message) and
 ``<name>.meta.json`` (the state, rewritten atomically: temp file, fsync, rename, fsync of
 the directory). Saving a turn appends its lines; the transcript is never rewritten. A
-``<name>.lock`` file takes an exclusive ``flock`` around every write, across processes.
+``<name>.lock`` file takes an exclusive ``flock`` around every ``update`` (the caller's function
+runs inside it), across processes.
 
 File names are reversible and collision-free: the key is percent-encoded, capitals
 included (``A`` -> ``%41``, so case-insensitive file systems cannot merge two keys); a
@@ -33,15 +34,16 @@ except ImportError:  # pragma: no cover
 
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
-    Rebase,
     SearchHit,
     SessionInfo,
     Snapshot,
-    ThreadedAsync,
-    check_expected,
+    StoreBase,
+    StoredSession,
+    UpdateFn,
+    check_change,
     check_key,
     check_schema,
-    conflict,
+    resets,
 )
 
 __all__ = ["JsonlStore", "decode_name", "encode_name"]
@@ -62,7 +64,7 @@ def decode_name(name: str) -> str | None:
     return None if name.startswith("~") else unquote(name)
 
 
-class JsonlStore(ThreadedAsync):
+class JsonlStore(StoreBase):
     """Sessions as JSONL files in a directory (``./.session_graph/`` by default).
 
     Args:
@@ -114,34 +116,23 @@ class JsonlStore(ThreadedAsync):
             handle.close()
 
     # -- protocol ------------------------------------------------------------------------------
-    def write(
-        self,
-        tenant: str,
-        key: str,
-        records: list[dict[str, Any]],
-        state: dict[str, Any],
-        *,
-        reset: bool = False,
-        expect_version: int | None = None,
-        rebase: Rebase | None = None,
-    ) -> int:
+    def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
         with self._locked(tenant, key) as (log, meta):
             old = self._read_meta(meta)
             if old is not None:
                 check_schema(old, str(meta))
             stored = int((old or {}).get("version", 0))
             count, size = self._settle(log, old)
-            if check_expected(expect_version, stored, f"session {key!r}"):
-                if rebase is None:
-                    conflict(expect_version, stored, f"session {key!r}")
-                current = {**(old or {}), "message_count": count}
-                snapshot = Snapshot(key, current, self._records(tenant, key, log, rebase.since, locked=True), stored)
-                records, state = rebase.fn(snapshot)
+            records = self._records(tenant, key, log, since, locked=True) if since is not None and since < count else []
+            change = check_change(fn(StoredSession(key, old, stored, count, records)), fn)
+            if change is None:
+                return stored
+            state = change.state
             lines = []
-            if reset:
+            if change.reset:
                 lines.append(json.dumps({"_type": _RESET, "ts": state.get("updated_at")}) + "\n")
                 count = 0
-            for record in records:
+            for record in change.records:
                 lines.append(json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n")
                 count += 1
             if lines:
@@ -151,8 +142,9 @@ class JsonlStore(ThreadedAsync):
                     if self.fsync:
                         os.fsync(handle.fileno())
                 size = log.stat().st_size
-            version = (old or {}).get("version", 0) + 1
-            document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version}
+            version = stored + 1
+            document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version,
+                        "resets": resets(old) + change.reset}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
             self._replace(meta, document)

@@ -3,45 +3,43 @@
 ``get_or_create(key)`` returns the live Session for a key (the same object while it stays
 in the cache) and notices when another process changed the store: the cached session is
 reloaded in place and, if it has changes of its own, merged with what the other writer
-stored (``stores.merge``), so nothing is lost. ``save(session)`` appends only the messages
-the store does not have and replaces the small state document, on the condition that
-nobody wrote since (``expect_version``); if someone did, it merges and writes again. Two
-writers on one key thus keep both windows, both counters and what each memo really folded. The cache is LRU; an entry with unsaved changes is
-never evicted.
+stored (``stores.merge``), so nothing is lost. ``save(session)`` is one store ``update``:
+under the store's writer lock it appends only the messages the store does not have and
+replaces the small state document, or, if another writer got in since we read, merges
+what they stored with our changes and writes that, in the same locked step (never a
+retry). Two writers on one key thus keep both windows, both counters and what each memo
+really folded. The cache is LRU; an entry with unsaved changes is never evicted.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
-import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 import logging
 import os
 from pathlib import Path
-import random
-import time
 from typing import Any
 
 from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
 from session_graph.session import Session
-from session_graph.state import SessionState
 from session_graph.stores.base import (
-    Rebase,
     SearchHit,
     SessionInfo,
     SessionStore,
     Snapshot,
-    call_async,
+    StoreChange,
+    StoredSession,
     check_key,
+    resets,
     utc_now,
 )
 from session_graph.stores.codec import message_record, session_state, snapshot_state, state_document
 from session_graph.stores.dsn import parse_target
+from session_graph.stores.flows import Blocking, Call, Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
-from session_graph.stores.merge import base_document, merge_states
+from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 from session_graph.stores.nanobot import read_nanobot_session
 from session_graph.stores.sql import PostgresStore, SqliteStore
 
@@ -49,7 +47,6 @@ __all__ = ["SessionManager", "open_store"]
 
 log = logging.getLogger("session_graph")
 _MAX_MERGES = 50
-_MISSING = object()
 
 
 def open_store(target: SessionStore | str | os.PathLike[str] | None = None, *, create: bool = True) -> SessionStore:
@@ -63,40 +60,20 @@ def open_store(target: SessionStore | str | os.PathLike[str] | None = None, *, c
         target = ".session_graph"
     if isinstance(target, SessionStore):
         return target
+    if not isinstance(target, str | os.PathLike):
+        missing = [m for m in ("update", "write", "read", "version", "delete", "list", "search", "close")
+                   if not callable(getattr(target, m, None))]
+        raise ConfigurationError(
+            f"{target!r:.80} is neither a path or DSN nor a SessionStore (it lacks {', '.join(missing)}); "
+            "derive your store from session_graph.StoreBase and implement update, read, version, delete, list, "
+            "search and close."
+        )
     parsed = parse_target(os.fspath(target))
     if parsed.kind == "postgres":
         return PostgresStore(parsed.value, create=create)
     if parsed.kind == "sqlite":
         return SqliteStore(parsed.value, create=create)
     return JsonlStore(parsed.value, create=create)
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """A store call an operation asks its driver to make."""
-
-    method: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class _Blocking:
-    """CPU- or disk-bound work an async driver runs in a worker thread."""
-
-    fn: Callable[[], Any]
-
-
-@dataclass(frozen=True, slots=True)
-class _Merged:
-    """A merge computed from a snapshot: theirs, the merged state, my messages to append, and more."""
-
-    theirs: SessionState
-    state: SessionState
-    unsaved: list[Any]
-    metadata: dict[str, Any]
-    arrived: dict[str, str]
-    stored: set[str | None]
 
 
 @dataclass
@@ -184,10 +161,10 @@ class SessionManager:
             return len(session.full_chat_history)
         return len(session.full_chat_history) - entry.persisted
 
-    def _get_flow(self, key: str) -> Generator[Any, Any, Session | None]:
+    def _get_flow(self, key: str) -> Operation:
         key = check_key(key)
         entry = self._cache.get(key)
-        version = yield _Call("version", (self.tenant, key))
+        version = yield Call("version", (self.tenant, key))
         if entry is not None and version == (entry.version or None):
             self._cache.move_to_end(key)
             return entry.session
@@ -195,7 +172,7 @@ class SessionManager:
             return entry.session if entry is not None else None
         return (yield from self._load_flow(key, entry))
 
-    def _get_or_create_flow(self, key: str) -> Generator[Any, Any, Session]:
+    def _get_or_create_flow(self, key: str) -> Operation:
         session = yield from self._get_flow(key)
         if session is not None:
             return session
@@ -205,13 +182,13 @@ class SessionManager:
         self._remember(key, _Entry(session, 0, 0, -1, utc_now(), {}))
         return session
 
-    def _save_flow(self, session: Session) -> Generator[Any, Any, None]:
-        """Append the new messages and replace the state, if nobody wrote since we read; else
-        merge what they wrote with our changes (``stores.merge``) and try again."""
+    def _save_flow(self, session: Session) -> Operation:
+        """Append the new messages and replace the state in one ``update``: under the store's
+        lock, as is if nobody wrote since we read, else merged with what they wrote."""
         key = check_key(session.id)
         entry = self._cache.get(key)
         if entry is None or entry.session is not session:
-            if (yield _Call("version", (self.tenant, key))) is not None:
+            if (yield Call("version", (self.tenant, key))) is not None:
                 raise StoreError(
                     f"session {key!r} is already stored; get it with manager.get_or_create({key!r}) "
                     "and save that object, so nothing stored is overwritten."
@@ -219,7 +196,7 @@ class SessionManager:
             entry = _Entry(session, 0, 0, -1, utc_now(), {})
         if entry.version and entry.revision == session.revision and not session.cleared:
             return  # nothing changed since the last save (metadata edits: bump session.revision)
-        for attempt in range(_MAX_MERGES):
+        for _ in range(_MAX_MERGES):
             full = list(session.full_chat_history)
             reset = session.cleared
             new = full if reset else full[entry.persisted :]
@@ -228,39 +205,49 @@ class SessionManager:
             state = session_state(session, entry.created_at, now)
             revision = session.revision
             held = full[: entry.persisted]
-            merged: list[_Merged] = []
-
-            def rebased(snapshot: Snapshot, held: list[Any] = held, merged: list[_Merged] = merged, now: str = now) -> Any:
-                """Under the store's lock: merge what another writer stored, and write that."""
-                if int(snapshot.state.get("message_count", 0)) < len(held):
-                    raise StoreConflictError(f"session {key!r} was cleared by another writer")  # merge after a full read
-                result = self._merged(entry, snapshot, held)
-                merged.append(result)
-                stamps = {**session.arrived_at, **result.arrived}
-                document = state_document(result.state, result.metadata, entry.created_at, now, lambda m: m.id in result.stored)
-                return [message_record(m, stamps.get(m.id or "", now)) for m in result.unsaved], document
-
+            merged: list[Merged] = []
+            seen: list[StoredSession] = []
+            change = self._saving(entry, StoreChange(state, records, reset), held, now, merged, seen)
             try:
-                version = yield _Call("write", (self.tenant, key, records, state), {
-                    "reset": reset, "expect_version": None if reset else entry.version,
-                    "rebase": None if reset else Rebase(len(held), rebased)})
+                version = yield Call("update", (self.tenant, key, change), {"since": len(held)})
             except StoreConflictError:
-                yield from self._merge_flow(key, entry)  # the other writer cleared it: merge after a full read
-                pause = random.uniform(0, 0.002 * attempt)  # spread the retries
-                yield _Blocking(functools.partial(time.sleep, pause))
+                yield from self._merge_flow(key, entry)  # deleted or cleared meanwhile: merge after a full read
                 continue
             session.cleared = False
             if merged:  # the store merged another writer's changes in while it held its lock
-                self._apply(entry, merged[-1], late=session.full_chat_history[len(full) :])
+                adopt(session, merged[-1], late=session.full_chat_history[len(full) :])
                 entry.version, entry.persisted = version, len(merged[-1].state.full_chat_history)
-                entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata})
+                entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata,
+                                                               "resets": resets(seen[-1].state)})
                 entry.revision = session.revision if len(session.full_chat_history) == entry.persisted else -1
             else:
-                entry.version, entry.base = version, {**state, "message_count": entry.persisted + len(new)}
+                entry.version = version
+                entry.base = {**state, "message_count": entry.persisted + len(new), "resets": resets(seen[-1].state) + reset}
                 entry.persisted, entry.revision = (entry.persisted if not reset else 0) + len(new), revision
             self._remember(key, entry)
             return
-        raise StoreError(f"session {key!r} kept changing under {_MAX_MERGES} merges in a row; save it again.")
+        raise StoreError(f"session {key!r} was deleted or cleared under {_MAX_MERGES} saves in a row; save it again.")
+
+    def _saving(self, entry: _Entry, mine: StoreChange, held: list[Any], now: str, merged: list[Merged],
+                seen: list[StoredSession]) -> Callable[[StoredSession], StoreChange]:
+        """The update function of a save: ``mine`` if nobody wrote since we read, else the merge
+        with what they stored (computed under the store's lock and kept in ``merged``; what the
+        store held is kept in ``seen``)."""
+        session, key = entry.session, entry.session.id
+
+        def change(stored: StoredSession) -> StoreChange:
+            seen.append(stored)
+            if mine.reset or stored.version == entry.version:
+                return mine
+            if stored.state is None or self._cleared(entry, stored.state, stored.message_count, len(held)):
+                raise StoreConflictError(f"session {key!r} was deleted or cleared by another writer")
+            result = self._merged(entry, Snapshot(key, stored.state, stored.records, stored.version), held)
+            merged.append(result)
+            stamps = {**session.arrived_at, **result.arrived}
+            document = state_document(result.state, result.metadata, entry.created_at, now, lambda m: m.id in result.stored)
+            return StoreChange(document, [message_record(m, stamps.get(m.id or "", now)) for m in result.unsaved])
+
+        return change
 
     def delete(self, key: str) -> bool:
         """Remove a session from the store and the cache; False if there was none."""
@@ -319,19 +306,19 @@ class SessionManager:
             raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
         return snapshot
 
-    def _load_flow(self, key: str, entry: _Entry | None) -> Generator[Any, Any, Session | None]:
+    def _load_flow(self, key: str, entry: _Entry | None) -> Operation:
         """Load a stored session; a cached one with changes of its own is merged with what is stored."""
         if entry is not None and entry.session.revision != entry.revision:
             yield from self._merge_flow(key, entry)
             return entry.session
         held = entry.session.full_chat_history[: entry.persisted] if entry is not None else []
-        snapshot = yield _Call("read", (self.tenant, key), {"since": len(held)} if held else {})
-        if snapshot is not None and held and int(snapshot.state.get("message_count", 0)) < len(held):  # cleared
+        snapshot = yield Call("read", (self.tenant, key), {"since": len(held)} if held else {})
+        if snapshot is not None and held and self._cleared(entry, snapshot.state, None, len(held)):
             held = []
-            snapshot = yield _Call("read", (self.tenant, key))
+            snapshot = yield Call("read", (self.tenant, key))
         if snapshot is None:
             return None
-        state, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held))
+        state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held))
         session = entry.session if entry is not None else self.session_factory(key)
         session.restore(state)
         session.metadata = metadata
@@ -341,84 +328,47 @@ class SessionManager:
                                    snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
         return session
 
-    def _merge_flow(self, key: str, entry: _Entry) -> Generator[Any, Any, None]:
+    def _merge_flow(self, key: str, entry: _Entry) -> Operation:
         """Merge what another writer stored with the cached session's own changes, in place.
 
         Reads only the records after the ones this session holds (O(what the other wrote)).
         """
         session = entry.session
         held = session.full_chat_history[: entry.persisted]
-        snapshot = yield _Call("read", (self.tenant, key), {"since": len(held)})
-        if snapshot is not None and int(snapshot.state.get("message_count", 0)) < len(held):  # cleared meanwhile
+        snapshot = yield Call("read", (self.tenant, key), {"since": len(held)})
+        if snapshot is not None and held and self._cleared(entry, snapshot.state, None, len(held)):
             held = []
-            snapshot = yield _Call("read", (self.tenant, key))
+            snapshot = yield Call("read", (self.tenant, key))
         if snapshot is None:  # deleted meanwhile: what we hold is all there is
             entry.version, entry.persisted, entry.base = 0, 0, {}
             return
-        result = yield _Blocking(lambda: self._merged(entry, snapshot, held))
-        self._apply(entry, result)
+        result = yield Blocking(lambda: self._merged(entry, snapshot, held))
+        adopt(session, result)
         entry.version, entry.persisted = snapshot.version, len(result.theirs.full_chat_history)
         entry.base = base_document(result.theirs, snapshot.state)
         entry.revision = -1  # our own messages and changes are not stored yet
 
-    def _merged(self, entry: _Entry, snapshot: Snapshot, held: list[Any]) -> _Merged:
+    @staticmethod
+    def _cleared(entry: _Entry | None, state: dict[str, Any], count: int | None, held: int) -> bool:
+        """Whether the first ``held`` stored messages are no longer the ones the entry read
+        (another writer cleared the session since: fewer messages, or another ``resets``)."""
+        count = int(state.get("message_count", 0)) if count is None else count
+        return count < held or (entry is not None and resets(state) != resets(entry.base))
+
+    def _merged(self, entry: _Entry, snapshot: Snapshot, held: list[Any]) -> Merged:
         """What merging ``snapshot`` (records from ``len(held)`` on) with the entry's session gives (pure)."""
         self.merges += 1
-        session, key = entry.session, entry.session.id
-        theirs, metadata = snapshot_state(snapshot, f"session {key!r}", held)
-        merged, unsaved, dropped_fold = merge_states(entry.base, len(held), session.state, theirs)
-        if dropped_fold:
+        result = merge_snapshot(entry.base, entry.session, snapshot, held, entry.persisted)
+        if result.dropped_fold:
             log.warning("session %r: another writer folded into the memo too; its memo is kept and this writer's "
-                        "messages are folded again by the next resize", key)
-        base_metadata = entry.base.get("metadata") or {}
-        mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
-        arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
-        stored = {m.id for m in merged.full_chat_history}
-        return _Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, stored)
+                        "messages are folded again by the next resize", entry.session.id)
+        return result
 
-    @staticmethod
-    def _apply(entry: _Entry, result: _Merged, late: list[Any] = ()) -> None:
-        """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top)."""
-        session = entry.session
-        session.restore(result.state)
-        session.metadata = result.metadata
-        session.arrived_at = {**session.arrived_at, **result.arrived}
-        for message in late:
-            if message not in session:
-                session.append_message(message)
+    def _run(self, flow: Operation) -> Any:
+        return drive(self.store, flow)
 
-    def _run(self, flow: Generator[Any, Any, Any]) -> Any:
-        """Drive an operation synchronously (a write conflict is thrown back into the operation)."""
-        reply: Any = None
-        conflict: StoreConflictError | None = None
-        while True:
-            try:
-                step = flow.throw(conflict) if conflict is not None else flow.send(reply)
-            except StopIteration as stop:
-                return stop.value
-            conflict = None
-            try:
-                reply = step.fn() if isinstance(step, _Blocking) else getattr(self.store, step.method)(*step.args, **step.kwargs)
-            except StoreConflictError as error:
-                conflict = error
-
-    async def _arun(self, flow: Generator[Any, Any, Any]) -> Any:
-        """Drive an operation from async code: store calls through their async twins, blocking work in a thread."""
-        reply: Any = None
-        conflict: StoreConflictError | None = None
-        while True:
-            try:
-                step = flow.throw(conflict) if conflict is not None else flow.send(reply)
-            except StopIteration as stop:
-                return stop.value
-            conflict = None
-            try:
-                if isinstance(step, _Blocking):
-                    reply = await asyncio.to_thread(step.fn)
-                else:
-                    reply = await call_async(self.store, step.method, *step.args, **step.kwargs)
-            except StoreConflictError as error:
-                conflict = error
+    async def _arun(self, flow: Operation) -> Any:
+        return await adrive(self.store, flow)
 
     def _remember(self, key: str, entry: _Entry) -> None:
         self._cache[key] = entry

@@ -17,14 +17,22 @@ by message id, never by position:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
 from session_graph.state import SessionState
+from session_graph.stores.base import Snapshot
+from session_graph.stores.codec import snapshot_state
 
-__all__ = ["base_document", "merge_states", "unfolded_cursor"]
+if TYPE_CHECKING:
+    from session_graph.session import Session
+
+__all__ = ["Merged", "adopt", "base_document", "merge_snapshot", "merge_states", "unfolded_cursor"]
+
+_MISSING = object()
 
 
 def _folded(ids: list[str], cursor: int, ahead: Iterable[str]) -> set[str]:
@@ -88,7 +96,8 @@ def merge_states(
 
     Args:
         base: the state document this writer last read or wrote.
-        base_count: how many messages the store held at the base (a prefix of theirs).
+        base_count: how many of my messages the store held at the base: a prefix of theirs, unless
+            another writer cleared the session since (then they stay dropped).
         mine: the session in memory.
         theirs: the state the store holds now (its history includes every stored message).
     """
@@ -136,3 +145,54 @@ def merge_states(
     )
     return merged, unsaved, dropped_fold
 
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """A merge of a session with a stored snapshot.
+
+    Attributes:
+        theirs: the stored state (the snapshot decoded).
+        state: the merged state.
+        unsaved: my messages the store does not hold (to append).
+        metadata: theirs, updated with the keys I changed since the base.
+        arrived: arrival times of the stored records, by message id.
+        stored: ids of the merged history (window messages outside it are kept inline).
+        dropped_fold: both writers folded into the memo; mine is dropped and refolded later.
+    """
+
+    theirs: SessionState
+    state: SessionState
+    unsaved: list[BaseMessage]
+    metadata: dict[str, Any]
+    arrived: dict[str, str]
+    stored: set[str | None]
+    dropped_fold: bool
+
+
+def merge_snapshot(
+    base: dict[str, Any], session: Session, snapshot: Snapshot, held: Sequence[BaseMessage], stored_count: int
+) -> Merged:
+    """Merge what ``snapshot`` holds (its records from ``len(held)`` on) with ``session``'s changes since ``base``.
+
+    ``stored_count``: how many of the session's messages the store held at the base (usually
+    ``len(held)``; more when another writer cleared the session since: those stay dropped).
+    Pure: the session is not changed (``adopt`` does that).
+    """
+    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held)
+    merged, unsaved, dropped_fold = merge_states(base, stored_count, session.state, theirs)
+    base_metadata = base.get("metadata") or {}
+    mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
+    arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
+    stored = {m.id for m in merged.full_chat_history}
+    return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, stored, dropped_fold)
+
+
+def adopt(session: Session, result: Merged, late: Sequence[BaseMessage] = ()) -> None:
+    """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top)."""
+    session.restore(result.state)
+    session.metadata = result.metadata
+    session.arrived_at = {**session.arrived_at, **result.arrived}
+    for message in late:
+        if message not in session:
+            session.append_message(message)

@@ -1,8 +1,9 @@
 """SQL stores: one implementation, two dialects (SQLite in WAL mode, Postgres with psycopg 3).
 
 Two tables: ``sg_sessions`` (one row per session: the state document, version, counts) and
-``sg_messages`` (one row per message: seq, id, ts, role, text, the message). A write locks
-the session row (SQLite: ``BEGIN IMMEDIATE``; Postgres: ``SELECT ... FOR UPDATE``), numbers
+``sg_messages`` (one row per message: seq, id, ts, role, text, the message). An ``update``
+locks the session row (SQLite: ``BEGIN IMMEDIATE``; Postgres: ``SELECT ... FOR UPDATE``,
+on a placeholder row for a new key), hands the caller's function what is stored, numbers
 the new messages from the stored count, inserts them and replaces the state, in one
 transaction: concurrent writers lose nothing and see one order.
 
@@ -26,15 +27,16 @@ from typing import Any
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SCHEMA_VERSION,
-    Rebase,
     SearchHit,
     SessionInfo,
     Snapshot,
-    ThreadedAsync,
-    check_expected,
+    StoreBase,
+    StoredSession,
+    UpdateFn,
+    check_change,
     check_key,
     check_schema,
-    conflict,
+    resets,
 )
 from session_graph.stores.dsn import redact, scrub
 
@@ -111,7 +113,7 @@ async def _adrive(cursor: Any, flow: Flow) -> Any:
         reply = await cursor.fetchone() if step.fetch == "one" else await cursor.fetchall() if step.fetch == "all" else None
 
 
-class _SqlStore(ThreadedAsync):
+class _SqlStore(StoreBase):
     """The shared implementation; subclasses give connections and a dialect."""
 
     dialect: _Dialect
@@ -150,19 +152,17 @@ class _SqlStore(ThreadedAsync):
                 f"{SCHEMA_VERSION}); upgrade session_graph to open it. Nothing was changed."
             )
 
-    def _write_flow(
-        self, tenant: str, key: str, records: list[dict[str, Any]], state: dict[str, Any], reset: bool,
-        expect_version: int | None, rebase: Rebase | None = None,
-    ) -> Flow:
+    def _update_flow(self, tenant: str, key: str, fn: UpdateFn, since: int | None) -> Flow:
         from session_graph.stores.codec import message_text, record_message
 
         check_key(tenant, "tenant"), check_key(key)
+        where = f"{self._where} session {key!r}"
         if self.dialect.begin:
             yield _Exec(self.dialect.begin)
-        yield self._x(
+        yield self._x(  # a placeholder row to lock when the key is new (deleted again if nothing is written)
             "INSERT INTO sg_sessions (tenant, key, state, version, message_count, created_at, updated_at)"
-            " VALUES (?, ?, ?, 0, 0, ?, ?) ON CONFLICT (tenant, key) DO NOTHING",
-            (tenant, key, "{}", state.get("created_at", ""), state.get("updated_at", "")),
+            " VALUES (?, ?, '{}', 0, 0, '', '') ON CONFLICT (tenant, key) DO NOTHING",
+            (tenant, key),
         )
         old_state, version, count, created_at = yield self._x(
             "SELECT state, version, message_count, created_at FROM sg_sessions WHERE tenant = ? AND key = ?"
@@ -170,30 +170,38 @@ class _SqlStore(ThreadedAsync):
             (tenant, key),
             "one",
         )
-        stored_state = check_schema(_json(old_state, f"{self._where} session {key!r}"), f"{self._where} session {key!r}")
-        if check_expected(expect_version, int(version), f"session {key!r}"):
-            if rebase is None:
-                conflict(expect_version, int(version), f"session {key!r}")
+        version, count = int(version), int(count)
+        stored = check_schema(_json(old_state, where), where) if version else None
+        records = []
+        if since is not None and since < count:
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
-                                 " ORDER BY seq", (tenant, key, rebase.since), "all")
-            snapshot = Snapshot(key, {**stored_state, "message_count": count}, self._records(rows, key), int(version))
-            records, state = rebase.fn(snapshot)
-        texts = [message_text(record_message(record, self._where)).replace("\x00", "") for record in records]  # search text; the data keeps it
-        if reset:
+                                 " ORDER BY seq", (tenant, key, since), "all")
+            records = self._records(rows, key)
+        change = check_change(fn(StoredSession(key, stored, version, count, records)), fn)
+        if change is None:
+            if not version:
+                yield self._x("DELETE FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, key))
+            return version
+        state = change.state
+        if change.reset:
             yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
             count = 0
         rows = []
-        for record, text in zip(records, texts, strict=True):
+        for record in change.records:
+            text = message_text(record_message(record, self._where)).replace("\x00", "")  # search text; the data keeps it
             rows.append((tenant, key, count, record.get("id"), record.get("ts", ""), record.get("role", ""),
                          text, json.dumps(record["message"], ensure_ascii=False)))
             count += 1
         if rows:
             yield _Exec(self._q("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
                         rows, many=True)
-        document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at}
+        created_at = created_at if version else str(state.get("created_at", ""))
+        document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at,
+                    "resets": resets(stored) + change.reset}
         yield self._x(
-            "UPDATE sg_sessions SET state = ?, version = ?, message_count = ?, updated_at = ? WHERE tenant = ? AND key = ?",
-            (json.dumps(document, ensure_ascii=False), version + 1, count, state.get("updated_at", ""), tenant, key),
+            "UPDATE sg_sessions SET state = ?, version = ?, message_count = ?, created_at = ?, updated_at = ?"
+            " WHERE tenant = ? AND key = ?",
+            (json.dumps(document, ensure_ascii=False), version + 1, count, created_at, state.get("updated_at", ""), tenant, key),
         )
         return version + 1
 
@@ -239,19 +247,9 @@ class _SqlStore(ThreadedAsync):
         return [SearchHit(k, int(s), r, t, ts) for k, s, r, t, ts in rows]
 
     # -- the protocol ---------------------------------------------------------------------------
-    def write(
-        self,
-        tenant: str,
-        key: str,
-        records: list[dict[str, Any]],
-        state: dict[str, Any],
-        *,
-        reset: bool = False,
-        expect_version: int | None = None,
-        rebase: Rebase | None = None,
-    ) -> int:
+    def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
         self._writable()
-        return self._run(self._write_flow(tenant, key, records, state, reset, expect_version, rebase))
+        return self._run(self._update_flow(tenant, key, fn, since))
 
     def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         return None if self._empty else self._run(self._read_flow(tenant, key, since))
@@ -392,20 +390,10 @@ class PostgresStore(_SqlStore):
             await pool.open()
 
     # -- native async twins -----------------------------------------------------------------------
-    async def awrite(
-        self,
-        tenant: str,
-        key: str,
-        records: list[dict[str, Any]],
-        state: dict[str, Any],
-        *,
-        reset: bool = False,
-        expect_version: int | None = None,
-        rebase: Rebase | None = None,
-    ) -> int:
+    async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
         self._writable()
         await self._aopen()
-        return await self._arun(self._write_flow(tenant, key, records, state, reset, expect_version, rebase))
+        return await self._arun(self._update_flow(tenant, key, fn, since))
 
     async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
         if self._empty:

@@ -105,6 +105,31 @@ def test_the_memo_never_claims_a_message_it_did_not_fold(store: SessionStore) ->
     assert stored.memo_cursor == 3 and not stored.memo_ahead
 
 
+@pytest.mark.parametrize("regrown", [3, 12])  # the cleared session has fewer, or more, messages than B holds
+def test_a_clear_by_another_writer_is_noticed_however_far_it_grew_since(store: SessionStore, regrown: int) -> None:
+    tenant = fresh_tenant()
+    seed_manager = SessionManager(store, tenant=tenant)
+    seed = seed_manager.get_or_create("k")
+    for i in range(10):
+        seed.append_message(HumanMessage(content=f"old{i}", id=f"old{i}"))
+    seed_manager.save(seed)
+    a, b, c = (SessionManager(store, tenant=tenant) for _ in range(3))
+    clearer, writer, reader = a.get_or_create("k"), b.get_or_create("k"), c.get_or_create("k")
+    clearer.clear()
+    for i in range(regrown):
+        clearer.append_message(HumanMessage(content=f"new{i}", id=f"new{i}"))
+    a.save(clearer)
+    writer.append_message(AIMessage(content="B", id="B"))
+    b.save(writer)
+    expected = [f"new{i}" for i in range(regrown)] + ["B"]
+    stored = loaded(store, tenant, "k")
+    assert [m.id for m in stored.full_chat_history] == expected  # the cleared messages stay cleared
+    assert [m.id for m in stored.current_chat_history] == expected
+    assert [m.id for m in writer.full_chat_history] == expected  # the writer sees the store as it is
+    assert [m.id for m in c.get_or_create("k").full_chat_history] == expected  # a reload too (it held old0..old9)
+    assert reader is c.get_or_create("k")
+
+
 WRITER = textwrap.dedent('''
 import sys
 from session_graph import Session
