@@ -102,6 +102,10 @@ class TiktokenCounter:
         self.name = f"tiktoken:{self.encoding.name}"
 
     def count_text(self, text: str) -> int:
+        if not text.isascii():
+            # tiktoken reads a str through its UTF-8 form, which CPython then keeps inside the
+            # str for good (more than doubling a CJK message). Count a throwaway copy instead.
+            text = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
         return len(self.encoding.encode_ordinary(text))
 
 

@@ -32,6 +32,7 @@ try:  # installed with langchain-core (through langsmith) on CPython; 5x faster 
 except ImportError:  # pragma: no cover
     _loads = json.loads
 
+from session_graph._gc import paused_gc
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SearchHit,
@@ -270,6 +271,10 @@ class JsonlStore(StoreBase):
         return count, size
 
     def _records(self, tenant: str, key: str, log: Path, since: int = 0, *, locked: bool = False) -> list[dict[str, Any]]:
+        with paused_gc():
+            return self._decode(tenant, key, log, since, locked)
+
+    def _decode(self, tenant: str, key: str, log: Path, since: int, locked: bool) -> list[dict[str, Any]]:
         try:
             raw = log.read_bytes()
         except FileNotFoundError:

@@ -24,6 +24,7 @@ import sqlite3
 import threading
 from typing import Any
 
+from session_graph._gc import paused_gc
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SCHEMA_VERSION,
@@ -217,6 +218,10 @@ class _SqlStore(StoreBase):
         return Snapshot(key, state, records, int(row[1]))
 
     def _records(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
+        with paused_gc():
+            return self._decode(rows, key)
+
+    def _decode(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
         where = f"{self._where} session {key!r}"
         return [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
                 for seq, id_, ts, role, data in rows]
