@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import re
 from typing import Literal
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from session_graph.errors import StoreError
 
@@ -22,9 +22,11 @@ __all__ = ["Target", "parse_target", "password_of", "redact", "scrub"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 _CONNINFO = re.compile(r"^\s*[A-Za-z_]+\s*=")
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:/@?#]*):([^@/?#]*)@")
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
-_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+# libpq ends a URL's user info at the first "@" before any "/" (so a password may hold "?", "#"
+# or ":"), and a URL may sit inside another DSN (``dbname=postgresql://...``): match anywhere.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*):([^/@\s]*)@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]*", re.IGNORECASE)
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|(?:\\.|\S)+)", re.IGNORECASE)
 _POSTGRES = ("postgresql", "postgres")
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
@@ -67,16 +69,34 @@ def parse_target(text: str) -> Target:
     return Target("jsonl", text)
 
 
-def redact(text: str) -> str:
-    """``text`` with every DSN password in it replaced by ``***`` (URL user info, ``?password=``, ``password=``)."""
-    text = _USERINFO.sub(lambda m: f"{m.group(1)}:***@", text)
-    text = _QUERY_PASSWORD.sub(r"\1***", text)
-    return _KV_PASSWORD.sub(r"\1***", text)
+def redact(text: str, dsn: str | None = None) -> str:
+    """``text`` with every DSN password in it replaced by ``***`` (URL user info, ``?password=``,
+    ``password=``), and, when the DSN ``text`` came from is given (or ``text`` is one), with
+    whatever psycopg parses as its password too, wherever it still shows."""
+    redacted = _USERINFO.sub(lambda m: f"{m.group(1)}:***@", text)
+    redacted = _QUERY_PASSWORD.sub(r"\1***", redacted)
+    redacted = _KV_PASSWORD.sub(r"\1***", redacted)
+    secret = password_of(text if dsn is None else dsn)
+    if secret:
+        for form in sorted({secret, quote(secret, safe=""), unquote(secret)}, key=len, reverse=True):
+            redacted = redacted.replace(form, "***")
+    return redacted
 
 
 def password_of(dsn: str) -> str | None:
-    """The password a DSN carries, if any (to scrub it from a driver's error text)."""
-    match = _USERINFO.match(dsn)
+    """The password a DSN carries, if any, as libpq reads it (psycopg's ``conninfo_to_dict``
+    when it is installed and the text parses; else the patterns of ``redact``)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        scheme = _SCHEME.match(dsn)
+        plain = "postgresql://" + dsn[scheme.end() :] if scheme and "+" in scheme.group(1) else dsn
+        secret = conninfo_to_dict(plain).get("password")
+        if secret:
+            return str(secret)
+    except Exception:  # not psycopg's to parse (a path, free text), or psycopg is missing: the patterns decide
+        pass
+    match = _USERINFO.search(dsn)
     if match and match.group(2):
         return match.group(2)
     for pattern in (_QUERY_PASSWORD, _KV_PASSWORD):
@@ -89,8 +109,4 @@ def password_of(dsn: str) -> str | None:
 
 def scrub(message: str, dsn: str) -> str:
     """A driver's error text with the DSN's password (and any DSN in it) redacted."""
-    secret = password_of(dsn)
-    if secret:
-        for form in {secret, unquote(secret)}:
-            message = message.replace(form, "***")
-    return redact(message)
+    return redact(message, dsn)

@@ -11,16 +11,17 @@ import subprocess
 import sys
 import textwrap
 import time
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 import warnings
 
+from psycopg.conninfo import conninfo_to_dict
 import pytest
 from stores_util import BACKENDS, fresh_tenant, make_store, postgres_dsn, store_spec
 
 from session_graph import StoreError
 from session_graph.cli import main
 from session_graph.stores import PostgresStore, SessionManager, open_store
-from session_graph.stores.dsn import redact
+from session_graph.stores.dsn import redact, scrub
 
 SECRET = "hunter2-Secret"
 
@@ -33,13 +34,24 @@ def dsn_forms(host: str, port: int, user: str, db: str) -> dict[str, str]:
         "sqlalchemy url": f"postgresql+psycopg://{user}:{SECRET}@{host}:{port}/{db}",
         "key=value": f"host={host} port={port} user={user} dbname={db} password={SECRET}",
         "key=value, quoted": f"host={host} port={port} user={user} dbname={db} password='{SECRET} x'",
+        "key=value, escaped space": f"host={host} port={port} user={user} dbname={db} password={SECRET}\\ x",
+        "url, password with ? # and :": f"postgresql://{user}:{SECRET}?#:x@{host}:{port}/{db}",
+        "url, percent-encoded password": f"postgresql://{user}:{quote(SECRET + '@/ x', safe='')}@{host}:{port}/{db}",
+        "multi-host url": f"postgresql://{user}:{SECRET}@{host}:{port},{host}:{port}/{db}",
+        "url, everything in the query": f"postgresql:///{db}?host={host}&port={port}&user={user}&password={SECRET}",
+        "postgresql+psycopg2 url": f"postgresql+psycopg2://{user}:{SECRET}@{host}:{port}/{db}",
     }
 
 
 def test_redaction_of_every_form() -> None:
-    for form, dsn in dsn_forms("db.example", 5432, "app", "prod").items():
+    forms = dsn_forms("db.example", 5432, "app", "prod")
+    forms["a url inside dbname"] = f"dbname=postgresql://app:{SECRET}@db.example/prod"
+    for form, dsn in forms.items():
         assert SECRET not in redact(dsn), form
         assert "***" in redact(dsn), form
+        secret = conninfo_to_dict(dsn.replace("+psycopg2", "").replace("+psycopg", "")).get("password") or SECRET  # as libpq reads it
+        assert SECRET in secret
+        assert SECRET not in scrub(f"connection failed for {dsn}: password {secret!r} was refused", dsn), form
 
 
 @pytest.mark.parametrize("form", list(dsn_forms("h", 1, "u", "d")))
