@@ -11,7 +11,9 @@
 A resize type with a user handler (``"lite"`` and ``"deep"`` included) routes to a node
 named after the type that runs the handler instead of the default chain. Any built-in
 node can be replaced by name through ``overrides``; the replacement has the same
-signature, ``(state, runtime) -> partial update``.
+signature, ``(state, runtime) -> partial update``. Every node is wrapped once by
+``trace.traced``, so each run's trace records the route and each visit's time, however the
+graph is invoked.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from session_graph.errors import ConfigurationError, UnknownResizeTypeError
 from session_graph.nodes import attachment_summary, deep_chunk, judge, lite_prune, memo_update, summary_fold
 from session_graph.nodes.resize_handler import resize_handler_node
 from session_graph.state import ResizeContext, SessionState
+from session_graph.trace import traced
 
 __all__ = ["NODE_NAMES", "ROUTE_LABELS", "build_resize_graph"]
 
@@ -90,13 +93,14 @@ def _build(
             )
 
     graph = StateGraph(SessionState, context_schema=ResizeContext)
+    nodes = {name: traced(name, node) for name, node in nodes.items()}  # every visit timed into the run's trace
     graph.add_node("judge", nodes["judge"])
     routes: dict[str, str] = {NO_RESIZE: END}
     labels: dict[str, str] = {}
     for resize_type in resize_types:
         label = f"{resize_type}: user handler"
         routes[label], labels[resize_type] = resize_type, label
-        graph.add_node(resize_type, resize_handler_node(resize_type))
+        graph.add_node(resize_type, traced(resize_type, resize_handler_node(resize_type)))
         graph.add_edge(resize_type, END)
     if "deep" not in resize_types:
         routes[ROUTE_LABELS["deep"]], labels["deep"] = "attachment_summary", ROUTE_LABELS["deep"]

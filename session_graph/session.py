@@ -9,7 +9,6 @@ anywhere leaves the session as it was (a memo failure keeps what the memo folded
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self
 
@@ -28,6 +27,7 @@ from session_graph.messages import MessageInput, check_storable, role_of, to_mes
 from session_graph.nodes.judge import judge_state
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, run_resize
+from session_graph.session_display import SessionDisplay
 from session_graph.settings import SessionSettings
 from session_graph.state import (
     AttachmentSummaryHandler,
@@ -37,8 +37,8 @@ from session_graph.state import (
     SummaryHandler,
 )
 from session_graph.tokens import TokenCounter
+from session_graph.trace import ResizeTrace, TraceRecorder
 from session_graph.view import SessionView, answered, build_view
-from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
 __all__ = ["Session"]
@@ -46,7 +46,7 @@ __all__ = ["Session"]
 Force = Literal["lite", "deep"] | str | bool | None
 
 
-class Session(SessionExport):
+class Session(SessionExport, SessionDisplay):
     """A chat session: full history, current window, memo, and the policy that resizes.
 
     Args:
@@ -96,7 +96,7 @@ class Session(SessionExport):
             model=model,
         )
         self._resizing = False
-        self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
+        self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
         self.metadata: dict[str, Any] = {}
         self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
         self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
@@ -160,6 +160,11 @@ class Session(SessionExport):
     def memo_for_model(self) -> dict[str, Any]:
         """The memo as a model sees it (without ``last_resize``)."""
         return memo_for_model(self._state.memo)
+
+    @property
+    def resize_events(self) -> list[ResizeEvent]:
+        """The resizes that committed, oldest first (a smaller view of ``session.trace``)."""
+        return self.trace.events()
 
     @property
     def state(self) -> SessionState:
@@ -270,14 +275,6 @@ class Session(SessionExport):
         """The compiled resize graph for this session's handlers and overrides."""
         return self.handlers.graph
 
-    def draw_mermaid(self) -> str:
-        """Mermaid text of the resize graph, with the policy's labels on the edges."""
-        return self.graph.get_graph().draw_mermaid()
-
-    def draw(self) -> GraphDrawing:
-        """The resize graph drawn offline: shows as SVG in Jupyter, ``.mermaid`` for text."""
-        return draw(self.graph)
-
     # -- a turn --------------------------------------------------------------------------
     def append_message(self, message: MessageInput) -> Self:
         """Append a message to the full history and the window; O(size of the message).
@@ -341,12 +338,20 @@ class Session(SessionExport):
         ledger = self._ledger
         ledger.sync(state, limits)
         before = ledger.totals
-        context = self.handlers.context(force, state, ledger, limits)
-        outcome = await run_resize(self.graph, state, context)
+        recorder = TraceRecorder()
+        context = recorder.instrument(self.handlers.context(force, state, ledger, limits))
+        try:
+            outcome = await run_resize(self.graph, state, context)
+        except BaseException as error:  # the session is unchanged; the trace says what failed where
+            record = recorder.record(self.trace.next_seq, state, before, before, None, error, force not in (False, None))
+            if record is not None:
+                self.trace.add(record)
+            raise
         if outcome.state is None or outcome.decision is None:
             return state.current_chat_history
         self._install(outcome.state, reindex=outcome.full_replaced)
-        self.resize_events.append(ResizeEvent.of(state.turns, outcome.decision, before, self._ledger.totals, outcome.error))
+        self.trace.add(recorder.record(self.trace.next_seq, state, before, self._ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
+                                       force not in (False, None)))
         if outcome.error is not None:
             raise outcome.error
         return self._state.current_chat_history
@@ -378,6 +383,7 @@ class Session(SessionExport):
         """
         state = self._state
         self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings))
+        self.trace.clear()
         self.cleared = True
         return self
 
