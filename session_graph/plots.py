@@ -29,13 +29,13 @@ if TYPE_CHECKING:
     from session_graph.session import Session
     from session_graph.trace import TraceRecord
 
-__all__ = ["WindowSeries", "plot_costs", "plot_window", "window_series"]
+__all__ = ["WindowSeries", "new_figure", "plot_costs", "plot_window", "window_series"]
 
 _COLORS = {"lite": "#1c7ed6", "deep": "#e8590c"}
 _OTHER = "#5f3dc4"
 
 
-def _figure(**kwargs: Any) -> Figure:
+def new_figure(**kwargs: Any) -> Figure:
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
@@ -111,7 +111,7 @@ def _ends_turn(message: Any) -> bool:
 def plot_window(session: Session, *, ax: Any = None, unit: Literal["auto", "tokens", "chars"] = "auto") -> Figure:
     """The window per turn against the limit, resizes marked, memo or summary size on a second axis."""
     series = window_series(session, unit)
-    fig = ax.figure if ax is not None else _figure(figsize=(9, 3.6))
+    fig = ax.figure if ax is not None else new_figure(figsize=(9, 3.6))
     ax = ax if ax is not None else fig.add_subplot()
     ax.plot(series.turns, series.sizes, color="#495057", linewidth=1.2, label=f"window ({series.unit})")
     if series.limit:
@@ -146,7 +146,7 @@ def plot_window(session: Session, *, ax: Any = None, unit: Literal["auto", "toke
 def plot_costs(session: Session) -> Figure:
     """Model calls and tokens sent per resize (bars), and their running totals (lines)."""
     records = list(session.trace)
-    fig = _figure(figsize=(9, 4.2))
+    fig = new_figure(figsize=(9, 4.2))
     top, bottom = fig.subplots(2, 1, sharex=True)
     turns = [r.turn for r in records]
     unit = "tokens" if session.settings.resolved().counter is not None else "chars"

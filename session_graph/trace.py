@@ -33,12 +33,15 @@ from session_graph.settings import Limits
 from session_graph.state import ResizeContext, SessionState
 from session_graph.window import WindowTotals
 
-__all__ = ["TRACE_LIMIT", "ResizeTrace", "TraceRecord", "TraceRecorder", "traced"]
+__all__ = ["SAVED_TRACE", "TRACE_LIMIT", "ResizeTrace", "TraceRecord", "TraceRecorder", "saved_trace", "traced"]
 
 log = logging.getLogger("session_graph")
 
 TRACE_LIMIT = 500
 """How many resize records a session keeps (the newest); older ones are dropped."""
+SAVED_TRACE = 100
+"""How many of the newest records a store's state document carries (it is rewritten on every
+save; 100 records are ~30 kB and ~0.3 ms). Exports carry all that the session keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +144,13 @@ class ResizeTrace:
     ``pandas.DataFrame(trace.records())`` takes as it is.
     """
 
-    __slots__ = ("_records", "limit", "next_seq")
+    __slots__ = ("_dumped", "_records", "limit", "next_seq")
 
     def __init__(self, records: Iterator[TraceRecord] | list[TraceRecord] = (), limit: int = TRACE_LIMIT) -> None:
         self.limit = limit
         self._records: deque[TraceRecord] = deque(records, maxlen=limit)
         self.next_seq = (self._records[-1].seq + 1) if self._records else 1
+        self._dumped: tuple[object, dict[str, Any]] | None = None
 
     def add(self, record: TraceRecord) -> TraceRecord:
         """Keep a record (the oldest is dropped past ``limit``)."""
@@ -200,9 +204,15 @@ class ResizeTrace:
         return [record.event() for record in self._records if record.committed]
 
     # -- saved form ------------------------------------------------------------------------
-    def dump(self) -> dict[str, Any]:
-        """The trace as JSON-safe rows under one list of field names (compact in documents)."""
-        return {"fields": list(FIELDS), "rows": [[_plain(getattr(r, name)) for name in FIELDS] for r in self._records]}
+    def dump(self, newest: int | None = None) -> dict[str, Any]:
+        """The trace (its ``newest`` records, or all) as JSON-safe rows under one list of field
+        names, compact in documents; cached until the trace changes (stores dump it on every save)."""
+        records = list(self._records)[-newest:] if newest else list(self._records)
+        key = (newest, len(self._records), self._records[-1] if self._records else None, self._records[0] if self._records else None)
+        if self._dumped is None or self._dumped[0] != key:
+            rows = [[_plain(getattr(r, name)) for name in FIELDS] for r in records]
+            self._dumped = (key, {"fields": list(FIELDS), "rows": rows})
+        return self._dumped[1]
 
     @classmethod
     def load(cls, data: Any, where: str = "the document") -> ResizeTrace:
@@ -226,6 +236,16 @@ class ResizeTrace:
             except (TypeError, ValueError) as error:
                 raise DocumentError(f"'trace' row {index} in {where} is not a resize record: {error}.") from None
         return trace
+
+
+def saved_trace(document: Mapping[str, Any], where: str) -> ResizeTrace:
+    """The trace a store's state document carries; a damaged one is logged and left out (the
+    trace only informs: it never keeps a session from loading)."""
+    try:
+        return ResizeTrace.load(document.get("trace"), where)
+    except DocumentError as error:
+        log.warning("%s: the saved resize trace is damaged and was left out: %s", where, error)
+        return ResizeTrace()
 
 
 def _plain(value: Any) -> Any:
@@ -353,10 +373,10 @@ class TraceRecorder:
             model_calls=self.model_calls, folded=self.folded, sent_chars=self.sent_chars, sent_tokens=self.sent_tokens,
             committed=committed, error=None if error is None else f"{type(error).__name__}: {error}",
         )
-        if error is not None:
-            log.warning("session %s: resize at turn %d failed: %s", state.id, state.turns, record.error)
+        if error is not None:  # a failure that changed nothing, or a memo error that kept its progress
+            log.warning("session %s: resize %s: %s", state.id, "stopped early" if committed else "failed", record.describe())
         else:
-            log.info("session %s: %s", state.id, record.describe())
+            log.info("session %s: resize %s", state.id, record.describe())
         return record
 
 

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
 
+from session_graph._progress import Progress, tracked
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
+from session_graph.trace import SAVED_TRACE
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session
@@ -66,26 +68,33 @@ def session_state(session: Session, created_at: str, updated_at: str) -> dict[st
         "window": [m.id for m in state.current_chat_history],
         "inline": inline,
         "message_count": len(state.full_chat_history),
+        **({"trace": session.trace.dump(SAVED_TRACE)} if len(session.trace) else {}),
     }
 
 
-def snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage] = ()) -> tuple[SessionState, dict[str, Any]]:
+def snapshot_state(
+    snapshot: Snapshot, where: str, held: Sequence[BaseMessage] = (), progress: Progress | None = None
+) -> tuple[SessionState, dict[str, Any]]:
     """Rebuild a session's state (and its metadata) from a stored snapshot.
 
     ``held``: the messages before the snapshot's first record, when it was read with ``since``.
+    ``progress``: told ``(records decoded, records)`` (see ``_progress``).
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).
     """
     try:
-        return _snapshot_state(snapshot, where, held)
+        return _snapshot_state(snapshot, where, held, progress)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
 
 
-def _snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage]) -> tuple[SessionState, dict[str, Any]]:
+def _snapshot_state(
+    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None
+) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
-    full = [*held, *(record_message(record, where) for record in snapshot.records)]
+    records = tracked(snapshot.records, len(snapshot.records), progress)
+    full = [*held, *(record_message(record, where) for record in records)]
     by_id = {m.id: m for m in full}
     inline = {key: messages_from_dict([value])[0] for key, value in (state.get("inline") or {}).items()}
     window = [by_id.get(i) or inline.get(i) for i in state.get("window", [m.id for m in full])]

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import contextlib
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 import re
@@ -43,6 +44,14 @@ from session_graph.stores.base import (
 )
 
 __all__ = ["JsonlStore", "decode_name", "encode_name"]
+
+logger = logging.getLogger("session_graph")
+
+
+def _recovered(message: str, stacklevel: int) -> None:
+    """Report a store recovery: a RuntimeWarning, and a warning on the package's logger."""
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
+    logger.warning("%s", message)
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _SEQ = re.compile(rb'"seq": (\d+)}\s*$')
@@ -158,7 +167,7 @@ class JsonlStore(ThreadedAsync):
         if state is None and not records:
             return None
         if state is None:
-            warnings.warn(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", RuntimeWarning, stacklevel=2)
+            _recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 3)
             state = {"message_count": len(records)}
         return Snapshot(key, state, records, int(state.get("version", 0)))
 
@@ -255,7 +264,7 @@ class JsonlStore(ThreadedAsync):
         with open(log, "rb+") as handle:
             if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
                 tail = _last_newline(handle, size)
-                warnings.warn(f"{log}: dropping a torn last line left by an interrupted write.", RuntimeWarning, stacklevel=3)
+                _recovered(f"{log}: dropping a torn last line left by an interrupted write.", 4)
                 handle.truncate(tail)
                 size = tail
             if size != known or state is None:  # lines written after the last state (or unknown): count them
@@ -278,7 +287,7 @@ class JsonlStore(ThreadedAsync):
         lines = raw.split(b"\n")
         tail = lines.pop()  # b"" when the file ends with a newline
         if tail:
-            warnings.warn(f"{log}: dropping a torn last line (an interrupted write).", RuntimeWarning, stacklevel=3)
+            _recovered(f"{log}: dropping a torn last line (an interrupted write).", 4)
         records: list[dict[str, Any]] = []
         bad: list[tuple[int, bytes]] = []
         for number, line in enumerate(lines):
@@ -306,7 +315,7 @@ class JsonlStore(ThreadedAsync):
     def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]]) -> None:
         quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
         if not self.create:  # opened for reading only: report, write nothing
-            warnings.warn(f"{log}: {len(bad)} corrupt line(s) skipped.", RuntimeWarning, stacklevel=3)
+            _recovered(f"{log}: {len(bad)} corrupt line(s) skipped.", 4)
             return
         with self._locked(tenant, key):
             seen = set()
@@ -319,12 +328,9 @@ class JsonlStore(ThreadedAsync):
                 with open(quarantine, "a") as handle:
                     for number, raw in fresh:
                         handle.write(json.dumps({"line": number, "raw": raw.decode(errors="replace")}) + "\n")
-        warnings.warn(
+        _recovered(
             f"{log}: {len(bad)} corrupt line(s) skipped (lines {', '.join(str(n + 1) for n, _ in bad[:5])}); "
-            f"copies are in {quarantine.name}.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+            f"copies are in {quarantine.name}.", 4)
 
 
 def _is_record(record: Any) -> bool:

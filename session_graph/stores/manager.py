@@ -24,9 +24,10 @@ import random
 import time
 from typing import Any
 
+from session_graph._progress import Progress, check_progress
 from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
 from session_graph.session import Session
-from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, call_async, check_key, utc_now
+from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot, call_async, check_key, utc_now
 from session_graph.stores.codec import message_record, session_state, snapshot_state
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
@@ -34,6 +35,7 @@ from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import base_document, merge_states
 from session_graph.stores.nanobot import read_nanobot_session
 from session_graph.stores.sql import PostgresStore, SqliteStore
+from session_graph.trace import saved_trace
 
 __all__ = ["SessionManager", "open_store"]
 
@@ -125,21 +127,24 @@ class SessionManager:
     # Each operation is written once, as a generator of store calls (``_Call``) and blocking
     # work (``_Blocking``), driven by ``_run`` (sync) and ``_arun`` (async: store calls through
     # their async twins, blocking work in a worker thread, so an event loop never waits on disk).
-    def get(self, key: str) -> Session | None:
-        """The session for ``key``, or None if the store has none (and none is cached)."""
-        return self._run(self._get_flow(key))
+    def get(self, key: str, *, progress: Progress | None = None) -> Session | None:
+        """The session for ``key``, or None if the store has none (and none is cached).
 
-    async def aget(self, key: str) -> Session | None:
+        ``progress``: told ``(messages decoded, messages)`` while a stored session loads.
+        """
+        return self._run(self._get_flow(key, check_progress(progress)))
+
+    async def aget(self, key: str, *, progress: Progress | None = None) -> Session | None:
         """Async twin of :meth:`get`."""
-        return await self._arun(self._get_flow(key))
+        return await self._arun(self._get_flow(key, check_progress(progress)))
 
-    def get_or_create(self, key: str) -> Session:
-        """The session for ``key``: cached, loaded, or new (not stored until ``save``)."""
-        return self._run(self._get_or_create_flow(key))
+    def get_or_create(self, key: str, *, progress: Progress | None = None) -> Session:
+        """The session for ``key``: cached, loaded (``progress`` as in :meth:`get`), or new (not stored until ``save``)."""
+        return self._run(self._get_or_create_flow(key, check_progress(progress)))
 
-    async def aget_or_create(self, key: str) -> Session:
+    async def aget_or_create(self, key: str, *, progress: Progress | None = None) -> Session:
         """Async twin of :meth:`get_or_create`."""
-        return await self._arun(self._get_or_create_flow(key))
+        return await self._arun(self._get_or_create_flow(key, check_progress(progress)))
 
     def save(self, session: Session) -> None:
         """Persist a session: append its new messages, replace its state. O(new messages).
@@ -161,7 +166,7 @@ class SessionManager:
             return len(session.full_chat_history)
         return len(session.full_chat_history) - entry.persisted
 
-    def _get_flow(self, key: str) -> Generator[Any, Any, Session | None]:
+    def _get_flow(self, key: str, progress: Progress | None = None) -> Generator[Any, Any, Session | None]:
         key = check_key(key)
         entry = self._cache.get(key)
         version = yield _Call("version", (self.tenant, key))
@@ -170,10 +175,10 @@ class SessionManager:
             return entry.session
         if version is None:
             return entry.session if entry is not None else None
-        return (yield from self._load_flow(key, entry))
+        return (yield from self._load_flow(key, entry, progress))
 
-    def _get_or_create_flow(self, key: str) -> Generator[Any, Any, Session]:
-        session = yield from self._get_flow(key)
+    def _get_or_create_flow(self, key: str, progress: Progress | None = None) -> Generator[Any, Any, Session]:
+        session = yield from self._get_flow(key, progress)
         if session is not None:
             return session
         session = self.session_factory(key)
@@ -230,13 +235,25 @@ class SessionManager:
         return self.store.list(self.tenant)
 
     # -- reading stored sessions -------------------------------------------------------------
-    def export(self, key: str, fmt: str = "json") -> str:
-        """One stored session as ``json``, ``md`` (Markdown) or ``txt``."""
-        return export_snapshot(self._snapshot(key), fmt)
+    def export(self, key: str, fmt: str = "json", *, last: int | None = None, progress: Progress | None = None) -> str:
+        """One stored session as ``json``, ``yaml``, ``md`` (Markdown) or ``txt``.
 
-    def stats(self, key: str) -> SessionStats:
+        Args:
+            key: the session.
+            fmt: the format.
+            last: only the newest ``last`` messages (None: all).
+            progress: told ``(messages done, messages)``.
+        """
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            raise ConfigurationError(f"last must be a whole number >= 0 or None, got {last!r}.")
+        snapshot = self._snapshot(key)
+        if last is not None:
+            snapshot = Snapshot(snapshot.key, snapshot.state, snapshot.records[len(snapshot.records) - last :], snapshot.version)
+        return export_snapshot(snapshot, fmt, check_progress(progress))
+
+    def stats(self, key: str, *, progress: Progress | None = None) -> SessionStats:
         """Messages by role, duration and average reply length of a stored session."""
-        return snapshot_stats(self._snapshot(key))
+        return snapshot_stats(self._snapshot(key), check_progress(progress))
 
     def search(self, text: str, limit: int = 100) -> list[SearchHit]:
         """Messages of this tenant's sessions containing ``text`` (case-insensitive)."""
@@ -276,17 +293,21 @@ class SessionManager:
             raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
         return snapshot
 
-    def _load_flow(self, key: str, entry: _Entry | None) -> Generator[Any, Any, Session | None]:
+    def _load_flow(self, key: str, entry: _Entry | None, progress: Progress | None = None) -> Generator[Any, Any, Session | None]:
         """Load a stored session; a cached one with changes of its own is merged with what is stored."""
         if entry is not None and entry.session.revision != entry.revision:
             yield from self._merge_flow(key, entry)
             return entry.session
+        started = time.perf_counter()
         snapshot = yield _Call("read", (self.tenant, key))
         if snapshot is None:
             return None
-        state, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}"))
+        state, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", progress=progress))
+        log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
+                 len(state.full_chat_history), time.perf_counter() - started)
         session = entry.session if entry is not None else self.session_factory(key)
         session.restore(state)
+        session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
         session.metadata = metadata
         session.arrived_at = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
         self._remember(key, _Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
@@ -308,6 +329,7 @@ class SessionManager:
             entry.version, entry.persisted, entry.base = 0, 0, {}
             return
         theirs, metadata = yield _Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held))
+        log.info("session %r: merging %d message(s) another writer stored with this one's changes", key, len(snapshot.records))
         merged, _, dropped_fold = merge_states(entry.base, len(held), session.state, theirs)
         if dropped_fold:
             log.warning("session %r: another writer folded into the memo too; its memo is kept and this writer's "
@@ -316,6 +338,7 @@ class SessionManager:
         mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
         arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
         session.restore(merged)
+        session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
         session.metadata = {**metadata, **mine}
         session.arrived_at = {**session.arrived_at, **arrived}
         entry.version, entry.persisted = snapshot.version, len(theirs.full_chat_history)
