@@ -3,7 +3,7 @@
 ``plot_window``: the window's size at the end of every turn against the limit, each resize a
 drop marked by its type, the memo or summary size on a second axis. ``plot_costs``: model
 calls and tokens sent per resize, with running totals. Both return a matplotlib ``Figure``
-made without pyplot, so Jupyter shows it once, inline (PNG), and ``fig.savefig(path)``
+that Jupyter shows once, inline (PNG; pyplot does not keep it), and ``fig.savefig(path)``
 writes PNG or SVG.
 
 The window between resizes is rebuilt from the full history: after a resize it is what the
@@ -36,13 +36,20 @@ _OTHER = "#5f3dc4"
 
 
 def new_figure(**kwargs: Any) -> Figure:
+    """A Figure that Jupyter shows once, as the cell's result (pyplot does not show it again).
+
+    Raises:
+        MissingDependencyError: matplotlib is not installed (the message says what to install).
+    """
     try:
-        from matplotlib.figure import Figure
+        from matplotlib import pyplot
     except ImportError as error:
         raise MissingDependencyError(
             'plots need matplotlib: pip install "session_graph[viz]" (or pip install matplotlib).'
         ) from error
-    return Figure(layout="constrained", **kwargs)
+    fig = pyplot.figure(layout="constrained", **kwargs)
+    pyplot.close(fig)  # made through pyplot so Jupyter's inline backend knows how to show it; closed so it is shown once
+    return fig
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,7 @@ def _ends_turn(message: Any) -> bool:
 def plot_window(session: Session, *, ax: Any = None, unit: Literal["auto", "tokens", "chars"] = "auto") -> Figure:
     """The window per turn against the limit, resizes marked, memo or summary size on a second axis."""
     series = window_series(session, unit)
-    fig = ax.figure if ax is not None else new_figure(figsize=(9, 3.6))
+    fig = ax.figure if ax is not None else new_figure(figsize=(9, 3.9))
     ax = ax if ax is not None else fig.add_subplot()
     ax.plot(series.turns, series.sizes, color="#495057", linewidth=1.2, label=f"window ({series.unit})")
     if series.limit:
@@ -138,7 +145,8 @@ def plot_window(session: Session, *, ax: Any = None, unit: Literal["auto", "toke
         context.tick_params(axis="y", colors="#2b8a3e")
         handles.append(context.get_lines()[0])
         labels.append(f"{'/'.join(sorted(kinds))} size (chars)")
-    ax.legend(handles, labels, loc="upper left", fontsize=8, framealpha=0.9)
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(len(labels), 5), fontsize=8,
+              frameon=False)  # below the axes: never over the data
     ax.set_title(f"session {session.id[:16]}: window per turn, {len(series.resizes)} resizes", fontsize=10)
     return fig
 
@@ -167,7 +175,7 @@ def plot_costs(session: Session) -> Figure:
         ax.grid(alpha=0.25)
         handles, labels = ax.get_legend_handles_labels()
         more_handles, more_labels = twin.get_legend_handles_labels()
-        ax.legend(handles + more_handles, labels + more_labels, loc="upper left", fontsize=8)
+        ax.legend(handles + more_handles, labels + more_labels, loc="upper left", fontsize=8, framealpha=0.85)
     bottom.set_xlabel("turn")
     calls = sum(r.model_calls for r in records)
     top.set_title(f"session {session.id[:16]}: {calls} model calls in {len(records)} resizes", fontsize=10)
