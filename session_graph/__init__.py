@@ -11,6 +11,7 @@ from session_graph.errors import (
     InvalidKeyError,
     MemoUpdateError,
     MessageError,
+    MissingDependencyError,
     PolicyResultError,
     SessionGraphError,
     SettingsError,
@@ -48,6 +49,7 @@ from session_graph.tokens import (
     TokenCounter,
     message_tokens,
 )
+from session_graph.trace import ResizeTrace, TraceRecord
 from session_graph.view import SessionView
 from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
@@ -69,12 +71,14 @@ __all__ = [
     "Limits",
     "MemoUpdateError",
     "MessageError",
+    "MissingDependencyError",
     "ModelMemoUpdater",
     "ModelSummarizer",
     "PolicyResultError",
     "PostgresStore",
     "ResizeContext",
     "ResizeEvent",
+    "ResizeTrace",
     "SearchHit",
     "Session",
     "SessionGraphError",
@@ -92,6 +96,7 @@ __all__ = [
     "StoreError",
     "TiktokenCounter",
     "TokenCounter",
+    "TraceRecord",
     "UnknownResizeTypeError",
     "WindowTotals",
     "build_resize_graph",

@@ -336,7 +336,8 @@ class TraceRecorder:
             return 0, 0, 0
         value = args[0]
         text = value if isinstance(value, str) else memo_json(value) if isinstance(value, dict) else ""
-        chars, tokens = len(text), ctx.measure_context(SystemMessage(content=text)) if text else 0
+        chars = len(text)
+        tokens = ctx.measure_context(SystemMessage(content=text)) if text and ctx.counter is not None else chars
         messages = [m for m in args[1] if isinstance(m, BaseMessage)] if fold and len(args) > 1 and isinstance(args[1], list) else []
         chars += sum(ctx.size(m) for m in messages)
         tokens += sum(ctx.tokens(m) for m in messages)
