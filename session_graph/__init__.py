@@ -11,6 +11,7 @@ from session_graph.errors import (
     InvalidKeyError,
     MemoUpdateError,
     MessageError,
+    MissingDependencyError,
     PolicyResultError,
     SessionGraphError,
     SettingsError,
@@ -51,6 +52,7 @@ from session_graph.tokens import (
     TokenCounter,
     message_tokens,
 )
+from session_graph.trace import ResizeTrace, TraceRecord
 from session_graph.view import SessionView
 from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
@@ -72,12 +74,14 @@ __all__ = [
     "Limits",
     "MemoUpdateError",
     "MessageError",
+    "MissingDependencyError",
     "ModelMemoUpdater",
     "ModelSummarizer",
     "PolicyResultError",
     "PostgresStore",
     "ResizeContext",
     "ResizeEvent",
+    "ResizeTrace",
     "SearchHit",
     "Session",
     "SessionGraphError",
@@ -98,6 +102,7 @@ __all__ = [
     "StoredSession",
     "TiktokenCounter",
     "TokenCounter",
+    "TraceRecord",
     "UnknownResizeTypeError",
     "WindowTotals",
     "build_resize_graph",

@@ -1,21 +1,31 @@
-"""The offline demo: replay a long conversation through two sessions and print each resize.
+"""The offline demo: one generated conversation through four sessions, one line per resize.
 
-Run ``python -m session_graph`` (or ``session-graph``). No network, no API key: the
-conversation is generated deterministically (seeded), with tool calls, images and the
-odd pasted log, and replayed through a Session with the default settings and through one
-with ``limit={"chars": 4000}``.
+Run ``python -m session_graph`` (or ``session-graph demo``). No network, no API key: the
+conversation is generated deterministically (seeded), with tool calls, images and the odd
+pasted log; the memo and summary "models" are scripted offline chat models. Sections: lite
+(prune to a char limit), memo (a model folds what leaves the window), a token budget, and
+summary mode. ``--plot out.png`` writes the four windows' plots (needs matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
+from collections.abc import Callable
+import json
 import random
+import re
+import textwrap
 from typing import Any
 
-from session_graph.session import Session
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
-__all__ = ["conversation", "main", "replay"]
+from session_graph.errors import MissingDependencyError
+from session_graph.session import Session
+from session_graph.trace import TraceRecord
+
+__all__ = ["ScriptedModel", "add_arguments", "conversation", "main", "replay", "run"]
 
 _TOPICS = ["the billing export", "a flaky CI job", "the onboarding email", "cache invalidation", "the Q3 roadmap",
            "a memory leak in the worker", "the Postgres migration", "rate limits on the API"]
@@ -26,9 +36,10 @@ _REPLIES = ["Here is what I found about {t}: the main cause is configuration dri
             "A quick fix for {t} is to add a retry with backoff; the real fix needs a schema change.",
             "Draft: 'Team, {t} is on track; expect an update on Friday with numbers.'"]
 _PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+_SHOWN = 6  # resize lines per section; the rest are counted
 
 
-def conversation(turns: int = 240, seed: int = 7) -> list[dict[str, Any]]:
+def conversation(turns: int = 120, seed: int = 7) -> list[dict[str, Any]]:
     """A deterministic OpenAI-style conversation of ``turns`` user/assistant turns."""
     rng = random.Random(seed)
     messages: list[dict[str, Any]] = []
@@ -55,53 +66,142 @@ def conversation(turns: int = 240, seed: int = 7) -> list[dict[str, Any]]:
     return messages
 
 
-def replay(session: Session, messages: list[dict[str, Any]], *, out: Any = print) -> Session:
+class ScriptedModel(BaseChatModel):
+    """An offline chat model for the demo: it reads the topics in the transcript it is sent
+    and answers a memo (``{"memo": ...}``) or a structured summary, as a real model would."""
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        prompt = "\n".join(m.text for m in messages)
+        topics = sorted({t for t in _TOPICS if t in prompt})
+        calls = len(re.findall(r"-> search_docs", prompt))
+        if '{"memo"' in prompt:
+            previous = re.search(r"Current memo: (\{.*\})", prompt)
+            memo = json.loads(previous.group(1)) if previous else {}
+            memo["topics"] = sorted(set(memo.get("topics", [])) | set(topics))
+            memo["doc_searches"] = memo.get("doc_searches", 0) + calls
+            text = json.dumps({"memo": memo})
+        else:
+            text = (f"Overview: a team chat about {len(topics)} work topics.\nKey facts and decisions:\n"
+                    + "".join(f"- {t}: discussed\n" for t in topics[:4]) + "User intent: keep projects moving\nOpen tasks:\n- follow up")
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    @property
+    def _llm_type(self) -> str:
+        return "session-graph-demo-scripted"
+
+
+def replay(session: Session, messages: list[dict[str, Any]]) -> Session:
     """Append each message, judge after each assistant reply, resize when the policy says so."""
     for message in messages:
         session.append_message(message)
-        if message["role"] != "assistant" or not isinstance(message.get("content"), str):
-            continue
-        decision = session.judge_resize()
-        if decision is None:
-            continue
-        session.resize()
-        event = session.resize_events[-1]
-        out(
-            f"  turn {event.turn:4d}  {event.type:<5} {event.reason!s:<26} severity {event.severity or 0:>3}  "
-            f"window {event.chars_before:>6} -> {event.chars_after:>6} chars, "
-            f"{event.messages_before:>3} -> {event.messages_after:>3} msgs"
-        )
+        if message["role"] == "assistant" and isinstance(message.get("content"), str) and session.judge_resize():
+            session.resize()
     return session
 
 
-def _summary(session: Session, out: Any) -> None:
-    kinds = Counter(f"{e.type}/{e.reason}" for e in session.resize_events)
-    largest = max((e.chars_before for e in session.resize_events), default=session.window_totals.chars)
-    out(
-        f"  summary: {len(session.full_chat_history)} messages kept in full, {session.turns} turns, "
-        f"{len(session.resize_events)} resizes ({', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))}); "
-        f"window now {session.window_totals.count} msgs / {session.window_totals.chars} chars; "
-        f"largest window before a resize {largest} chars."
-    )
+def _why(record: TraceRecord, session: Session) -> str:
+    limits = session.settings.resolved()
+    if record.reason == "every_n_turns":
+        return f"every {limits.every_n_turns} turns"
+    if record.reason == "max_keep_messages_count":
+        return f"over {limits.messages} messages"
+    return f"over {limits.tokens:,} tokens" if limits.tokens else f"over {limits.chars:,} chars"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m session_graph`` and the ``session-graph`` script."""
-    parser = argparse.ArgumentParser(prog="session-graph", description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=240, help="conversation length in turns (default 240)")
+def _line(record: TraceRecord, session: Session) -> str:
+    tokens = bool(session.settings.resolved().tokens)
+    before, after = (record.tokens_before, record.tokens_after) if tokens else (record.chars_before, record.chars_after)
+    unit = "tokens" if tokens else "chars"
+    line = (f"  turn {record.turn:>3}  {_why(record, session):<18} window {record.messages_before:>2} -> {record.messages_after:>2} msgs, "
+            f"{before:>5,} -> {after:>5,} {unit}")
+    if record.model_calls:
+        line += f"; folded {record.folded} msgs ({record.model_calls} call{'s' if record.model_calls > 1 else ''})"
+    if _collapsed(record, session):
+        line += (f"\n             (a pasted log took the window to {before:,} {unit}, twice the limit: only the newest "
+                 f"{record.messages_after} msg{'s' if record.messages_after > 1 else ''} fit; the full history keeps the log)")
+    return line
+
+
+def _collapsed(record: TraceRecord, session: Session) -> bool:
+    limits = session.settings.resolved()
+    before = record.tokens_before if limits.tokens else record.chars_before
+    return record.messages_after <= 2 and before > 2 * (limits.tokens or limits.chars)
+
+
+def section(title: str, code: str, session: Session, messages: list[dict[str, Any]], out: Callable[[str], None] = print) -> Session:
+    """Replay ``messages`` through ``session`` and print its resizes, one line each (at most ``_SHOWN``)."""
+    out(f"{title}\n  {code}")
+    replay(session, messages)
+    changed = [r for r in session.trace if r.messages_after != r.messages_before or r.model_calls]
+    idle = len(session.trace) - len(changed)
+    shown = changed[:_SHOWN]
+    oversized = next((r for r in changed[_SHOWN:] if _collapsed(r, session)), None)
+    for record in shown:
+        out(_line(record, session))
+    if oversized is not None:
+        out(_line(oversized, session))
+    more = len(changed) - len(shown) - (oversized is not None)
+    totals = session.window_totals
+    size = f"{totals.tokens:,} tokens" if session.settings.resolved().tokens else f"{totals.chars:,} chars"
+    out(f"  ... {more} more. {len(session.trace)} resizes in all"
+        + (f" ({idle} scheduled one{'s' if idle > 1 else ''} found nothing to cut)" if idle else "") + ".")
+    out(f"  Full history: {len(session.full_chat_history)} messages, nothing lost; window now {totals.count} msgs, {size}.")
+    return session
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The demo's options (``session-graph demo --help``)."""
+    parser.add_argument("--turns", type=int, default=120, help="conversation length in turns (default 120)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated conversation")
-    args = parser.parse_args(argv)
+    parser.add_argument("--plot", metavar="OUT.png", help="write the four windows' plots to this file (needs matplotlib)")
+    return parser
+
+
+def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
+    """Run the demo with parsed options; returns the exit status."""
     messages = conversation(args.turns, args.seed)
-    print(f"session_graph demo: {args.turns} turns, {len(messages)} messages, offline.\n")
-    for title, session in (
-        ("default settings (12,000 chars, every 8 turns, lite)", Session()),
-        ('limit={"chars": 4000}', Session().configure(limit={"chars": 4000})),
-    ):
-        print(f"Session with {title}:")
-        _summary(replay(session, messages), print)
-        print()
+    out(f"session_graph demo: {args.turns} turns, {len(messages)} messages (tool calls, images, pasted logs), offline.")
+    out("Each line is one resize: when, why, and what it did to the window the model sees.\n")
+    lite = section("1. Lite mode: prune the window to a limit", 'Session().configure(limit={"chars": 4000})',
+                   Session().configure(limit={"chars": 4000}), messages, out)
+    out("  (a resize over the size limit is of type 'deep'; without a memo it prunes, like 'lite')\n")
+    memo = section("2. Memo mode: a model folds what leaves the window into a memo (scripted, offline)",
+                   'Session(model=chat_model).use_memo(chars=4000)', Session(model=ScriptedModel()).use_memo(chars=4000), messages, out)
+    out(f"  memo: {textwrap.shorten(json.dumps(memo.memo_for_model), 100, placeholder=' ...')}\n")
+    budget = section("3. A token budget: exact o200k_base counts, offline", 'Session().configure(limit={"tokens": 1500})',
+                     Session().configure(limit={"tokens": 1500}), messages, out)
+    view = budget.view()
+    out(f"  view(): {len(view)} messages, {view.tokens:,} tokens, within the {view.budget:,}-token budget.\n")
+    summary = section("4. Summary mode: a running summary of what left the window",
+                      'Session(model=chat_model).configure(mode="summary", limit={"tokens": 1500})',
+                      Session(model=ScriptedModel()).configure(mode="summary", limit={"tokens": 1500}), messages, out)
+    out(f"  summary: {textwrap.shorten(summary.memo.get('summary', ''), 100, placeholder=' ...')}\n")
+    out("Next: session.trace holds every resize (route, times, model calls); session.plot() draws it")
+    out('  (pip install "session_graph[viz]"); session.draw() shows the resize graph; notebooks/ has')
+    out("  the quickstart and an agent (SessionMiddleware); the README covers memo, token budgets,")
+    out("  agents and stores (session-graph sessions --help).")
+    if args.plot:
+        return _plot(args.plot, [("lite", lite), ("memo", memo), ("token budget", budget), ("summary", summary)], out)
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+def _plot(path: str, sessions: list[tuple[str, Session]], out: Callable[[str], None]) -> int:
+    try:
+        from session_graph.plots import new_figure, plot_window
+
+        fig = new_figure(figsize=(9, 11))
+    except MissingDependencyError as error:
+        out(f"session-graph: {error}")
+        return 1
+    for ax, (name, session) in zip(fig.subplots(len(sessions), 1), sessions, strict=True):
+        plot_window(session, ax=ax)
+        ax.set_title(f"{name}: {ax.get_title()}", fontsize=9)
+    fig.savefig(path, dpi=110)
+    out(f"Wrote {path}.")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The demo alone (``session-graph demo``); returns the exit status."""
+    parser = add_arguments(argparse.ArgumentParser(prog="session-graph demo", description=__doc__.splitlines()[0]))
+    return run(parser.parse_args(argv))

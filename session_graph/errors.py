@@ -16,6 +16,7 @@ __all__ = [
     "InvalidKeyError",
     "MemoUpdateError",
     "MessageError",
+    "MissingDependencyError",
     "PolicyResultError",
     "SessionGraphError",
     "SettingsError",
@@ -101,3 +102,7 @@ class StoreConflictError(StoreError):
 
 class InvalidKeyError(SessionGraphError, ValueError):
     """A session key is empty, too long, or would escape the store (``../``, absolute, NUL)."""
+
+
+class MissingDependencyError(SessionGraphError, ImportError):
+    """An optional dependency is not installed (matplotlib for plots); the message says what to install."""

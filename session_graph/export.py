@@ -2,7 +2,7 @@
 
 A document is a dict with ``schema`` (its format version) and ``id, memo,
 full_chat_history, current_chat_history, settings, turns, last_resize_turn, memo_cursor``
-(plus ``memo_ahead`` after merged saves). Messages are langchain-core's ``message_to_dict``
+(plus ``memo_ahead`` after merged saves, and ``trace``: the resize records, see ``trace.py``). Messages are langchain-core's ``message_to_dict``
 form (``{"type", "data"}``), which keeps every field. The window is written in full, as the
 spec asks; on import its messages are linked back to the same objects as in the full
 history. Loading is strict and validates everything before anything changes: every key
@@ -25,13 +25,14 @@ from session_graph.errors import DocumentError, DocumentTypeError, MessageError,
 from session_graph.messages import check_storable
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
+from session_graph.trace import ResizeTrace
 
 __all__ = ["SCHEMA", "SessionExport", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
 
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
 SCHEMA = 1
 """The document format version this library writes and reads (newer ones are refused)."""
-_OPTIONAL = ("schema", "memo_ahead")
+_OPTIONAL = ("schema", "memo_ahead", "trace")
 MAX_ALIASES = 32
 MAX_NODES = 2_000_000
 MAX_NESTING = 200
@@ -229,10 +230,14 @@ class SessionExport:
     _state: SessionState
     _install: Callable[[SessionState], None]
     id: str
+    trace: ResizeTrace
 
     def to_dict(self) -> dict[str, Any]:
         """The session as a plain dict (what to_json and to_yaml write)."""
-        return dump_state(self._state)
+        data = dump_state(self._state)
+        if len(self.trace):
+            data["trace"] = self.trace.dump()
+        return data
 
     def to_json(self) -> str:
         return to_json(self.to_dict())
@@ -250,7 +255,10 @@ class SessionExport:
 
     def load_dict(self, data: Any) -> Self:
         """Replace this session's state with a parsed document; nothing changes on error."""
-        self._install(load_state(data, keep_id=self.id))
+        state = load_state(data, keep_id=self.id)
+        trace = ResizeTrace.load(data.get("trace"))
+        self._install(state)
+        self.trace.replace(trace)
         return self
 
     @classmethod

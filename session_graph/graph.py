@@ -14,7 +14,9 @@ node can be replaced by name through ``overrides``; the replacement has the same
 signature, ``(state, runtime) -> partial update``. Nodes are written once, as flows
 (``_flow.py``), and compiled into a sync graph (run with ``invoke`` from sync code) or an
 async one; a graph compiled for a mode holds only the nodes that mode can visit, while the
-drawing (``mode=None``) shows the whole policy.
+drawing (``mode=None``) shows the whole policy. Every node is wrapped once by
+``trace.traced``, so each run's trace records the route and each visit's time, however the
+graph is invoked.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from session_graph.errors import ConfigurationError, UnknownResizeTypeError
 from session_graph.nodes import attachment_summary, deep_chunk, judge, lite_prune, memo_update, summary_fold
 from session_graph.nodes.resize_handler import resize_handler_node
 from session_graph.state import ResizeContext, SessionState
+from session_graph.trace import traced
 
 __all__ = ["NODE_NAMES", "ROUTE_LABELS", "build_resize_graph"]
 
@@ -92,14 +95,22 @@ def _as_node(node: Callable[..., Any], sync: bool) -> Callable[..., Any]:
     if inspect.isgeneratorfunction(node):
         run, arun = sync_and_async(node)
         return run if sync else arun
+    try:
+        wants_runtime = "runtime" in inspect.signature(node).parameters
+    except (TypeError, ValueError):
+        wants_runtime = True
+
+    def called(state: SessionState, runtime: Runtime[ResizeContext]) -> Any:
+        return node(state, runtime) if wants_runtime else node(state)  # a replacement may take the state only
+
     if sync:
         def sync_node(state: SessionState, runtime: Runtime[ResizeContext]) -> Any:
-            return resolve_sync(node(state, runtime))
+            return resolve_sync(called(state, runtime))
 
         return node if not inspect.iscoroutinefunction(node) else sync_node
 
     async def async_node(state: SessionState, runtime: Runtime[ResizeContext]) -> Any:
-        return await maybe_await(node(state, runtime))  # a sync node runs here, not in a worker thread
+        return await maybe_await(called(state, runtime))  # a sync node runs here, not in a worker thread
 
     return node if inspect.iscoroutinefunction(node) else async_node
 
@@ -129,7 +140,7 @@ def _build(
     graph = StateGraph(SessionState, context_schema=ResizeContext)
 
     def add(name: str, node: Callable[..., Any]) -> None:
-        graph.add_node(name, _as_node(node, sync))
+        graph.add_node(name, traced(name, _as_node(node, sync)))  # every visit timed into the run's trace
 
     add("judge", nodes["judge"])
     routes: dict[str, str] = {NO_RESIZE: END}

@@ -9,7 +9,6 @@ anywhere leaves the session as it was (a memo failure keeps what the memo folded
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 import contextlib
 from typing import Any, Literal, Self
@@ -29,6 +28,7 @@ from session_graph.messages import MessageInput, check_storable, role_of, to_mes
 from session_graph.nodes.judge import judge_state
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
+from session_graph.session_display import SessionDisplay
 from session_graph.settings import SessionSettings
 from session_graph.state import (
     AttachmentSummaryHandler,
@@ -39,8 +39,8 @@ from session_graph.state import (
     SummaryHandler,
 )
 from session_graph.tokens import TokenCounter
+from session_graph.trace import ResizeTrace, TraceRecorder
 from session_graph.view import SessionView, ViewBuilder, answered
-from session_graph.viz import GraphDrawing, draw
 from session_graph.window import WindowTotals
 
 __all__ = ["Session"]
@@ -48,7 +48,7 @@ __all__ = ["Session"]
 Force = Literal["lite", "deep"] | str | bool | None
 
 
-class Session(SessionExport):
+class Session(SessionExport, SessionDisplay):
     """A chat session: full history, current window, memo, and the policy that resizes.
 
     Args:
@@ -100,7 +100,7 @@ class Session(SessionExport):
         self._resizing = False
         self._view: tuple[Any, SessionView] | None = None
         self._views = ViewBuilder()  # extends the last view in O(new messages) when it can
-        self.resize_events: deque[ResizeEvent] = deque(maxlen=1000)
+        self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
         self.metadata: dict[str, Any] = {}
         self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
         self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
@@ -164,6 +164,11 @@ class Session(SessionExport):
     def memo_for_model(self) -> dict[str, Any]:
         """The memo as a model sees it (without ``last_resize``)."""
         return memo_for_model(self._state.memo)
+
+    @property
+    def resize_events(self) -> list[ResizeEvent]:
+        """The resizes that committed, oldest first (a smaller view of ``session.trace``)."""
+        return self.trace.events()
 
     @property
     def state(self) -> SessionState:
@@ -277,13 +282,9 @@ class Session(SessionExport):
         """The compiled resize graph for this session's handlers and overrides."""
         return self.handlers.graph
 
-    def draw_mermaid(self) -> str:
-        """Mermaid text of the resize graph, with the policy's labels on the edges."""
-        return self.graph.get_graph().draw_mermaid()
-
-    def draw(self) -> GraphDrawing:
-        """The resize graph drawn offline: shows as SVG in Jupyter, ``.mermaid`` for text."""
-        return draw(self.graph)
+    def _mode_graph(self) -> CompiledStateGraph:
+        """The graph a resize of this session runs (only the nodes its mode can visit)."""
+        return self.handlers.runner(self._state.settings.resolved(), sync=True)
 
     # -- a turn --------------------------------------------------------------------------
     def append_message(self, message: MessageInput) -> Self:
@@ -335,14 +336,17 @@ class Session(SessionExport):
         """
         with self._one_resize():
             state, context = self._run_context(force)
-            return self._commit(state, run_resize_sync(self.handlers.runner(state.settings.resolved(), sync=True), state, context))
+            with self._traced_failure(state, context, force):
+                outcome = run_resize_sync(self.handlers.runner(state.settings.resolved(), sync=True), state, context)
+            return self._commit(state, context, outcome, force)
 
     async def async_resize(self, force: Force = False) -> list[BaseMessage]:
         """Async twin of :meth:`resize`."""
         with self._one_resize():
             state, context = self._run_context(force)
-            outcome = await run_resize(self.handlers.runner(state.settings.resolved(), sync=False), state, context)
-            return self._commit(state, outcome)
+            with self._traced_failure(state, context, force):
+                outcome = await run_resize(self.handlers.runner(state.settings.resolved(), sync=False), state, context)
+            return self._commit(state, context, outcome, force)
 
     @contextlib.contextmanager
     def _one_resize(self) -> Iterator[None]:
@@ -358,9 +362,22 @@ class Session(SessionExport):
         state = self._state
         limits = state.settings.resolved()
         self._ledger.sync(state, limits)
-        return state, self.handlers.context(force, state, self._ledger, limits)
+        recorder = TraceRecorder()
+        return state, recorder.instrument(self.handlers.context(force, state, self._ledger, limits))
 
-    def _commit(self, state: SessionState, outcome: ResizeOutcome) -> list[BaseMessage]:
+    @contextlib.contextmanager
+    def _traced_failure(self, state: SessionState, context: ResizeContext, force: Force) -> Iterator[None]:
+        """A run that raises changes nothing; its trace record says what failed where."""
+        before = self._ledger.totals
+        try:
+            yield
+        except BaseException as error:
+            record = context.trace.record(self.trace.next_seq, state, before, before, None, error, force not in (False, None))
+            if record is not None:
+                self.trace.add(record)
+            raise
+
+    def _commit(self, state: SessionState, context: ResizeContext, outcome: ResizeOutcome, force: Force) -> list[BaseMessage]:
         if outcome.state is None or outcome.decision is None:
             return state.current_chat_history
         before = self._ledger.totals
@@ -371,7 +388,8 @@ class Session(SessionExport):
             self.revision += 1
         else:
             self._install(outcome.state, reindex=outcome.full_replaced)
-        self.resize_events.append(ResizeEvent.of(state.turns, outcome.decision, before, self._ledger.totals, outcome.error))
+        self.trace.add(context.trace.record(self.trace.next_seq, state, before, self._ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
+                                            force not in (False, None)))
         if outcome.error is not None:
             raise outcome.error
         return self._state.current_chat_history
@@ -410,6 +428,7 @@ class Session(SessionExport):
         """
         state = self._state
         self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings))
+        self.trace.clear()
         self.cleared = True
         return self
 

@@ -105,6 +105,7 @@ class ResizeContext:
         compress_summary: ``(summary, budget, tokens) -> summary``: one request to shorten a
             summary that came back over its budget, or None without a model.
         compress_memo: ``(memo, budget, tokens) -> memo``, likewise for the memo.
+        trace: the run's ``trace.TraceRecorder`` (node times, model calls), or None.
     """
 
     force: Any = False
@@ -124,3 +125,4 @@ class ResizeContext:
     summarize: SummaryHandler | None = None
     compress_summary: Callable[..., Any] | None = None
     compress_memo: Callable[..., Any] | None = None
+    trace: Any = None

@@ -19,6 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from session_graph.budget import plan_budget
+from session_graph.cards import view_card
 from session_graph.context import MEMO_HEADER, context_message, fit_context
 from session_graph.ledger import Ledger, system_prompt
 from session_graph.messages import content_parts, role_of
@@ -61,6 +62,9 @@ class SessionView:
 
     def __getitem__(self, index: int) -> BaseMessage:
         return self.messages[index]
+
+    def _repr_html_(self) -> str:
+        return view_card(self)  # the Jupyter card: tokens against the budget, the messages
 
 
 def _cancelled(call: dict[str, Any], owner: AIMessage) -> ToolMessage:

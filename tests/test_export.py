@@ -35,7 +35,7 @@ def test_round_trip_keeps_every_field(fmt: str) -> None:
     session = rich_session()
     text = session.to_json() if fmt == "json" else session.to_yaml()
     data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
-    assert set(data) == KEYS | {"schema"} and data["schema"] == 1
+    assert set(data) == KEYS | {"schema", "trace"} and data["schema"] == 1  # the resize made a trace record
     assert set(data["settings"]) == {"session"}  # only the session's own settings
     loaded = Session.from_json(text) if fmt == "json" else Session.from_yaml(text)
     assert loaded.id == "s-1"
@@ -45,6 +45,7 @@ def test_round_trip_keeps_every_field(fmt: str) -> None:
     assert loaded.settings == session.settings
     assert (loaded.turns, loaded.last_resize_turn, loaded.memo_cursor) == (session.turns, session.last_resize_turn, session.memo_cursor)
     assert loaded.window_totals == session.window_totals
+    assert loaded.trace.records() == session.trace.records() and len(loaded.trace) == 1
     call = loaded.full_chat_history[2]
     assert call.tool_calls[0]["args"] == {"q": [1, 2]} and call.usage_metadata["total_tokens"] == 7
     assert loaded.full_chat_history[1].name == "ann"

@@ -49,11 +49,11 @@ def test_the_drawing_needs_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", no_network)
     drawing = Session(resize_handlers={"summarize": lambda *a: a}).draw()
     assert isinstance(drawing, GraphDrawing)
-    svg = drawing._repr_svg_()
+    svg = drawing._repr_mimebundle_()["image/svg+xml"]
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     for name in (*NODE_NAMES, "summarize", "next chunk", "no resize"):
         assert name in svg
-    assert drawing._repr_markdown_().startswith("```mermaid\n")
+    assert Session().draw(format="mermaid")._repr_mimebundle_()["text/markdown"].startswith("```mermaid\n")
     check_snapshot("resize_graph.svg", svg)
 
 

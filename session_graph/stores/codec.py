@@ -24,11 +24,13 @@ from langchain_core.messages import (
 )
 
 from session_graph._gc import paused_gc
+from session_graph._progress import Progress, tracked
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
+from session_graph.trace import SAVED_TRACE, ResizeTrace
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session
@@ -77,13 +79,19 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
 
 def session_state(session: Session, created_at: str, updated_at: str) -> dict[str, Any]:
     """The state document of a session (everything but the messages themselves). O(window)."""
-    return state_document(session.state, session.metadata, created_at, updated_at, session.__contains__)
+    return state_document(session.state, session.metadata, created_at, updated_at, session.__contains__, session.trace)
 
 
 def state_document(
-    state: SessionState, metadata: dict[str, Any], created_at: str, updated_at: str, in_history: Callable[[Any], bool]
+    state: SessionState,
+    metadata: dict[str, Any],
+    created_at: str,
+    updated_at: str,
+    in_history: Callable[[Any], bool],
+    trace: ResizeTrace | None = None,
 ) -> dict[str, Any]:
-    """The state document of a state; window messages ``in_history`` refuses are kept inline."""
+    """The state document of a state; window messages ``in_history`` refuses are kept inline;
+    the newest ``SAVED_TRACE`` records of ``trace`` go with it."""
     inline = {m.id: message_to_dict(m) for m in state.current_chat_history if not in_history(m)}
     return {
         "schema": SCHEMA_VERSION,
@@ -100,27 +108,34 @@ def state_document(
         "window": [m.id for m in state.current_chat_history],
         "inline": inline,
         "message_count": len(state.full_chat_history),
+        **({"trace": trace.dump(SAVED_TRACE)} if trace else {}),
     }
 
 
-def snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage] = ()) -> tuple[SessionState, dict[str, Any]]:
+def snapshot_state(
+    snapshot: Snapshot, where: str, held: Sequence[BaseMessage] = (), progress: Progress | None = None
+) -> tuple[SessionState, dict[str, Any]]:
     """Rebuild a session's state (and its metadata) from a stored snapshot.
 
     ``held``: the messages before the snapshot's first record, when it was read with ``since``.
+    ``progress``: told ``(records decoded, records)`` (see ``_progress``).
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).
     """
     try:
         with paused_gc():
-            return _snapshot_state(snapshot, where, held)
+            return _snapshot_state(snapshot, where, held, progress)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
 
 
-def _snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage]) -> tuple[SessionState, dict[str, Any]]:
+def _snapshot_state(
+    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None
+) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
-    full = [*held, *(record_message(record, where) for record in snapshot.records)]
+    records = tracked(snapshot.records, len(snapshot.records), progress)
+    full = [*held, *(record_message(record, where) for record in records)]
     by_id = {m.id: m for m in full}
     inline = {key: messages_from_dict([value])[0] for key, value in (state.get("inline") or {}).items()}
     window = [by_id.get(i) or inline.get(i) for i in state.get("window", [m.id for m in full])]

@@ -9,13 +9,15 @@ import json
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+import yaml
 
+from session_graph._progress import Progress, tracked
 from session_graph.stores.base import Snapshot
 from session_graph.stores.codec import message_text, record_message
 
 __all__ = ["SessionStats", "export_snapshot", "snapshot_stats"]
 
-FORMATS = ("json", "md", "txt")
+FORMATS = ("json", "yaml", "md", "txt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,17 +33,25 @@ class SessionStats:
     average_reply_chars: float
 
 
-def _lines(snapshot: Snapshot) -> list[tuple[dict[str, Any], Any]]:
-    return [(record, record_message(record, snapshot.key)) for record in snapshot.records]
+def _lines(snapshot: Snapshot, progress: Progress | None = None) -> list[tuple[dict[str, Any], Any]]:
+    records = tracked(snapshot.records, len(snapshot.records), progress)
+    return [(record, record_message(record, snapshot.key)) for record in records]
 
 
-def export_snapshot(snapshot: Snapshot, fmt: str = "json") -> str:
-    """One session as ``json`` (state + messages with timestamps), ``md`` or ``txt``."""
+def export_snapshot(snapshot: Snapshot, fmt: str = "json", progress: Progress | None = None) -> str:
+    """One session as ``json`` or ``yaml`` (state + messages with timestamps), ``md`` or ``txt``.
+
+    ``progress`` is told ``(messages done, messages)``.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"export format {fmt!r} is not one of {', '.join(FORMATS)}.")
-    lines = _lines(snapshot)
-    if fmt == "json":
-        return json.dumps({"key": snapshot.key, "state": snapshot.state, "messages": snapshot.records}, ensure_ascii=False, indent=2)
+    if fmt in ("json", "yaml"):
+        records = list(tracked(snapshot.records, len(snapshot.records), progress))
+        document = {"key": snapshot.key, "state": snapshot.state, "messages": records}
+        if fmt == "yaml":
+            return yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
+        return json.dumps(document, ensure_ascii=False, indent=2)
+    lines = _lines(snapshot, progress)
     out: list[str] = []
     if fmt == "md":
         out.append(f"# Session `{snapshot.key}`\n")
@@ -66,9 +76,9 @@ def export_snapshot(snapshot: Snapshot, fmt: str = "json") -> str:
     return "\n".join(out) + "\n"
 
 
-def snapshot_stats(snapshot: Snapshot) -> SessionStats:
+def snapshot_stats(snapshot: Snapshot, progress: Progress | None = None) -> SessionStats:
     """Messages by role, duration from first to last message, average assistant reply length."""
-    lines = _lines(snapshot)
+    lines = _lines(snapshot, progress)
     roles = Counter(record.get("role", message.type) for record, message in lines)
     stamps = [record.get("ts", "") for record, _ in lines if record.get("ts")]
     duration = 0.0

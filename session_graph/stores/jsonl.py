@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import contextlib
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 import re
@@ -48,6 +49,14 @@ from session_graph.stores.base import (
 )
 
 __all__ = ["JsonlStore", "decode_name", "encode_name"]
+
+logger = logging.getLogger("session_graph")
+
+
+def _recovered(message: str, stacklevel: int) -> None:
+    """Report a store recovery: a RuntimeWarning, and a warning on the package's logger."""
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
+    logger.warning("%s", message)
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _SEQ = re.compile(rb'"seq": (\d+)}\s*$')
@@ -160,7 +169,7 @@ class JsonlStore(StoreBase):
         if state is None and not records:
             return None
         if state is None:
-            warnings.warn(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", RuntimeWarning, stacklevel=2)
+            _recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 3)
             state = {"message_count": len(records)}
         return Snapshot(key, state, records, int(state.get("version", 0)))
 
@@ -257,7 +266,7 @@ class JsonlStore(StoreBase):
         with open(log, "rb+") as handle:
             if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
                 tail = _last_newline(handle, size)
-                warnings.warn(f"{log}: dropping a torn last line left by an interrupted write.", RuntimeWarning, stacklevel=3)
+                _recovered(f"{log}: dropping a torn last line left by an interrupted write.", 4)
                 handle.truncate(tail)
                 size = tail
             if size != known or state is None:  # lines written after the last state (or unknown): count them
@@ -284,7 +293,7 @@ class JsonlStore(StoreBase):
         lines = raw.split(b"\n")
         tail = lines.pop()  # b"" when the file ends with a newline
         if tail:
-            warnings.warn(f"{log}: dropping a torn last line (an interrupted write).", RuntimeWarning, stacklevel=3)
+            _recovered(f"{log}: dropping a torn last line (an interrupted write).", 4)
         records: list[dict[str, Any]] = []
         bad: list[tuple[int, bytes]] = []
         for number, line in enumerate(lines):
@@ -312,7 +321,7 @@ class JsonlStore(StoreBase):
     def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]], locked: bool = False) -> None:
         quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
         if not self.create:  # opened for reading only: report, write nothing
-            warnings.warn(f"{log}: {len(bad)} corrupt line(s) skipped.", RuntimeWarning, stacklevel=3)
+            _recovered(f"{log}: {len(bad)} corrupt line(s) skipped.", 4)
             return
         with contextlib.nullcontext() if locked else self._locked(tenant, key):
             seen = set()
@@ -325,12 +334,9 @@ class JsonlStore(StoreBase):
                 with open(quarantine, "a") as handle:
                     for number, raw in fresh:
                         handle.write(json.dumps({"line": number, "raw": raw.decode(errors="replace")}) + "\n")
-        warnings.warn(
+        _recovered(
             f"{log}: {len(bad)} corrupt line(s) skipped (lines {', '.join(str(n + 1) for n, _ in bad[:5])}); "
-            f"copies are in {quarantine.name}.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+            f"copies are in {quarantine.name}.", 4)
 
 
 def _is_record(record: Any) -> bool:

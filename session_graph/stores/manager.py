@@ -19,8 +19,10 @@ from dataclasses import dataclass
 import logging
 import os
 from pathlib import Path
+import time
 from typing import Any
 
+from session_graph._progress import Progress, check_progress
 from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
 from session_graph.session import Session
 from session_graph.stores.base import (
@@ -42,6 +44,7 @@ from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 from session_graph.stores.nanobot import read_nanobot_session
 from session_graph.stores.sql import PostgresStore, SqliteStore
+from session_graph.trace import ResizeTrace, saved_trace
 
 __all__ = ["SessionManager", "open_store"]
 
@@ -125,21 +128,24 @@ class SessionManager:
     # Each operation is written once, as a generator of store calls (``_Call``) and blocking
     # work (``_Blocking``), driven by ``_run`` (sync) and ``_arun`` (async: store calls through
     # their async twins, blocking work in a worker thread, so an event loop never waits on disk).
-    def get(self, key: str) -> Session | None:
-        """The session for ``key``, or None if the store has none (and none is cached)."""
-        return self._run(self._get_flow(key))
+    def get(self, key: str, *, progress: Progress | None = None) -> Session | None:
+        """The session for ``key``, or None if the store has none (and none is cached).
 
-    async def aget(self, key: str) -> Session | None:
+        ``progress``: told ``(messages decoded, messages)`` while a stored session loads.
+        """
+        return self._run(self._get_flow(key, check_progress(progress)))
+
+    async def aget(self, key: str, *, progress: Progress | None = None) -> Session | None:
         """Async twin of :meth:`get`."""
-        return await self._arun(self._get_flow(key))
+        return await self._arun(self._get_flow(key, check_progress(progress)))
 
-    def get_or_create(self, key: str) -> Session:
-        """The session for ``key``: cached, loaded, or new (not stored until ``save``)."""
-        return self._run(self._get_or_create_flow(key))
+    def get_or_create(self, key: str, *, progress: Progress | None = None) -> Session:
+        """The session for ``key``: cached, loaded (``progress`` as in :meth:`get`), or new (not stored until ``save``)."""
+        return self._run(self._get_or_create_flow(key, check_progress(progress)))
 
-    async def aget_or_create(self, key: str) -> Session:
+    async def aget_or_create(self, key: str, *, progress: Progress | None = None) -> Session:
         """Async twin of :meth:`get_or_create`."""
-        return await self._arun(self._get_or_create_flow(key))
+        return await self._arun(self._get_or_create_flow(key, check_progress(progress)))
 
     def save(self, session: Session) -> None:
         """Persist a session: append its new messages, replace its state. O(new messages).
@@ -161,7 +167,7 @@ class SessionManager:
             return len(session.full_chat_history)
         return len(session.full_chat_history) - entry.persisted
 
-    def _get_flow(self, key: str) -> Operation:
+    def _get_flow(self, key: str, progress: Progress | None = None) -> Operation:
         key = check_key(key)
         entry = self._cache.get(key)
         version = yield Call("version", (self.tenant, key))
@@ -170,10 +176,10 @@ class SessionManager:
             return entry.session
         if version is None:
             return entry.session if entry is not None else None
-        return (yield from self._load_flow(key, entry))
+        return (yield from self._load_flow(key, entry, progress))
 
-    def _get_or_create_flow(self, key: str) -> Operation:
-        session = yield from self._get_flow(key)
+    def _get_or_create_flow(self, key: str, progress: Progress | None = None) -> Operation:
+        session = yield from self._get_flow(key, progress)
         if session is not None:
             return session
         session = self.session_factory(key)
@@ -216,6 +222,7 @@ class SessionManager:
             session.cleared = False
             if merged:  # the store merged another writer's changes in while it held its lock
                 adopt(session, merged[-1], late=session.full_chat_history[len(full) :])
+                session.trace.merge(saved_trace(seen[-1].state or {}, f"session {key!r}"))  # its resizes too
                 entry.version, entry.persisted = version, len(merged[-1].state.full_chat_history)
                 entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata,
                                                                "resets": resets(seen[-1].state)})
@@ -244,7 +251,9 @@ class SessionManager:
             result = self._merged(entry, Snapshot(key, stored.state, stored.records, stored.version), held)
             merged.append(result)
             stamps = {**session.arrived_at, **result.arrived}
-            document = state_document(result.state, result.metadata, entry.created_at, now, lambda m: m.id in result.stored)
+            trace = ResizeTrace(session.trace)
+            trace.merge(saved_trace(stored.state, f"session {key!r}"))  # the other writer's resizes too
+            document = state_document(result.state, result.metadata, entry.created_at, now, lambda m: m.id in result.stored, trace)
             return StoreChange(document, [message_record(m, stamps.get(m.id or "", now)) for m in result.unsaved])
 
         return change
@@ -260,13 +269,25 @@ class SessionManager:
         return self.store.list(self.tenant)
 
     # -- reading stored sessions -------------------------------------------------------------
-    def export(self, key: str, fmt: str = "json") -> str:
-        """One stored session as ``json``, ``md`` (Markdown) or ``txt``."""
-        return export_snapshot(self._snapshot(key), fmt)
+    def export(self, key: str, fmt: str = "json", *, last: int | None = None, progress: Progress | None = None) -> str:
+        """One stored session as ``json``, ``yaml``, ``md`` (Markdown) or ``txt``.
 
-    def stats(self, key: str) -> SessionStats:
+        Args:
+            key: the session.
+            fmt: the format.
+            last: only the newest ``last`` messages (None: all).
+            progress: told ``(messages done, messages)``.
+        """
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            raise ConfigurationError(f"last must be a whole number >= 0 or None, got {last!r}.")
+        snapshot = self._snapshot(key)
+        if last is not None:
+            snapshot = Snapshot(snapshot.key, snapshot.state, snapshot.records[len(snapshot.records) - last :], snapshot.version)
+        return export_snapshot(snapshot, fmt, check_progress(progress))
+
+    def stats(self, key: str, *, progress: Progress | None = None) -> SessionStats:
         """Messages by role, duration and average reply length of a stored session."""
-        return snapshot_stats(self._snapshot(key))
+        return snapshot_stats(self._snapshot(key), check_progress(progress))
 
     def search(self, text: str, limit: int = 100) -> list[SearchHit]:
         """Messages of this tenant's sessions containing ``text`` (case-insensitive)."""
@@ -306,11 +327,12 @@ class SessionManager:
             raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
         return snapshot
 
-    def _load_flow(self, key: str, entry: _Entry | None) -> Operation:
+    def _load_flow(self, key: str, entry: _Entry | None, progress: Progress | None = None) -> Operation:
         """Load a stored session; a cached one with changes of its own is merged with what is stored."""
         if entry is not None and entry.session.revision != entry.revision:
             yield from self._merge_flow(key, entry)
             return entry.session
+        started = time.perf_counter()
         held = entry.session.full_chat_history[: entry.persisted] if entry is not None else []
         snapshot = yield Call("read", (self.tenant, key), {"since": len(held)} if held else {})
         if snapshot is not None and held and self._cleared(entry, snapshot.state, None, len(held)):
@@ -318,9 +340,12 @@ class SessionManager:
             snapshot = yield Call("read", (self.tenant, key))
         if snapshot is None:
             return None
-        state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held))
+        state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress=progress))
+        log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
+                 len(state.full_chat_history), time.perf_counter() - started)
         session = entry.session if entry is not None else self.session_factory(key)
         session.restore(state)
+        session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
         session.metadata = metadata
         arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
         session.arrived_at = {**session.arrived_at, **arrived} if held else arrived
@@ -342,8 +367,10 @@ class SessionManager:
         if snapshot is None:  # deleted meanwhile: what we hold is all there is
             entry.version, entry.persisted, entry.base = 0, 0, {}
             return
+        log.info("session %r: merging %d message(s) another writer stored with this one's changes", key, len(snapshot.records))
         result = yield Blocking(lambda: self._merged(entry, snapshot, held))
         adopt(session, result)
+        session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
         entry.version, entry.persisted = snapshot.version, len(result.theirs.full_chat_history)
         entry.base = base_document(result.theirs, snapshot.state)
         entry.revision = -1  # our own messages and changes are not stored yet
