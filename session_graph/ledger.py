@@ -11,6 +11,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph.context import context_message
 from session_graph.errors import MessageError
+from session_graph.history import LazyHistory
 from session_graph.messages import role_of
 from session_graph.settings import Limits
 from session_graph.sizing import SizeCache
@@ -26,10 +27,11 @@ _ESTIMATE = ApproxTokenCounter()
 class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_context", "_counter_key", "_index", "counter", "rules", "size", "tokens", "totals")
+    __slots__ = ("_context", "_counter_key", "_index", "_lazy", "counter", "rules", "size", "tokens", "totals")
 
     def __init__(self, state: SessionState, previous: Ledger | None = None) -> None:
         self._index: dict[str, int] = {}
+        self._lazy: LazyHistory | None = None  # a history whose middle is still in the store
         self.size = SizeCache()
         self.counter: TokenCounter = CharCounter()
         self.rules = CostRules()
@@ -40,7 +42,7 @@ class Ledger:
         if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
             self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
             self.tokens, self._counter_key = previous.tokens, previous._counter_key
-            self._index = {m.id: i for i, m in enumerate(state.full_chat_history) if m.id}
+            self._reindex(state)
             self.rebuild(state, reindex=False)
             return
         self.rebuild(state, reindex=True)
@@ -48,7 +50,29 @@ class Ledger:
     # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
         """Where a message sits in the full history, or None if it is not there."""
-        return self._index.get(message.id or "")
+        position = self._index.get(message.id or "")
+        if position is None and self._lazy is not None:
+            self._index_middle()
+            position = self._index.get(message.id or "")
+        return position
+
+    def _reindex(self, state: SessionState) -> None:
+        """Index the history by id: what is held now; a lazy history's middle when first needed."""
+        full = state.full_chat_history
+        if isinstance(full, LazyHistory) and not full.loaded:
+            self._index = {m.id: i for i, m in full.held() if m.id}
+            self._lazy = full
+        else:
+            self._index = {m.id: i for i, m in enumerate(full) if m.id}
+            self._lazy = None
+
+    def _index_middle(self) -> None:
+        """Add the middle of a lazy history to the index (its ids only, when the store can read them)."""
+        lazy, self._lazy = self._lazy, None
+        if lazy is not None:
+            for position, id_ in enumerate(lazy.middle_ids(), 1):
+                if id_:
+                    self._index.setdefault(id_, position)
 
     def token_count(self, message: BaseMessage) -> int:
         """Tokens of one message with the counter in use (its chars when there is none)."""
@@ -85,7 +109,7 @@ class Ledger:
     # -- updates -----------------------------------------------------------------------------
     def check_new(self, message: BaseMessage, session_id: str) -> None:
         """Refuse a message whose id is already in the history."""
-        if message.id in self._index:
+        if message.id in self._index or (self._lazy is not None and bool(message.id) and self.index_of(message) is not None):
             raise MessageError(
                 f"a message with id {message.id!r} is already in session {session_id}; "
                 "append each message once (give a copy a new id to repeat it)."
@@ -141,7 +165,7 @@ class Ledger:
     def rebuild(self, state: SessionState, *, reindex: bool) -> None:
         """Recompute the window totals (and, if the full history was replaced, the index)."""
         if reindex:
-            self._index = {m.id: i for i, m in enumerate(state.full_chat_history) if m.id}
+            self._reindex(state)
             self.size = SizeCache()
             if self.tokens is not None:
                 counter, rules = self.counter, self.rules

@@ -265,9 +265,9 @@ class ThreadedAsync:
         """Async twin of ``update`` (``fn`` runs in the worker thread, under the lock)."""
         return await asyncio.to_thread(self.update, tenant, key, fn, since=since)  # type: ignore[attr-defined]
 
-    async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
-        """Async twin of ``read``."""
-        return await asyncio.to_thread(self.read, tenant, key, since=since)  # type: ignore[attr-defined]
+    async def aread(self, tenant: str, key: str, *, since: int = 0, **options: Any) -> Snapshot | None:
+        """Async twin of ``read`` (``window=True`` passed on to stores that read windows)."""
+        return await asyncio.to_thread(self.read, tenant, key, since=since, **options)  # type: ignore[attr-defined]
 
     async def aversion(self, tenant: str, key: str) -> int | None:
         """Async twin of ``version``."""

@@ -26,6 +26,7 @@ from langchain_core.messages import (
 from session_graph._gc import paused_gc
 from session_graph._progress import Progress, tracked
 from session_graph.errors import SessionGraphError, StoreError
+from session_graph.history import LazyHistory
 from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
@@ -44,6 +45,22 @@ def message_text(message: BaseMessage) -> str:
         part if isinstance(part, str) else str(part.get("text", "")) for part in content_parts(message)
         if isinstance(part, str) or part.get("type") == "text"
     )
+
+
+Middle = tuple[Callable[[int], "list[BaseMessage]"], "Callable[[int], list[str | None]] | None"]
+"""``(load, ids)``: ``load(stop)`` reads the messages at positions ``1 .. stop - 1``; ``ids(stop)``
+reads only their ids (None when the store cannot)."""
+
+
+def _gap(records: Sequence[dict[str, Any]]) -> int:
+    """Where a window read resumes after record 0 (1: the records are contiguous)."""
+    if len(records) >= 2 and records[0].get("seq") == 0 and isinstance(records[1].get("seq"), int):
+        return int(records[1]["seq"])
+    return 1
+
+
+def _held(full: Sequence[BaseMessage]) -> Any:
+    return full.held() if isinstance(full, LazyHistory) else enumerate(full)
 
 
 def message_record(message: BaseMessage, ts: str) -> dict[str, Any]:
@@ -79,7 +96,8 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
 
 def session_state(session: Session, created_at: str, updated_at: str) -> dict[str, Any]:
     """The state document of a session (everything but the messages themselves). O(window)."""
-    return state_document(session.state, session.metadata, created_at, updated_at, session.__contains__, session.trace)
+    return state_document(session.state, session.metadata, created_at, updated_at, session.__contains__, session.trace,
+                          session._ledger.index_of)
 
 
 def state_document(
@@ -89,9 +107,12 @@ def state_document(
     updated_at: str,
     in_history: Callable[[Any], bool],
     trace: ResizeTrace | None = None,
+    index_of: Callable[[BaseMessage], int | None] | None = None,
 ) -> dict[str, Any]:
     """The state document of a state; window messages ``in_history`` refuses are kept inline;
-    the newest ``SAVED_TRACE`` records of ``trace`` go with it."""
+    the newest ``SAVED_TRACE`` records of ``trace`` go with it. ``window_start`` is where a lazy
+    load starts reading (see ``history.py``): the window's first message, or the memo's cursor
+    when a fold still has to read from before it."""
     inline = {m.id: message_to_dict(m) for m in state.current_chat_history if not in_history(m)}
     return {
         "schema": SCHEMA_VERSION,
@@ -108,40 +129,68 @@ def state_document(
         "window": [m.id for m in state.current_chat_history],
         "inline": inline,
         "message_count": len(state.full_chat_history),
+        "window_start": window_start(state, index_of),
         **({"trace": trace.dump(SAVED_TRACE)} if trace else {}),
     }
 
 
+def window_start(state: SessionState, index_of: Callable[[BaseMessage], int | None] | None = None) -> int:
+    """The first position a session in this state reads on its next turns (window, memo cursor)."""
+    full = state.full_chat_history
+    if index_of is None:
+        ids = {m.id for m in state.current_chat_history}
+        positions = [i for i, m in enumerate(full) if m.id in ids][:1]
+    else:
+        positions = [p for p in (index_of(m) for m in state.current_chat_history) if p is not None]
+    start = min(positions, default=len(full))
+    limits = state.settings.resolved()
+    if limits.memo_enabled or limits.summary_enabled:
+        start = min(start, state.memo_cursor)
+    return start
+
+
 def snapshot_state(
-    snapshot: Snapshot, where: str, held: Sequence[BaseMessage] = (), progress: Progress | None = None
+    snapshot: Snapshot,
+    where: str,
+    held: Sequence[BaseMessage] = (),
+    progress: Progress | None = None,
+    middle: Middle | None = None,
 ) -> tuple[SessionState, dict[str, Any]]:
     """Rebuild a session's state (and its metadata) from a stored snapshot.
 
     ``held``: the messages before the snapshot's first record, when it was read with ``since``.
     ``progress``: told ``(records decoded, records)`` (see ``_progress``).
+    ``middle``: how to read the messages a window read skipped (``read(window=True)`` gives
+    record 0 and the records from the window on); the full history is then a ``LazyHistory``.
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).
     """
     try:
         with paused_gc():
-            return _snapshot_state(snapshot, where, held, progress)
+            return _snapshot_state(snapshot, where, held, progress, middle)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
 
 
 def _snapshot_state(
-    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None
+    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
     records = tracked(snapshot.records, len(snapshot.records), progress)
-    full = [*held, *(record_message(record, where) for record in records)]
-    by_id = {m.id: m for m in full}
+    full: list[BaseMessage] = [*held, *(record_message(record, where) for record in records)]
+    start = _gap(snapshot.records) if not held else 1
+    if start > 1:
+        if middle is None:
+            raise StoreError(f"{where}: the store read from message {start} on but nothing can read the messages before it.")
+        load, ids = middle
+        full = LazyHistory(full[0], start, full[1:], lambda: load(start), (lambda: ids(start)) if ids is not None else None)
+    by_id = {m.id: m for _, m in _held(full)}
     inline = {key: messages_from_dict([value])[0] for key, value in (state.get("inline") or {}).items()}
-    window = [by_id.get(i) or inline.get(i) for i in state.get("window", [m.id for m in full])]
+    window = [by_id.get(i) or inline.get(i) for i in (state["window"] if "window" in state else [m.id for m in full])]
     window = [m for m in window if m is not None]
     counted = min(int(state.get("message_count", len(full))), len(full))
-    late = full[counted:]  # written after the state: keep them, in the window too
+    late = full[max(counted, full.start if isinstance(full, LazyHistory) else 0) :]  # written after the state: keep them, in the window too
     held = {m.id for m in window}
     window += [m for m in late if m.id not in held]
     turns = int(state.get("turns", 0)) + sum(1 for m in late if isinstance(m, AIMessage) and not m.tool_calls)

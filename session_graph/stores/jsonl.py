@@ -138,33 +138,47 @@ class JsonlStore(StoreBase):
             if change is None:
                 return stored
             state = change.state
-            lines = []
+            offsets = _offsets_of(old, count, size) if not change.reset else []
+            if offsets is None:  # written by an older version, or lines came after the last state: index the log once
+                offsets = _scan_offsets(log)
+            lines: list[bytes] = []
+            position = size
             if change.reset:
-                lines.append(json.dumps({"_type": _RESET, "ts": state.get("updated_at")}) + "\n")
+                lines.append((json.dumps({"_type": _RESET, "ts": state.get("updated_at")}) + "\n").encode())
+                position += len(lines[-1])
                 count = 0
             for record in change.records:
-                lines.append(json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n")
+                if count % _OFFSET_STEP == 0:
+                    offsets.append([count, position])
+                lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
+                position += len(lines[-1])
                 count += 1
             if lines:
                 with open(log, "ab") as handle:
-                    handle.write("".join(lines).encode())
+                    handle.write(b"".join(lines))
                     handle.flush()
                     if self.fsync:
                         os.fsync(handle.fileno())
                 size = log.stat().st_size
             version = stored + 1
             document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version,
-                        "resets": resets(old) + change.reset}
+                        "resets": resets(old) + change.reset, "offsets": offsets if size == position else []}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
             self._replace(meta, document)
             return version
 
-    def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
+    reads_windows = True  # read(window=True) seeks to the window through the offsets in the meta file
+
+    def read(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
         log, meta, _ = self._paths(tenant, key)
         state = self._read_meta(meta)
         if state is not None:
             check_schema(state, str(meta))
+        if window and state is not None:
+            records = self._window_records(log, state)
+            if records is not None:
+                return Snapshot(key, state, records, int(state.get("version", 0)))
         records = self._records(tenant, key, log, since)
         if state is None and not records:
             return None
@@ -318,6 +332,84 @@ class JsonlStore(StoreBase):
             self._quarantine(tenant, key, log, bad, locked)
         return records
 
+    def _window_records(self, log: Path, state: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """Record 0 and the records from the state's ``window_start`` on, read by seeking through
+        the meta file's offsets; None when they cannot be trusted (the caller reads it all)."""
+        start, offsets = int(state.get("window_start", 0) or 0), state.get("offsets") or []
+        if start < 2 or not offsets or offsets[0][0] != 0:
+            return None
+        try:
+            if log.stat().st_size != int(state.get("bytes", -1)):
+                return None  # lines written after the state (a crash, another version): the full read settles them
+            seek = max((o for o in offsets if o[0] <= start), key=lambda o: o[0])
+            with paused_gc(), open(log, "rb") as handle:
+                handle.seek(int(offsets[0][1]))
+                first = _loads(handle.readline())
+                handle.seek(int(seek[1]))
+                raw = handle.read()
+        except (OSError, ValueError, TypeError, IndexError):
+            return None
+        records = [first]
+        with paused_gc():
+            for line in raw.split(b"\n"):
+                if not line.strip():
+                    continue
+                seq = _SEQ.search(line)
+                if seq is not None and int(seq.group(1)) < start:
+                    continue
+                try:
+                    record = _loads(line)
+                except ValueError:
+                    return None
+                if not _is_record(record) or record.get("_type") == _RESET:
+                    return None
+                records.append(record)
+        if not _is_record(first) or first.get("seq") != 0 or len(records) < 2 or records[1].get("seq") != start:
+            return None
+        return records
+
+    def ids(self, tenant: str, key: str, start: int, stop: int) -> list[str | None]:
+        """The ids of the records ``start .. stop - 1`` without decoding their messages (one
+        pattern over the bytes between the meta file's offsets; line by line if that misfits)."""
+        log, meta, _ = self._paths(tenant, key)
+        state = self._read_meta(meta) or {}
+        offsets = state.get("offsets") or []
+        try:
+            size = log.stat().st_size
+            trusted = offsets and offsets[0][0] == 0 and size == int(state.get("bytes", -1))
+            begin = max((o for o in offsets if o[0] <= start), key=lambda o: o[0]) if trusted else [0, 0]
+            end = min((o for o in offsets if o[0] >= stop), key=lambda o: o[0], default=None) if trusted else None
+            with open(log, "rb") as handle:
+                handle.seek(int(begin[1]))
+                raw = handle.read(int(end[1]) - int(begin[1]) if end is not None else -1)
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, TypeError, IndexError) as error:
+            raise StoreError(f"cannot read {log}: {error}") from error
+        if trusted:
+            head = _ID.match(raw)  # the first line starts at the offset; the others after a newline
+            found = ([head.group(1)] if head else []) + _IDS.findall(raw)
+            records = (int(end[0]) if end is not None else int(state.get("message_count", -1))) - int(begin[0])
+            if len(found) == records and b'"_type"' not in raw:
+                first = int(begin[0])
+                return [i.decode() for i in found[start - first : stop - first]]
+        ids: list[str | None] = []
+        for line in raw.split(b"\n"):
+            if not line.strip():
+                continue
+            if b'"_type"' in line and _is_reset(line):
+                ids = []
+                continue
+            seq = _SEQ.search(line)
+            number = int(seq.group(1)) if seq is not None else None
+            if number is not None and number < start:
+                continue
+            if number is not None and number >= stop:
+                break
+            match = _ID.match(line)
+            ids.append(match.group(1).decode() if match else (_loads(line).get("id") if line.startswith(b"{") else None))
+        return ids
+
     def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]], locked: bool = False) -> None:
         quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
         if not self.create:  # opened for reading only: report, write nothing
@@ -337,6 +429,44 @@ class JsonlStore(StoreBase):
         _recovered(
             f"{log}: {len(bad)} corrupt line(s) skipped (lines {', '.join(str(n + 1) for n, _ in bad[:5])}); "
             f"copies are in {quarantine.name}.", 4)
+
+
+_OFFSET_STEP = 1000
+"""Every 1,000th record's byte offset is kept in the meta file (``offsets``), so a load can
+seek to the window instead of reading the whole log."""
+_ID = re.compile(rb'\{"id": "([^"\\]*)"')
+_IDS = re.compile(rb'\n\{"id": "([^"\\]*)"')  # a literal prefix: re finds it fast (re.M with ^ is 3x slower)
+
+
+def _offsets_of(old: dict[str, Any] | None, count: int, size: int) -> list[list[int]] | None:
+    """The offsets the last state recorded, if they still describe the log (None: rebuild them)."""
+    if old is None:
+        return [] if count == 0 else None
+    offsets = old.get("offsets")
+    if not isinstance(offsets, list) or int(old.get("bytes", -1)) != size or int(old.get("message_count", -1)) != count:
+        return None
+    if count and not offsets:
+        return None
+    return [list(o) for o in offsets]
+
+
+def _scan_offsets(log: Path) -> list[list[int]]:
+    """The offsets of a log, read once from its lines (a log from an older version)."""
+    offsets: list[list[int]] = []
+    count = position = 0
+    try:
+        with open(log, "rb") as handle:
+            for line in handle:
+                if _is_reset(line):
+                    offsets, count = [], 0
+                elif line.strip():
+                    if count % _OFFSET_STEP == 0:
+                        offsets.append([count, position])
+                    count += 1
+                position += len(line)
+    except FileNotFoundError:
+        return []
+    return offsets
 
 
 def _is_record(record: Any) -> bool:

@@ -22,8 +22,12 @@ from pathlib import Path
 import time
 from typing import Any
 
+from langchain_core.messages import BaseMessage
+
+from session_graph._gc import paused_gc
 from session_graph._progress import Progress, check_progress
 from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
+from session_graph.history import is_loaded, prefix
 from session_graph.session import Session
 from session_graph.stores.base import (
     SearchHit,
@@ -36,7 +40,14 @@ from session_graph.stores.base import (
     resets,
     utc_now,
 )
-from session_graph.stores.codec import message_record, session_state, snapshot_state, state_document
+from session_graph.stores.codec import (
+    Middle,
+    message_record,
+    record_message,
+    session_state,
+    snapshot_state,
+    state_document,
+)
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.flows import Blocking, Call, Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
@@ -47,6 +58,11 @@ from session_graph.stores.sql import PostgresStore, SqliteStore
 from session_graph.trace import ResizeTrace, saved_trace
 
 __all__ = ["SessionManager", "open_store"]
+
+
+class _NeedsHistory(StoreConflictError):
+    """A save must merge, and the session's history still has its middle in the store (a
+    conflict, so the drivers hand it back to the save, which pages the middle in and retries)."""
 
 log = logging.getLogger("session_graph")
 _MAX_MERGES = 50
@@ -203,25 +219,29 @@ class SessionManager:
         if entry.version and entry.revision == session.revision and not session.cleared:
             return  # nothing changed since the last save (metadata edits: bump session.revision)
         for _ in range(_MAX_MERGES):
-            full = list(session.full_chat_history)
+            history = session.full_chat_history
+            count = len(history)
             reset = session.cleared
-            new = full if reset else full[entry.persisted :]
+            new = list(history) if reset else history[entry.persisted :]  # a lazy history's middle stays in the store
             now = utc_now()
             records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
             state = session_state(session, entry.created_at, now)
             revision = session.revision
-            held = full[: entry.persisted]
+            held = prefix(history, entry.persisted)  # read only if another writer's changes must be merged
             merged: list[Merged] = []
             seen: list[StoredSession] = []
             change = self._saving(entry, StoreChange(state, records, reset), held, now, merged, seen)
             try:
                 version = yield Call("update", (self.tenant, key, change), {"since": len(held)})
+            except _NeedsHistory:  # a merge reads the whole history: page it in outside the store's lock, then retry
+                yield Blocking(history.load)  # type: ignore[union-attr]
+                continue
             except StoreConflictError:
                 yield from self._merge_flow(key, entry)  # deleted or cleared meanwhile: merge after a full read
                 continue
             session.cleared = False
             if merged:  # the store merged another writer's changes in while it held its lock
-                adopt(session, merged[-1], late=session.full_chat_history[len(full) :])
+                adopt(session, merged[-1], late=session.full_chat_history[count:])
                 session.trace.merge(saved_trace(seen[-1].state or {}, f"session {key!r}"))  # its resizes too
                 entry.version, entry.persisted = version, len(merged[-1].state.full_chat_history)
                 entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata,
@@ -246,6 +266,8 @@ class SessionManager:
             seen.append(stored)
             if mine.reset or stored.version == entry.version:
                 return mine
+            if not is_loaded(session.full_chat_history):
+                raise _NeedsHistory(f"session {key!r}: a merge needs the whole history")  # never read the store inside its lock
             if stored.state is None or self._cleared(entry, stored.state, stored.message_count, len(held)):
                 raise StoreConflictError(f"session {key!r} was deleted or cleared by another writer")
             result = self._merged(entry, Snapshot(key, stored.state, stored.records, stored.version), held)
@@ -333,14 +355,16 @@ class SessionManager:
             yield from self._merge_flow(key, entry)
             return entry.session
         started = time.perf_counter()
-        held = entry.session.full_chat_history[: entry.persisted] if entry is not None else []
-        snapshot = yield Call("read", (self.tenant, key), {"since": len(held)} if held else {})
+        held = prefix(entry.session.full_chat_history, entry.persisted) if entry is not None else []
+        window = not held and getattr(self.store, "reads_windows", False)  # a lazy load: the middle stays in the store
+        snapshot = yield Call("read", (self.tenant, key), {"since": len(held)} if held else {"window": True} if window else {})
         if snapshot is not None and held and self._cleared(entry, snapshot.state, None, len(held)):
             held = []
             snapshot = yield Call("read", (self.tenant, key))
         if snapshot is None:
             return None
-        state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress=progress))
+        middle = self._middle(key, snapshot) if window else None
+        state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle))
         log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
                  len(state.full_chat_history), time.perf_counter() - started)
         session = entry.session if entry is not None else self.session_factory(key)
@@ -374,6 +398,21 @@ class SessionManager:
         entry.version, entry.persisted = snapshot.version, len(result.theirs.full_chat_history)
         entry.base = base_document(result.theirs, snapshot.state)
         entry.revision = -1  # our own messages and changes are not stored yet
+
+    def _middle(self, key: str, snapshot: Snapshot) -> Middle:
+        """How a lazily loaded session reads the messages between its first one and its window:
+        one store read on first need, refused if the session was cleared or deleted since."""
+        store, tenant, where, stamp = self.store, self.tenant, f"session {key!r}", resets(snapshot.state)
+
+        def load(stop: int) -> list[BaseMessage]:
+            stored = store.read(tenant, key, since=1)
+            if stored is None or resets(stored.state) != stamp:
+                raise StoreError(f"{where} was cleared or deleted in the store since it was loaded; get it again.")
+            with paused_gc():
+                return [record_message(r, where) for r in stored.records if int(r.get("seq", stop)) < stop]
+
+        ids = getattr(store, "ids", None)
+        return load, (lambda stop: ids(tenant, key, 1, stop)) if ids is not None else None
 
     @staticmethod
     def _cleared(entry: _Entry | None, state: dict[str, Any], count: int | None, held: int) -> bool:

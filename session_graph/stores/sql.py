@@ -206,16 +206,26 @@ class _SqlStore(StoreBase):
         )
         return version + 1
 
-    def _read_flow(self, tenant: str, key: str, since: int = 0) -> Flow:
+    def _read_flow(self, tenant: str, key: str, since: int = 0, window: bool = False) -> Flow:
         row = yield self._x("SELECT state, version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, check_key(key)), "one")
         if row is None:
             return None
-        rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
-                             " ORDER BY seq", (tenant, key, since), "all")
         where = f"{self._where} session {key!r}"
-        records = self._records(rows, key)
         state = check_schema(_json(row[0], where), where)
+        start = int(state.get("window_start", 0) or 0) if window else 0
+        if start >= 2:  # record 0 (a system prompt) and the window on: what a lazy load needs
+            rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ?"
+                                 " AND (seq = 0 OR seq >= ?) ORDER BY seq", (tenant, key, start), "all")
+        else:
+            rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
+                                 " ORDER BY seq", (tenant, key, since), "all")
+        records = self._records(rows, key)
         return Snapshot(key, state, records, int(row[1]))
+
+    def _ids_flow(self, tenant: str, key: str, start: int, stop: int) -> Flow:
+        rows = yield self._x("SELECT id FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ? AND seq < ? ORDER BY seq",
+                             (tenant, key, start, stop), "all")
+        return [r[0] for r in rows]
 
     def _records(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
         with paused_gc():
@@ -256,8 +266,14 @@ class _SqlStore(StoreBase):
         self._writable()
         return self._run(self._update_flow(tenant, key, fn, since))
 
-    def read(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
-        return None if self._empty else self._run(self._read_flow(tenant, key, since))
+    reads_windows = True  # read(window=True): record 0 and the records from the state's window_start on
+
+    def read(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
+        return None if self._empty else self._run(self._read_flow(tenant, key, since, window))
+
+    def ids(self, tenant: str, key: str, start: int, stop: int) -> list[str | None]:
+        """The ids of the records ``start .. stop - 1`` without reading their messages."""
+        return [] if self._empty else self._run(self._ids_flow(tenant, key, start, stop))
 
     def version(self, tenant: str, key: str) -> int | None:
         return None if self._empty else self._run(self._version_flow(tenant, key))
@@ -400,11 +416,11 @@ class PostgresStore(_SqlStore):
         await self._aopen()
         return await self._arun(self._update_flow(tenant, key, fn, since))
 
-    async def aread(self, tenant: str, key: str, *, since: int = 0) -> Snapshot | None:
+    async def aread(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
         if self._empty:
             return None
         await self._aopen()
-        return await self._arun(self._read_flow(tenant, key, since))
+        return await self._arun(self._read_flow(tenant, key, since, window))
 
     async def aversion(self, tenant: str, key: str) -> int | None:
         if self._empty:
