@@ -405,10 +405,10 @@ class SessionManager:
         store, tenant, where, stamp = self.store, self.tenant, f"session {key!r}", resets(snapshot.state)
 
         def load(stop: int) -> list[BaseMessage]:
-            stored = store.read(tenant, key, since=1)
-            if stored is None or resets(stored.state) != stamp:
-                raise StoreError(f"{where} was cleared or deleted in the store since it was loaded; get it again.")
-            with paused_gc():
+            with paused_gc():  # one pause over reading and decoding: the collector runs once after, not twice
+                stored = store.read(tenant, key, since=1)
+                if stored is None or resets(stored.state) != stamp:
+                    raise StoreError(f"{where} was cleared or deleted in the store since it was loaded; get it again.")
                 return [record_message(r, where) for r in stored.records if int(r.get("seq", stop)) < stop]
 
         ids = getattr(store, "ids", None)

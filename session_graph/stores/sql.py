@@ -76,8 +76,18 @@ class _Exec:
 Flow = Generator[_Exec, Any, Any]
 
 
+try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
+
 def _json(text: str, where: str) -> Any:
     """A stored JSON column, or a ``StoreError`` naming where it is broken."""
+    try:
+        return _loads(text)
+    except ValueError:
+        pass  # orjson is stricter than the json module (NaN): let json decide
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
