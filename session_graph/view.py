@@ -181,8 +181,12 @@ class ViewBuilder:
 
     def build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
         """The view of ``state`` (the same as ``build_view``)."""
-        key = (limits, outside_tokens, id(state.memo), len(state.memo), ledger.counter.name)
+        shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
+        memo_key = (id(state.memo), len(state.memo)) if shows_memo else None
+        key = (limits, outside_tokens, memo_key, ledger.counter.name)
         tail = self._tail
+        if tail is not None and tail.key == key and tail.window is not state.current_chat_history:
+            tail = self._rebase(tail, state.current_chat_history, ledger.token_count)
         if tail is not None and tail.window is state.current_chat_history and tail.key == key:
             view = self._extend(tail, ledger, limits, outside_tokens)
             if view is not None:
@@ -191,6 +195,25 @@ class ViewBuilder:
         if self._tail is not None:
             self._tail.key = key
         return view
+
+    def _rebase(self, tail: _Tail, window: list[BaseMessage], measure: Callable[[BaseMessage], int]) -> _Tail | None:
+        """The tail for a window that is the old one less its oldest messages (what a prune
+        does): O(messages dropped); None when the window is anything else."""
+        old = tail.window
+        dropped = len(old) - len(window)
+        start = min(dropped, tail.keep_from)  # in ``window``, where the kept part starts
+        if (dropped <= 0 or not window or window[0] is not old[dropped] or tail.newest_user < dropped
+                or (dropped > tail.keep_from and not isinstance(window[0], HumanMessage))
+                or any(a is not b for a, b in zip(window[tail.keep_from - start :], old[max(tail.keep_from, dropped) :], strict=False))
+                or len(window) - max(tail.keep_from - dropped, 0) != len(old) - max(tail.keep_from, dropped)):
+            self._tail = None
+            return None
+        if dropped > tail.keep_from:  # the last view showed messages the prune dropped
+            tail.used -= sum(measure(m) for m in old[tail.keep_from : dropped])
+            tail.keep_from = dropped
+        tail.window, tail.length = window, tail.length - dropped
+        tail.keep_from, tail.newest_user = tail.keep_from - dropped, tail.newest_user - dropped
+        return tail
 
     @staticmethod
     def _extend(tail: _Tail, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView | None:

@@ -10,11 +10,13 @@ exactly what langchain-core's ``trim_messages`` keeps with the same counter.
 from __future__ import annotations
 
 import itertools
+import random
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
+import pytest
 
 from session_graph import Session
 from session_graph.tokens import message_tokens
@@ -166,3 +168,25 @@ def test_the_window_equals_trim_messages_on_tool_free_histories(
         include_system=True,
     )
     assert [m.id for m in session.view().messages] == [m.id for m in expected]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_views_after_prunes_equal_a_full_build(seed: int) -> None:
+    """The view carried across prunes (the window lost its oldest messages) is the view built anew."""
+    rng = random.Random(seed)
+    session = Session().configure(limit={"tokens": rng.choice([300, 800, 2000])}, every_n_turns=rng.choice([0, 3]))
+    session.append_message(SystemMessage(content="be brief"))
+    for turn_number in range(300):
+        words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(rng.randint(1, 90)))
+        session.append_message(HumanMessage(content=f"q{turn_number} {words}"))
+        if rng.random() < 0.3:
+            call = f"c{turn_number}"
+            session.append_message(AIMessage(content="", tool_calls=[{"id": call, "name": "f", "args": {}}]))
+            session.append_message(ToolMessage(content=words[::-1], tool_call_id=call))
+        session.append_message(AIMessage(content=f"a{turn_number} {words[: rng.randint(1, 200)]}"))
+        if session.judge_resize():
+            session.resize()
+        view = session.view()
+        full = build_view(session.state, session._ledger, session.settings.resolved())
+        assert [m.id for m in view.messages] == [m.id for m in full.messages]
+        assert (view.tokens, view.truncated, view.elided) == (full.tokens, full.truncated, full.elided)
