@@ -74,6 +74,7 @@ _CLASSES: dict[str, type[BaseMessage]] = {
 }
 
 
+_TYPE_NAMES = {name: name for name in _CLASSES}
 _FIELDS = {cls: frozenset(cls.model_fields) for cls in _CLASSES.values()}
 
 
@@ -83,7 +84,9 @@ def _built(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
     if data.keys() != _FIELDS[cls]:
         return cls.model_construct(**data)
     message = cls.__new__(cls)
-    object.__setattr__(message, "__dict__", data)  # the record's own dict: nothing else holds it
+    fields = {k: v for k, v in data.items()}  # built by insertion: a compact dict (272 bytes, a copy is 352)
+    fields["type"] = _TYPE_NAMES[fields["type"]]  # one shared string per type, as the class default is
+    object.__setattr__(message, "__dict__", fields)
     # the fields a caller would have passed: what is not empty (a set of all ten is 2-3x bigger)
     object.__setattr__(message, "__pydantic_fields_set__", {k for k, v in data.items() if v or k == "content"})
     object.__setattr__(message, "__pydantic_extra__", {})  # messages allow extras: an empty dict, as pydantic sets
