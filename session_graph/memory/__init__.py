@@ -1,0 +1,21 @@
+"""Long-term memory: parts, categories, the memory store, the prefilter and the apply step.
+
+``MemoryConfig`` says where memories live and whose they are; ``Session(..., memory=...)``
+and ``SessionManager(..., memory=...)`` use it for ``commit()``. Message parts
+(``TextPart``, ``ContextPart``, ``ToolPart``) map OpenViking's message model onto
+langchain-core messages.
+"""
+
+from session_graph.memory.categories import CATEGORIES, content_hash, memory_namespace, memory_uri, slug
+from session_graph.memory.config import MemoryConfig
+from session_graph.memory.filestore import FileMemoryStore
+
+__all__ = [
+    "CATEGORIES",
+    "FileMemoryStore",
+    "MemoryConfig",
+    "content_hash",
+    "memory_namespace",
+    "memory_uri",
+    "slug",
+]
