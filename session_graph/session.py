@@ -25,10 +25,13 @@ from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.export import SessionExport
 from session_graph.handlers import Handlers, checked_callable
 from session_graph.ledger import Ledger
+from session_graph.memory.config import MemoryConfig
 from session_graph.messages import MessageInput, check_storable, role_of, to_message
 from session_graph.nodes.judge import judge_state
+from session_graph.parts import strip_view
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
+from session_graph.session_parts import SessionParts
 from session_graph.settings import SessionSettings
 from session_graph.state import (
     AttachmentSummaryHandler,
@@ -48,7 +51,7 @@ __all__ = ["Session"]
 Force = Literal["lite", "deep"] | str | bool | None
 
 
-class Session(SessionExport):
+class Session(SessionExport, SessionParts):
     """A chat session: full history, current window, memo, and the policy that resizes.
 
     Args:
@@ -62,6 +65,7 @@ class Session(SessionExport):
             ``model.with_fallbacks([...])``), that updates the memo in memo mode and the
             summary in summary mode (explicit handlers take precedence).
         summary_handler: ``(summary, messages, settings) -> str``, for summary mode.
+        memory: a ``MemoryConfig``: where ``commit()`` writes long-term memories, and whose they are.
 
     Example:
         >>> session = Session(settings={"session.limit": {"chars": 60}})
@@ -82,6 +86,7 @@ class Session(SessionExport):
         memo_update_handler: MemoUpdateHandler | None = None,
         model: Runnable | None = None,
         summary_handler: SummaryHandler | None = None,
+        memory: MemoryConfig | None = None,
     ) -> None:
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError(f"the session id must be a non-empty string, got {id!r}.")
@@ -89,6 +94,9 @@ class Session(SessionExport):
             settings = settings.to_dict()
         elif settings is not None and not isinstance(settings, Mapping):
             raise ConfigurationError(f"settings must be a SessionSettings or a dict, got {type(settings).__name__}.")
+        if memory is not None and not isinstance(memory, MemoryConfig):
+            raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
+        self.memory = memory
         self.handlers = Handlers(
             policy=policy_handler,
             resize_handlers=resize_handlers,
@@ -260,7 +268,7 @@ class Session(SessionExport):
             raise ConfigurationError(f"outside_tokens must be a whole number >= 0, got {outside_tokens!r}.")
         limits = self._state.settings.resolved()
         self._ledger.sync(self._state, limits)
-        return build_view(self._state, self._ledger, limits, outside_tokens)
+        return strip_view(build_view(self._state, self._ledger, limits, outside_tokens))  # no extras reach a provider
 
     def tokens_of(self, message: BaseMessage) -> int:
         """What one message costs with the counter in use (its chars without a token budget)."""
@@ -404,7 +412,8 @@ class Session(SessionExport):
         marker).
         """
         state = self._state
-        self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings))
+        self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings,
+                                   usage=state.usage, archives=state.archives))  # archive indices never go back
         self.cleared = True
         return self
 

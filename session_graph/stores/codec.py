@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
 
 from session_graph.errors import SessionGraphError, StoreError
+from session_graph.export import commit_fields
 from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
@@ -72,7 +73,9 @@ def state_document(
         "window": [m.id for m in state.current_chat_history],
         "inline": inline,
         "message_count": len(state.full_chat_history),
+        **commit_fields(state),
     }
+
 
 
 def snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage] = ()) -> tuple[SessionState, dict[str, Any]]:
@@ -116,6 +119,9 @@ def _snapshot_state(snapshot: Snapshot, where: str, held: Sequence[BaseMessage])
             last_resize_turn=min(int(state.get("last_resize_turn", 0)), turns),
             memo_cursor=min(int(state.get("memo_cursor", 0)), len(full)),
             memo_ahead=frozenset(state.get("memo_ahead") or ()),
+            archived_through=min(int(state.get("archived_through", 0)), len(full)),
+            usage=tuple(dict(record) for record in state.get("usage") or ()),
+            archives=dict(state.get("archives") or {}),
         ),
         dict(state.get("metadata") or {}),
     )
