@@ -15,6 +15,7 @@ __all__ = [
     "HandlerResultError",
     "InvalidKeyError",
     "MemoUpdateError",
+    "MemoryReplyError",
     "MessageError",
     "MissingDependencyError",
     "PolicyResultError",
@@ -106,3 +107,19 @@ class InvalidKeyError(SessionGraphError, ValueError):
 
 class MissingDependencyError(SessionGraphError, ImportError):
     """An optional dependency is not installed (matplotlib for plots); the message says what to install."""
+
+
+class MemoryReplyError(SessionGraphError, ValueError):
+    """A commit model's reply could not be used (not JSON, wrong shape, an unknown category, a
+    decision naming an id it was not shown or an op its category does not allow).
+
+    The commit reports it in ``errors`` with status ``partial``; the archive stays pending and
+    the next ``commit()`` asks again. Nothing is written from that reply.
+
+    Attributes:
+        step: the commit step whose reply failed (``summarize``, ``extract``, ``decide``).
+    """
+
+    def __init__(self, message: str, *, step: str = "") -> None:
+        super().__init__(message)
+        self.step = step

@@ -32,7 +32,7 @@ __all__ = ["SCHEMA", "SessionExport", "check_keys", "dump_state", "load_state", 
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
 SCHEMA = 1
 """The document format version this library writes and reads (newer ones are refused)."""
-_OPTIONAL = ("schema", "memo_ahead", "trace")
+_OPTIONAL = ("schema", "memo_ahead", "trace", "archived_through", "usage", "archives")
 MAX_ALIASES = 32
 MAX_NODES = 2_000_000
 MAX_NESTING = 200
@@ -51,6 +51,7 @@ def dump_state(state: SessionState) -> dict[str, Any]:
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
         **({"memo_ahead": sorted(state.memo_ahead)} if state.memo_ahead else {}),
+        **commit_fields(state),
     }
 
 
@@ -173,6 +174,7 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
         )
     if counters["last_resize_turn"] > counters["turns"]:
         raise DocumentError(f"'last_resize_turn' ({counters['last_resize_turn']}) is after 'turns' ({counters['turns']}).")
+    ledger = _commit_ledger(data, len(full))
     return SessionState(
         id=session_id,
         full_chat_history=full,
@@ -181,7 +183,33 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
         settings=settings,
         memo_ahead=frozenset(data.get("memo_ahead") or ()),
         **counters,
+        **ledger,
     )
+
+
+def commit_fields(state: SessionState) -> dict[str, Any]:
+    """The commit ledger of a state (``archived_through``, ``usage``, ``archives``), where not at its default."""
+    fields: dict[str, Any] = {}
+    if state.archived_through:
+        fields["archived_through"] = state.archived_through
+    if state.usage:
+        fields["usage"] = [dict(record) for record in state.usage]
+    if state.archives:
+        fields["archives"] = state.archives
+    return fields
+
+
+def _commit_ledger(data: Mapping[str, Any], count: int) -> dict[str, Any]:
+    through = data.get("archived_through", 0)
+    if isinstance(through, bool) or not isinstance(through, int) or not 0 <= through <= count:
+        raise DocumentError(f"'archived_through' must be a whole number from 0 to {count} (the history's length), got {through!r}.")
+    usage = data.get("usage", [])
+    if not isinstance(usage, list) or not all(isinstance(r, Mapping) and isinstance(r.get("uri"), str) for r in usage):
+        raise DocumentError("'usage' must be a list of used() records (dicts with a 'uri').")
+    archives = data.get("archives", {})
+    if not isinstance(archives, Mapping) or not isinstance(archives.get("next", 0), int) or not isinstance(archives.get("pending", {}), Mapping):
+        raise DocumentError("'archives' must be a dict like {'next': 3, 'pending': {...}}.")
+    return {"archived_through": through, "usage": tuple(dict(r) for r in usage), "archives": dict(archives)}
 
 
 def check_keys(data: Mapping[str, Any]) -> None:

@@ -108,6 +108,9 @@ def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> 
         last_resize_turn=state.turns if error is None else state.last_resize_turn,
         memo_cursor=out["memo_cursor"],
         memo_ahead=out["memo_ahead"],
+        archived_through=state.archived_through,
+        usage=state.usage,
+        archives=state.archives,
     )
     return ResizeOutcome(new_state, decision, error, replaced)
 

@@ -24,11 +24,14 @@ from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.export import SessionExport
 from session_graph.handlers import Handlers, checked_callable
 from session_graph.ledger import Ledger
+from session_graph.memory.config import MemoryConfig
 from session_graph.messages import MessageInput, check_storable, role_of, to_message
 from session_graph.nodes.judge import judge_state
+from session_graph.parts import has_extras, strip_view
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
 from session_graph.session_display import SessionDisplay
+from session_graph.session_parts import SessionParts
 from session_graph.settings import SessionSettings
 from session_graph.state import (
     AttachmentSummaryHandler,
@@ -48,7 +51,7 @@ __all__ = ["Session"]
 Force = Literal["lite", "deep"] | str | bool | None
 
 
-class Session(SessionExport, SessionDisplay):
+class Session(SessionExport, SessionDisplay, SessionParts):
     """A chat session: full history, current window, memo, and the policy that resizes.
 
     Args:
@@ -62,6 +65,7 @@ class Session(SessionExport, SessionDisplay):
             ``model.with_fallbacks([...])``), that updates the memo in memo mode and the
             summary in summary mode (explicit handlers take precedence).
         summary_handler: ``(summary, messages, settings) -> str``, for summary mode.
+        memory: a ``MemoryConfig``: where ``commit()`` writes long-term memories, and whose they are.
 
     Example:
         >>> session = Session(settings={"session.limit": {"chars": 60}})
@@ -82,6 +86,7 @@ class Session(SessionExport, SessionDisplay):
         memo_update_handler: MemoUpdateHandler | None = None,
         model: Runnable | None = None,
         summary_handler: SummaryHandler | None = None,
+        memory: MemoryConfig | None = None,
     ) -> None:
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError(f"the session id must be a non-empty string, got {id!r}.")
@@ -89,6 +94,9 @@ class Session(SessionExport, SessionDisplay):
             settings = settings.to_dict()
         elif settings is not None and not isinstance(settings, Mapping):
             raise ConfigurationError(f"settings must be a SessionSettings or a dict, got {type(settings).__name__}.")
+        if memory is not None and not isinstance(memory, MemoryConfig):
+            raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
+        self.memory = memory
         self.handlers = Handlers(
             policy=policy_handler,
             resize_handlers=resize_handlers,
@@ -269,7 +277,8 @@ class Session(SessionExport, SessionDisplay):
         self._ledger.sync(self._state, limits)
         key = (self.revision, outside_tokens, limits, id(self._state.memo), len(self._state.memo))
         if self._view is None or self._view[0] != key:  # unchanged since the last call: the same view, O(1)
-            self._view = (key, self._views.build(self._state, self._ledger, limits, outside_tokens))
+            view = self._views.build(self._state, self._ledger, limits, outside_tokens)
+            self._view = (key, strip_view(view) if self._extras else view)  # no block extras reach a provider
         return self._view[1]
 
     def tokens_of(self, message: BaseMessage) -> int:
@@ -301,6 +310,7 @@ class Session(SessionExport, SessionDisplay):
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
         self.arrived_at[message.id or ""] = utc_now()
+        self._extras = self._extras or has_extras(message)
         if role == "assistant" and not getattr(message, "tool_calls", None):
             state.turns += 1  # a reply ends a turn; a tool call is a step inside it
         self.revision += 1
@@ -411,6 +421,8 @@ class Session(SessionExport, SessionDisplay):
         ledger.sync(state, state.settings.resolved())
         self._ledger = ledger
         self._state = state
+        window = state.current_chat_history
+        self._extras = any(has_extras(m) for m in window) or bool(state.full_chat_history and has_extras(state.full_chat_history[0]))
         self.revision += 1
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -427,7 +439,8 @@ class Session(SessionExport, SessionDisplay):
         marker).
         """
         state = self._state
-        self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings))
+        self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings,
+                                   usage=state.usage, archives=state.archives))  # archive indices never go back
         self.trace.clear()
         self.cleared = True
         return self

@@ -45,6 +45,9 @@ SummaryHandler = Callable[..., "str | Awaitable[str]"]
 class SessionState:
     """The state of the resize graph: a session.
 
+    Every field up to ``archives`` is saved (stores, exports); ``decision`` and the fields
+    after it live only during one resize run.
+
     Attributes:
         id: the session id.
         full_chat_history: every message ever appended; only grows.
@@ -56,6 +59,11 @@ class SessionState:
         memo_cursor: index in the full history of the first message the memo has not folded.
         memo_ahead: ids of messages past the cursor that are folded already (only after two
             writers merged their saves: each folded what it knew); usually empty.
+        archived_through: index in the full history of the first message no commit archived yet.
+        usage: ``used()`` records not consumed by a commit yet (dicts: id, ts, type, uri,
+            input, output, success, message_id).
+        archives: the commit ledger: ``{"next": n, "pending": {archive name: claim}}`` (the
+            next archive index and the archives whose commit has not finished).
         decision: this run's decision (run-only).
         attachments: attachment summaries by message id for the messages to fold (run-only).
         chunks: [start, end) ranges of the full history still to fold (run-only).
@@ -71,6 +79,10 @@ class SessionState:
     last_resize_turn: int = 0
     memo_cursor: int = 0
     memo_ahead: frozenset[str] = frozenset()
+    archived_through: int = 0
+    usage: tuple[dict[str, Any], ...] = ()
+    archives: dict[str, Any] = field(default_factory=dict)
+    # -- run-only fields (never saved) --
     decision: Decision | None = None
     attachments: dict[str, list[dict[str, Any]]] | None = None
     chunks: list[tuple[int, int]] | None = None

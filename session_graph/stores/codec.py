@@ -26,6 +26,7 @@ from langchain_core.messages import (
 from session_graph._gc import paused_gc
 from session_graph._progress import Progress, tracked
 from session_graph.errors import SessionGraphError, StoreError
+from session_graph.export import commit_fields
 from session_graph.history import LazyHistory
 from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
@@ -151,6 +152,7 @@ def state_document(
         "message_count": len(state.full_chat_history),
         "window_start": window_start(state, index_of),
         **({"trace": trace.dump(SAVED_TRACE)} if trace else {}),
+        **commit_fields(state),
     }
 
 
@@ -229,6 +231,9 @@ def _snapshot_state(
             last_resize_turn=min(int(state.get("last_resize_turn", 0)), turns),
             memo_cursor=min(int(state.get("memo_cursor", 0)), len(full)),
             memo_ahead=frozenset(state.get("memo_ahead") or ()),
+            archived_through=min(int(state.get("archived_through", 0)), len(full)),
+            usage=tuple(dict(record) for record in state.get("usage") or ()),
+            archives=dict(state.get("archives") or {}),
         ),
         dict(state.get("metadata") or {}),
     )

@@ -83,6 +83,7 @@ def base_document(state: SessionState, document: dict[str, Any]) -> dict[str, An
         "memo_ahead": sorted(state.memo_ahead),
         "settings": state.settings.to_dict(),
         "message_count": len(state.full_chat_history),
+        "usage": [dict(record) for record in state.usage],
     }
 
 
@@ -131,6 +132,12 @@ def merge_states(
     last_resize = theirs.last_resize_turn
     if mine.last_resize_turn != int(base.get("last_resize_turn", 0)):
         last_resize = max(last_resize, mine.last_resize_turn + (theirs.turns - base_turns))
+    base_usage = {record.get("id") for record in base.get("usage") or ()}
+    theirs_usage = {record.get("id") for record in theirs.usage}
+    usage = (*theirs.usage, *(r for r in mine.usage if r.get("id") not in base_usage and r.get("id") not in theirs_usage))
+    archives = dict(theirs.archives)  # commits write the ledger under the store's lock: the store's is current
+    if int(mine.archives.get("next", 0)) > int(archives.get("next", 0)):
+        archives["next"] = mine.archives["next"]
     settings = mine.settings if mine.settings.to_dict() != base.get("settings", mine.settings.to_dict()) else theirs.settings
     merged = SessionState(
         id=theirs.id,
@@ -142,6 +149,9 @@ def merge_states(
         last_resize_turn=min(last_resize, turns),
         memo_cursor=cursor,
         memo_ahead=ahead,
+        archived_through=max(theirs.archived_through, min(mine.archived_through, len(full))),
+        usage=usage,
+        archives=archives,
     )
     return merged, unsaved, dropped_fold
 

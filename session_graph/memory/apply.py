@@ -1,0 +1,194 @@
+"""Applying a plan: one idempotent put per item, never a delete of content.
+
+- CREATE puts a new item at its deterministic key. If that key holds an active item with
+  the same content it becomes a SKIP; with other content (a different topic whose slug
+  clashes) the key gets a short hash suffix.
+- UPDATE copies the old value to the history namespace (``key@v{n}``, not searched), then
+  rewrites the item in place: version + 1, the merged content, sources unioned.
+- MERGE keeps one survivor (most ``active_count``, then the oldest), gives it the merged
+  content and marks every other target ``superseded`` (out of search, kept in place).
+- SKIP adds the candidate's source and ``last_confirmed_at``.
+- events and cases are never rewritten; the profile stays within its bound (the oldest
+  bullets move to the history namespace).
+
+Each put records the op's reference (``archive_003#7``) in ``applied``; replaying an op
+whose reference is there changes nothing, so a retry after a crash between any two puts
+ends with the same store as a clean run. If a target changed since the decision was
+made (another session wrote it), the new content is appended to what is stored, so
+neither writer's fact is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import contextlib
+import threading
+from typing import Any
+
+from langgraph.store.base import BaseStore
+
+from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, normalize
+from session_graph.memory.items import INDEX_FIELDS, add_sources, applied, new_value, record_op
+
+__all__ = ["apply_op", "bound_profile", "owner_lock"]
+
+_locks: dict[tuple[int, tuple[str, str]], threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def owner_lock(store: BaseStore, owner: tuple[str, str]) -> Iterator[None]:
+    """Serialise edits of one owner's memories: across processes for the file store, in-process otherwise."""
+    file_lock = getattr(store, "owner_lock", None)
+    if file_lock is not None:
+        with file_lock(owner):
+            yield
+        return
+    with _locks_guard:
+        lock = _locks.setdefault((id(store), owner), threading.Lock())
+    with lock:
+        yield
+
+
+def _put(store: BaseStore, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, index: bool = True) -> None:
+    store.put(namespace, key, value, index=INDEX_FIELDS if index and value.get("status") == "active" else False)
+
+
+def _keep_history(store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any]) -> None:
+    store.put(history_namespace(namespace), f"{key}@v{old.get('version', 1)}", old, index=False)
+
+
+def bound_profile(content: str, max_items: int, max_chars: int) -> tuple[str, str]:
+    """(kept, moved): the newest bullets within the bound, and the older ones that do not fit."""
+    lines = [line for line in content.splitlines() if line.strip()]
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        if len(kept) >= max_items or size + len(line) + 1 > max_chars:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    kept.reverse()
+    moved = lines[: len(lines) - len(kept)]
+    return "\n".join(kept), "\n".join(moved)
+
+
+def _bullets(text: str) -> list[str]:
+    return [line if line.lstrip().startswith(("-", "*")) else f"- {line.strip()}" for line in text.splitlines() if line.strip()]
+
+
+def _rewrite(
+    store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any], content: str, abstract: str | None,
+    sources: list[dict[str, Any]], op_ref: str, now: str, profile: tuple[int, int], extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    _keep_history(store, namespace, key, old)
+    if key == "profile" and namespace[3] == "profile":
+        content, moved = bound_profile(content, *profile)
+        if moved:
+            store.put(history_namespace(namespace), f"profile@v{old.get('version', 1)}-overflow",
+                      {**old, "content": moved, "status": "overflow"}, index=False)
+    value = add_sources({**old, "content": content, "abstract": abstract or old.get("abstract", ""),
+                         "version": int(old.get("version", 1)) + 1, "hash": content_hash(content), "updated_at": now,
+                         "last_confirmed_at": now, **(extra or {})}, sources)
+    value = record_op(value, op_ref)
+    _put(store, namespace, key, value)
+    return value
+
+
+def apply_op(
+    store: BaseStore, op: dict[str, Any], op_ref: str, sources: list[dict[str, Any]], now: str,
+    profile: tuple[int, int] = (30, 2000),
+) -> str:
+    """Apply one plan op; returns what happened (``created``, ``updated``, ``merged``, ``skipped``, ``replayed``).
+
+    Args:
+        store: the memory store.
+        op: a plan op (see ``plan.py``).
+        op_ref: this op's reference (``archive_003#7``), recorded on every item it touches.
+        sources: where the candidate came from.
+        now: the time to stamp.
+        profile: the profile's bound (max bullets, max chars).
+    """
+    namespace = tuple(op["namespace"])
+    category = op["category"]
+    kind = op["op"]
+    content = op["content"]
+    if kind == "create" and category == "profile":
+        old = store.get(namespace, "profile")
+        if old is None or old.value.get("status") != "active":
+            kind, content = "create", "\n".join(_bullets(content))
+        else:
+            if applied(old.value, op_ref):
+                return "replayed"
+            have = {normalize(line.lstrip("-* ")) for line in old.value["content"].splitlines()}
+            fresh = [b for b in _bullets(content) if normalize(b.lstrip("-* ")) not in have]
+            if not fresh:
+                return _skip(store, namespace, "profile", old.value, sources, op_ref, now)
+            _rewrite(store, namespace, "profile", old.value, "\n".join([old.value["content"], *fresh]), None, sources,
+                     op_ref, now, profile)
+            return "updated"
+    if kind == "create":
+        key = op["key"]
+        for _ in range(3):
+            old = store.get(namespace, key)
+            if old is None:
+                value = new_value(namespace, key, category, op["abstract"], op.get("overview", ""), content, sources, op_ref, now)
+                if category == "profile":
+                    value["content"], _ = bound_profile(content, *profile)
+                _put(store, namespace, key, value)
+                return "created"
+            if applied(old.value, op_ref):
+                return "replayed"
+            if old.value.get("status") == "active" and old.value.get("hash") == content_hash(content):
+                return _skip(store, namespace, key, old.value, sources, op_ref, now)
+            key = f"{op['key']}_{content_hash(content)[:6]}"  # a different topic under the same slug
+        return "replayed"
+    targets = list(dict.fromkeys(op["targets"]))
+    olds = {key: store.get(namespace, key) for key in targets}
+    present = {key: item.value for key, item in olds.items() if item is not None}
+    if any(applied(value, op_ref) for value in present.values()) and kind != "merge":
+        return "replayed"
+    if kind == "skip":
+        key = targets[0]
+        if key not in present:  # gone meanwhile: keep the fact
+            return apply_op(store, {**op, "op": "create", "key": key}, op_ref, sources, now, profile)
+        return _skip(store, namespace, key, present[key], sources, op_ref, now)
+    if not CATEGORIES[category].mergeable:  # guarded by plan validation; never rewrite an event or case
+        return "replayed"
+    if kind == "update":
+        key = targets[0]
+        if key not in present:
+            return apply_op(store, {**op, "op": "create", "key": key}, op_ref, sources, now, profile)
+        old = present[key]
+        if int(old.get("version", 1)) != int(op.get("seen", {}).get(key, old.get("version", 1))):
+            content = f"{old['content']}\n{content}"  # changed by another writer since the decision: keep both
+        _rewrite(store, namespace, key, old, content, op.get("abstract"), sources, op_ref, now, profile)
+        return "updated"
+    return _merge(store, namespace, op, present, op_ref, sources, now, profile)
+
+
+def _skip(store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any], sources: list[dict[str, Any]],
+          op_ref: str, now: str) -> str:
+    _put(store, namespace, key, record_op(add_sources({**old, "last_confirmed_at": now}, sources), op_ref))
+    return "skipped"
+
+
+def _merge(store: BaseStore, namespace: tuple[str, ...], op: dict[str, Any], present: dict[str, dict[str, Any]],
+           op_ref: str, sources: list[dict[str, Any]], now: str, profile: tuple[int, int]) -> str:
+    live = {k: v for k, v in present.items() if v.get("status") == "active" or applied(v, op_ref)}
+    if not live:
+        return apply_op(store, {**op, "op": "create", "key": op["targets"][0]}, op_ref, sources, now, profile)
+    survivor = min(live, key=lambda k: (-int(live[k].get("active_count", 0)), live[k].get("created_at", ""), k))
+    others = [k for k in live if k != survivor]
+    value = live[survivor]
+    if not applied(value, op_ref):
+        extra = {"supersedes": sorted({*value.get("supersedes", []), *others}),
+                 "active_count": sum(int(v.get("active_count", 0)) for v in live.values())}
+        _rewrite(store, namespace, survivor, value, op["content"], op.get("abstract"), sources, op_ref, now, profile, extra)
+    for key in others:
+        old = live[key]
+        if applied(old, op_ref):
+            continue
+        _put(store, namespace, key, record_op({**old, "status": "superseded", "superseded_by": survivor, "updated_at": now},
+                                               op_ref), index=False)
+    return "merged"

@@ -1,0 +1,108 @@
+"""From candidates, hits and decisions to a plan: concrete ops on concrete keys.
+
+A plan op is a dict::
+
+    {"index", "op": "create" | "update" | "merge" | "skip", "category", "namespace", "key",
+     "targets": [keys], "seen": {key: version}, "abstract", "overview", "content"}
+
+Validation happens here, before anything is written: a decision for a candidate that does
+not exist, naming a ref it was not shown, with an op its category does not allow, an UPDATE
+without one target or content, a MERGE with fewer than two targets: each is a
+``MemoryReplyError`` naming it, and the step fails as a whole (nothing from that reply is
+applied; the commit is ``partial`` and asks again).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from session_graph.errors import MemoryReplyError
+from session_graph.memory.categories import CATEGORIES, item_key
+from session_graph.memory.replies import Decision
+
+__all__ = ["create_plan", "decide_entries", "needs_decision", "plan_from_decisions"]
+
+
+def needs_decision(hits: dict[str, dict[str, Any]]) -> bool:
+    """Whether a candidate must be shown to the decide model (it has hits)."""
+    return bool(hits)
+
+
+def decide_entries(candidates: list[dict[str, Any]], hits: list[dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """What the decide prompt shows: each candidate with hits, its allowed ops and its hits by ref."""
+    return [{"index": i, "candidate": c, "ops": CATEGORIES[c["category"]].ops, "hits": h}
+            for i, (c, h) in enumerate(zip(candidates, hits, strict=True)) if needs_decision(h)]
+
+
+def _create(index: int, candidate: dict[str, Any], namespace: list[str]) -> dict[str, Any]:
+    return {"index": index, "op": "create", "category": candidate["category"], "namespace": list(namespace),
+            "key": item_key(candidate["category"], candidate.get("key"), candidate["content"]), "targets": [],
+            "seen": {}, "abstract": candidate["abstract"], "overview": candidate.get("overview", ""),
+            "content": candidate["content"]}
+
+
+def create_plan(candidates: list[dict[str, Any]], namespaces: list[list[str]]) -> list[dict[str, Any]]:
+    """The plan when no candidate has a hit: CREATE each at its deterministic key."""
+    return [_create(i, c, ns) for i, (c, ns) in enumerate(zip(candidates, namespaces, strict=True))]
+
+
+def plan_from_decisions(
+    candidates: list[dict[str, Any]], namespaces: list[list[str]], hits: list[dict[str, dict[str, Any]]],
+    decisions: list[Decision],
+) -> list[dict[str, Any]]:
+    """The plan for a batch: decided candidates as decided, the others CREATE.
+
+    Raises:
+        MemoryReplyError: a decision is invalid (see the module docstring).
+    """
+    shown = {e["index"] for e in decide_entries(candidates, hits)}
+    by_candidate: dict[int, Decision] = {}
+    problems: list[str] = []
+    for decision in decisions:
+        i = decision.candidate
+        if i not in shown:
+            problems.append(f"candidate {i} was not shown for a decision")
+            continue
+        if i in by_candidate:
+            problems.append(f"candidate {i} has two decisions")
+            continue
+        by_candidate[i] = decision
+    missing = sorted(shown - set(by_candidate))
+    if missing:
+        problems.append(f"no decision for candidates {missing}")
+    plan: list[dict[str, Any]] = []
+    keys: dict[int, str] = {}
+    for i, (candidate, namespace, seen_hits) in enumerate(zip(candidates, namespaces, hits, strict=True)):
+        decision = by_candidate.get(i)
+        op = _create(i, candidate, namespace)
+        if decision is not None and decision.op != "create":
+            rule = CATEGORIES[candidate["category"]]
+            unknown = [ref for ref in decision.targets if ref not in seen_hits]
+            if decision.op not in rule.ops:
+                problems.append(f"candidate {i}: {decision.op!r} is not allowed for {rule.name} (allowed: {', '.join(rule.ops)})")
+            elif unknown:
+                problems.append(f"candidate {i}: targets {unknown} were not shown (shown: {sorted(seen_hits)})")
+            elif decision.op in ("update", "skip") and len(decision.targets) != 1:
+                problems.append(f"candidate {i}: {decision.op!r} needs exactly one target, got {decision.targets}")
+            elif decision.op == "merge" and len(set(decision.targets)) < 2:
+                problems.append(f"candidate {i}: 'merge' needs two or more targets, got {decision.targets}")
+            elif decision.op in ("update", "merge") and not (decision.content or "").strip():
+                problems.append(f"candidate {i}: {decision.op!r} needs the merged 'content'")
+            else:
+                targets = [_target_key(ref, seen_hits, keys) for ref in dict.fromkeys(decision.targets)]
+                op.update(op=decision.op, key=targets[0], targets=targets,
+                          seen={k: seen_hits[r]["version"] for r, k in zip(dict.fromkeys(decision.targets), targets, strict=True)
+                                if r.startswith("m")})
+                if decision.op in ("update", "merge"):
+                    op.update(content=decision.content, abstract=decision.abstract or candidate["abstract"])
+        keys[i] = op["key"]
+        plan.append(op)
+    if problems:
+        raise MemoryReplyError("the decide model's decisions were rejected: " + "; ".join(problems) + ".", step="decide")
+    return plan
+
+
+def _target_key(ref: str, hits: dict[str, dict[str, Any]], keys: dict[int, str]) -> str:
+    if ref.startswith("c"):
+        return keys[int(ref[1:])]
+    return hits[ref]["key"]

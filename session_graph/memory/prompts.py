@@ -1,0 +1,109 @@
+"""The commit prompts (written for session_graph): archive summary, extraction, decision.
+
+Every prompt states what to answer as JSON (or, for the summary, a fixed Markdown
+skeleton) and is built from a compact transcript that includes tool calls, tool results
+and the context parts' URIs, not only the first text part.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from session_graph.memory.categories import CATEGORIES
+from session_graph.transcript import transcript_line
+
+__all__ = ["decide_prompt", "extract_prompt", "memory_transcript", "summary_prompt"]
+
+SUMMARY_SYSTEM = """You write the archive record of one stretch of a conversation between a user and an assistant.
+Be factual and brief (at most 800 words); never invent. Quote the user's own words where they matter.
+Answer in Markdown with exactly this skeleton:
+
+# Session Summary
+**Overview**: <topic>: <what the user wanted> | <outcome> | <status: done, in progress or waiting>
+## Analysis
+1. <key step, in order>
+## Primary Request and Intent
+## Key Concepts
+## Context References
+## Errors and Fixes
+## User Messages
+## Pending Tasks
+## Current Work
+## Next Step
+
+Write "None" under a heading with nothing to say."""
+
+EXTRACT_SYSTEM = """You pick out what is worth remembering about the user and about how the agent works, from one stretch of a conversation.
+Keep only what is personal, lasting and specific; leave out general knowledge, passing states and vague remarks.
+Categories (pick the one that answers its question):
+{categories}
+Rules:
+- One fact per memory. For profile, preferences, entities and patterns give "key": a short topic or name that identifies
+  the fact across conversations (reuse a key from the list of existing keys when the fact is about the same thing).
+- events and cases never change later: describe them fully, with dates where known.
+- "abstract" is one line; "content" says the fact in full, in the user's language.
+Existing keys (category/key: abstract):
+{catalogue}
+Answer with one JSON object and nothing else:
+{{"memories": [{{"category": "...", "key": "...", "abstract": "...", "overview": "...", "content": "..."}}]}}
+or {{"memories": []}} when nothing is worth keeping."""
+
+DECIDE_SYSTEM = """You keep a long-term memory free of duplicates. For each candidate, compare it with the existing memories shown
+under it (with their full text) and decide one operation:
+- "create": nothing shown covers it; it becomes a new memory.
+- "update": it adds to or corrects exactly one shown memory; give the rewritten full "content" (and "abstract").
+- "merge": it and two or more shown memories are the same thing; give the combined "content" (and "abstract").
+- "skip": a shown memory already says it; give that memory in "targets".
+Only the operations listed for a candidate's category are allowed, and "targets" may name only the refs shown under
+that candidate. When updating, keep what is still true and state the newest value.
+Answer with one JSON object and nothing else:
+{"decisions": [{"candidate": 0, "op": "update", "targets": ["m1"], "content": "...", "abstract": "...", "reason": "..."}]}"""
+
+
+def memory_transcript(messages: list[BaseMessage]) -> str:
+    """The transcript a commit model reads: every message, tool I/O, and the URIs of context parts."""
+    lines = []
+    for message in messages:
+        line = transcript_line(message)
+        content = message.content if isinstance(message.content, list) else []
+        refs = [part["extras"]["session_graph"]["uri"] for part in content
+                if isinstance(part, dict) and isinstance(part.get("extras"), dict)
+                and isinstance(part["extras"].get("session_graph"), dict) and part["extras"]["session_graph"].get("uri")]
+        if refs:
+            line += " [context: " + ", ".join(refs) + "]"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def summary_prompt(text: str, previous_overview: str | None) -> list[BaseMessage]:
+    """Summarise a transcript chunk; the previous archive's (or chunk's) overview carries continuity."""
+    body = f"Conversation:\n{text}"
+    if previous_overview:
+        body = f"Summary of what came before (carry forward what still matters):\n{previous_overview}\n\n{body}"
+    return [SystemMessage(content=SUMMARY_SYSTEM), HumanMessage(content=body)]
+
+
+def extract_prompt(text: str, summary: str, catalogue: list[str], user: str) -> list[BaseMessage]:
+    """Ask for candidate memories in a transcript chunk."""
+    categories = "\n".join(f"- {rule.name} ({rule.owner}): {rule.question}" for rule in CATEGORIES.values())
+    system = EXTRACT_SYSTEM.format(categories=categories, catalogue="\n".join(catalogue) or "(none yet)")
+    body = f"User id: {user}\nArchive summary:\n{summary}\n\nConversation:\n{text}"
+    return [SystemMessage(content=system), HumanMessage(content=body)]
+
+
+def decide_prompt(entries: list[dict[str, Any]]) -> list[BaseMessage]:
+    """Ask for one decision per candidate; each entry has the candidate, its allowed ops and its hits by ref."""
+    blocks = []
+    for index, entry in enumerate(entries):
+        candidate = entry["candidate"]
+        lines = [f"Candidate {index} ({candidate['category']}; allowed: {', '.join(entry['ops'])}):",
+                 json.dumps({k: candidate.get(k) for k in ("key", "abstract", "content")}, ensure_ascii=False)]
+        for ref, hit in entry["hits"].items():
+            lines.append(f"  {ref} [{hit['key']}]: {hit['abstract']}\n    {hit['content']}")
+        blocks.append("\n".join(lines))
+    return [SystemMessage(content=DECIDE_SYSTEM), HumanMessage(content="\n\n".join(blocks))]
+
+
