@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 import contextlib
+import dataclasses
 from typing import Any, Literal, Self
 
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
@@ -23,13 +24,14 @@ from session_graph.context import memo_for_model
 from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.export import SessionExport
 from session_graph.handlers import Handlers, checked_callable
-from session_graph.ledger import Ledger
+from session_graph.ledger import Ledger, system_prompt
 from session_graph.memory.config import MemoryConfig
 from session_graph.messages import MessageInput, check_storable, role_of, to_message
 from session_graph.nodes.judge import judge_state
 from session_graph.parts import has_extras, strip_view
 from session_graph.policy import Decision, PolicyHandler
 from session_graph.resize_run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
+from session_graph.session_commit import SessionCommit
 from session_graph.session_display import SessionDisplay
 from session_graph.session_parts import SessionParts
 from session_graph.settings import SessionSettings
@@ -51,7 +53,7 @@ __all__ = ["Session"]
 Force = Literal["lite", "deep"] | str | bool | None
 
 
-class Session(SessionExport, SessionDisplay, SessionParts):
+class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
     """A chat session: full history, current window, memo, and the policy that resizes.
 
     Args:
@@ -403,6 +405,15 @@ class Session(SessionExport, SessionDisplay, SessionParts):
         if outcome.error is not None:
             raise outcome.error
         return self._state.current_chat_history
+
+    def _trim_archived(self) -> None:
+        """``session.memory.trim_window``: archived messages leave the window (the system prompt stays)."""
+        state, index_of = self._state, self._ledger.index_of
+        system = system_prompt(state)
+        kept = [m for m in state.current_chat_history
+                if m is system or (position := index_of(m)) is None or position >= state.archived_through]
+        if len(kept) != len(state.current_chat_history):
+            self._install(dataclasses.replace(state, current_chat_history=kept), reindex=False)
 
     def _install(self, state: SessionState, *, reindex: bool = True) -> None:
         """Adopt a state: rebuild what is derived from it (index, sizes, window totals).

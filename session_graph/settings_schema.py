@@ -85,20 +85,11 @@ class ProfileSettings(_Section):
     max_chars: Annotated[int, Field(gt=0)] = Field(2000, description="a whole number > 0 (characters the profile keeps)")
 
 
-class RecallSettings(_Section):
-    top_k: Count = Field(5, description="a whole number >= 0 (memories recalled into the view; 0 disables)")
-    tokens: Count = Field(400, description="a whole number >= 0 (the most recalled memories take in the view)")
-
-
 class MemorySettings(_Section):
     keep_recent: Count = Field(0, description="a whole number >= 0 (newest messages a commit leaves unarchived)")
     trim_window: bool = Field(False, description="True or False (archived messages leave the window)")
     top_k: Annotated[int, Field(gt=0)] = Field(5, description="a whole number > 0 (similar memories shown per candidate)")
-    max_input_tokens: Annotated[int, Field(ge=500)] = Field(8000, description="a whole number >= 500 (tokens one commit prompt may send)")
-    catalogue_items: Count = Field(200, description="a whole number >= 0 (existing keys listed to the extraction model)")
-    lease_seconds: Annotated[int, Field(gt=0)] = Field(300, description="a whole number > 0 (how long a commit holds its archive)")
     profile: ProfileSettings = Field(default_factory=ProfileSettings, description="a dict of profile settings")
-    recall: RecallSettings = Field(default_factory=RecallSettings, description="a dict of recall settings")
 
 
 class SessionSection(_Section):

@@ -28,6 +28,8 @@ from session_graph._gc import paused_gc
 from session_graph._progress import Progress, check_progress
 from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
 from session_graph.history import is_loaded, prefix
+from session_graph.memory.apply import owner_lock
+from session_graph.memory.config import MemoryConfig
 from session_graph.session import Session
 from session_graph.stores.base import (
     SearchHit,
@@ -116,6 +118,7 @@ class SessionManager:
         session_factory: builds a new Session for a key (to give it a model, handlers,
             settings); default ``Session(id=key)``.
         create: False opens the store for reading only (nothing is created; see ``open_store``).
+        memory: long-term memory for ``commit()``; the default factory gives it to every session.
     """
 
     def __init__(
@@ -126,19 +129,24 @@ class SessionManager:
         cache_size: int = 128,
         session_factory: Callable[[str], Session] | None = None,
         create: bool = True,
+        memory: MemoryConfig | None = None,
     ) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
             raise ConfigurationError(f"cache_size must be a whole number >= 1, got {cache_size!r}.")
         self.store = open_store(store, create=create)
         self.tenant = check_key(tenant, "tenant")
         self.cache_size = cache_size
-        self.session_factory = session_factory or (lambda key: Session(key))
+        if memory is not None and not isinstance(memory, MemoryConfig):
+            raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
+        self.memory = memory
+        self.session_factory = session_factory or (lambda key: Session(key, memory=memory))
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self.merges = 0  # saves or loads that merged another writer's changes (for measurement)
 
     def for_tenant(self, tenant: str) -> SessionManager:
         """A manager over the same store that sees only ``tenant``'s sessions."""
-        return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self.session_factory)
+        return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self.session_factory,
+                              memory=self.memory)
 
     # -- sessions ----------------------------------------------------------------------------
     # Each operation is written once, as a generator of store calls (``_Call``) and blocking
@@ -279,6 +287,36 @@ class SessionManager:
             return StoreChange(document, [message_record(m, stamps.get(m.id or "", now)) for m in result.unsaved])
 
         return change
+
+    def commit(self, session: Session, *, dry_run: bool = False, wait: bool = True) -> dict[str, Any]:
+        """``session.commit()`` with the session saved after every step that changed it: the
+        archive (its index, cursor and consumed ``used()`` records, merged under the store's lock
+        with any other writer's save) and each journaled result, so a process that dies mid-commit
+        leaves a pending archive the next ``commit()`` resumes, from any process.
+
+        Raises:
+            ConfigurationError: the session has no memory (give ``memory=`` here or to the session).
+        """
+        if session.memory is None and self.memory is not None:
+            session.memory = self.memory
+        if session.memory is None:
+            raise ConfigurationError("commit() needs long-term memory: SessionManager(..., memory=MemoryConfig(...)).")
+        self.save(session)  # what the commit archives is stored first
+        # one commit of a session at a time, across processes sharing the (default, file) memory store
+        with owner_lock(session.memory.memory_store, ("session", f"{self.tenant}/{session.id}")):
+            self.get(session.id)  # another process's commit or messages, merged in
+            result = session.commit(dry_run=dry_run, wait=wait, checkpoint=None if dry_run else (lambda _: self.save(session)))
+            if not dry_run:
+                self.save(session)
+        return result
+
+    def drain_commits(self) -> list[dict[str, Any]]:
+        """Finish the commits started with ``wait=False`` of the cached sessions (one result each)."""
+        results = []
+        for entry in list(self._cache.values()):
+            if (entry.session.state.archives or {}).get("pending") and entry.session.memory is not None:
+                results.append(self.commit(entry.session))
+        return results
 
     def delete(self, key: str) -> bool:
         """Remove a session from the store and the cache; False if there was none."""

@@ -30,7 +30,7 @@ from session_graph.stores.codec import snapshot_state
 if TYPE_CHECKING:
     from session_graph.session import Session
 
-__all__ = ["Merged", "adopt", "base_document", "merge_snapshot", "merge_states", "unfolded_cursor"]
+__all__ = ["Merged", "adopt", "base_document", "merge_archives", "merge_snapshot", "merge_states", "unfolded_cursor"]
 
 _MISSING = object()
 
@@ -87,6 +87,26 @@ def base_document(state: SessionState, document: dict[str, Any]) -> dict[str, An
     }
 
 
+def merge_archives(base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """The commit ledger: theirs, with what my commit did since the base (journals it moved on,
+    archives it finished); the next index is the larger. Commits of one session run one at a
+    time (``SessionManager.commit`` holds a lock), so two writers never claim the same archive."""
+    out = dict(theirs)
+    out["next"] = max(int(mine.get("next", 0) or 0), int(theirs.get("next", 0) or 0))
+    pending, done = dict(theirs.get("pending") or {}), dict(theirs.get("done") or {})
+    base_pending, base_done = base.get("pending") or {}, base.get("done") or {}
+    for name, journal in (mine.get("pending") or {}).items():
+        if name not in done and journal != base_pending.get(name):
+            pending[name] = journal
+    for name, record in (mine.get("done") or {}).items():
+        if name not in base_done:
+            done[name] = record
+            pending.pop(name, None)
+            out["last_overview"] = mine.get("last_overview", out.get("last_overview"))
+    out["pending"], out["done"] = pending, done
+    return out
+
+
 def merge_states(
     base: dict[str, Any],
     base_count: int,
@@ -133,11 +153,12 @@ def merge_states(
     if mine.last_resize_turn != int(base.get("last_resize_turn", 0)):
         last_resize = max(last_resize, mine.last_resize_turn + (theirs.turns - base_turns))
     base_usage = {record.get("id") for record in base.get("usage") or ()}
+    mine_usage = {record.get("id") for record in mine.usage}
     theirs_usage = {record.get("id") for record in theirs.usage}
-    usage = (*theirs.usage, *(r for r in mine.usage if r.get("id") not in base_usage and r.get("id") not in theirs_usage))
-    archives = dict(theirs.archives)  # commits write the ledger under the store's lock: the store's is current
-    if int(mine.archives.get("next", 0)) > int(archives.get("next", 0)):
-        archives["next"] = mine.archives["next"]
+    consumed = base_usage - mine_usage  # my commit archived them: they stay consumed
+    usage = (*(r for r in theirs.usage if r.get("id") not in consumed),
+             *(r for r in mine.usage if r.get("id") not in base_usage and r.get("id") not in theirs_usage))
+    archives = merge_archives(base.get("archives") or {}, mine.archives or {}, theirs.archives or {})
     settings = mine.settings if mine.settings.to_dict() != base.get("settings", mine.settings.to_dict()) else theirs.settings
     merged = SessionState(
         id=theirs.id,

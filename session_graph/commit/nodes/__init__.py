@@ -1,0 +1,1 @@
+"""The commit graph's steps, one module each."""

@@ -1,0 +1,28 @@
+"""prefilter: for each candidate, the stored memories it may duplicate (key, hash, BM25)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from session_graph.commit.state import CommitContext, CommitState
+from session_graph.memory.categories import memory_namespace
+from session_graph.memory.prefilter import prefilter as find_hits
+
+__all__ = ["namespaces_of", "prefilter"]
+
+
+def namespaces_of(candidates: list[dict[str, Any]], ctx: CommitContext) -> list[tuple[str, ...]]:
+    """Each candidate's namespace (its category's owner: the user or the agent)."""
+    return [memory_namespace(c["category"], ctx.memory.user, ctx.memory.agent) for c in candidates]
+
+
+def prefilter(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, Any]:
+    """Hits per candidate (not journaled: a decided plan is, and replays without them)."""
+    if "plan" in state.journal:
+        return {}
+    ctx = runtime.context
+    candidates = state.journal["candidates"]
+    return {"hits": find_hits(ctx.memory.memory_store, candidates, namespaces_of(candidates, ctx), top_k=ctx.top_k,
+                              embeddings=ctx.memory.embeddings)}
