@@ -26,10 +26,16 @@ from langchain_core.messages import BaseMessage
 
 from session_graph._gc import paused_gc
 from session_graph._progress import Progress, check_progress
-from session_graph.errors import ConfigurationError, StoreConflictError, StoreError
+from session_graph.errors import (
+    ConfigurationError,
+    DocumentError,  # noqa: F401 - raised by the OpenViking reader, documented here
+    StoreConflictError,
+    StoreError,
+)
 from session_graph.history import is_loaded, prefix
 from session_graph.memory.apply import owner_lock
 from session_graph.memory.config import MemoryConfig
+from session_graph.openviking import read_openviking_session, session_directories, write_openviking_session
 from session_graph.session import Session
 from session_graph.stores.base import (
     SearchHit,
@@ -329,15 +335,27 @@ class SessionManager:
         return self.store.list(self.tenant)
 
     # -- reading stored sessions -------------------------------------------------------------
-    def export(self, key: str, fmt: str = "json", *, last: int | None = None, progress: Progress | None = None) -> str:
-        """One stored session as ``json``, ``yaml``, ``md`` (Markdown) or ``txt``.
+    def export(
+        self, key: str, fmt: str = "json", directory: str | os.PathLike[str] | None = None, *, last: int | None = None,
+        progress: Progress | None = None,
+    ) -> str:
+        """One stored session as ``json``, ``yaml``, ``md`` (Markdown) or ``txt``; or, with
+        ``fmt="openviking"``, written in OpenViking's layout under ``directory`` (returns its path).
 
         Args:
             key: the session.
             fmt: the format.
+            directory: where ``openviking`` writes the session's folder.
             last: only the newest ``last`` messages (None: all).
             progress: told ``(messages done, messages)``.
         """
+        if fmt == "openviking":
+            if directory is None:
+                raise ConfigurationError("export(key, 'openviking', directory) needs the directory to write the session into.")
+            session = self.get(key)
+            if session is None:
+                raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
+            return str(write_openviking_session(session.state, directory))
         if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
             raise ConfigurationError(f"last must be a whole number >= 0 or None, got {last!r}.")
         snapshot = self._snapshot(key)
@@ -373,6 +391,42 @@ class SessionManager:
             state = session_state(session, metadata.get("nanobot_created_at", now), now)
             version = self.store.write(self.tenant, key, records, state)
             self._remember(key, _Entry(session, version, len(messages), session.revision, state["created_at"], state))
+            keys.append(key)
+        return keys
+
+    def import_openviking(self, path: str | os.PathLike[str], *, on_existing: str = "error") -> list[str]:
+        """Import OpenViking session directories (one, or a folder of them); returns the keys.
+
+        Archived and live messages become one full history; each archive a finished archive of
+        the commit ledger, so the next ``commit()`` continues the numbering.
+
+        Args:
+            path: a session directory or a folder of them.
+            on_existing: ``"error"`` (default), ``"skip"`` or ``"replace"`` a key already stored.
+
+        Raises:
+            DocumentError: a folder with no session, a damaged line (naming the file and line).
+            StoreError: a key already stored with ``on_existing="error"``.
+        """
+        if on_existing not in ("error", "skip", "replace"):
+            raise ConfigurationError(f"on_existing must be 'error', 'skip' or 'replace', got {on_existing!r}.")
+        keys = []
+        for directory in session_directories(path):
+            key = check_key(directory.name)
+            messages, ledger, archived_through = read_openviking_session(directory)
+            if self.store.version(self.tenant, key) is not None:
+                if on_existing == "skip":
+                    continue
+                if on_existing == "error":
+                    raise StoreError(f"session {key!r} from {directory} is already stored; pass on_existing='skip' or 'replace'.")
+                self.delete(key)
+            session = self.session_factory(key)
+            for message in messages:
+                session.append_message(message)
+            state = session.state
+            state.archived_through, state.archives = archived_through, ledger
+            session.touch()
+            self.save(session)
             keys.append(key)
         return keys
 

@@ -23,7 +23,7 @@ def finalize(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, A
     waiting.pop(state.name, None)
     done = {**((session.archives or {}).get("done") or {}),
             state.name: {"start": journal["start"], "end": journal["end"], "abstract": journal.get("abstract", ""),
-                         "created_at": journal.get("created_at", ctx.now)}}
+                         "overview": journal.get("overview", ""), "created_at": journal.get("created_at", ctx.now)}}
     session = with_archives(session, pending=waiting, done=done, last_overview=journal.get("overview", ""))
     if ctx.checkpoint is not None:
         ctx.checkpoint(session)
