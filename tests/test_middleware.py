@@ -176,3 +176,35 @@ def test_middleware_needs_a_session_or_a_manager(tmp_path: Path) -> None:
     agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(manager=SessionManager(tmp_path))])
     with pytest.raises(ConfigurationError, match="thread_id"):
         agent.invoke({"messages": [HumanMessage(content="hi")]})
+
+
+def test_memories_are_recalled_into_the_prompt_and_the_tools_never_duplicate(tmp_path: Path) -> None:
+    from agents_util import ToolCallingFake
+
+    from session_graph.memory import MemoryConfig
+    from session_graph.memory.filestore import FileMemoryStore
+    from session_graph.memory.recall import remember
+
+    memory = MemoryConfig(store=FileMemoryStore(tmp_path / "memory", fsync=False), user="alice", agent="coder")
+    remember(memory, "The user prefers pytest-asyncio in strict mode.", "preferences", key="testing")
+
+    def replies():
+        yield AIMessage(content="", tool_calls=[{"id": "r1", "name": "remember",
+                                                 "args": {"content": "The user prefers pytest-asyncio in strict mode.",
+                                                          "category": "preferences", "key": "testing"}}])
+        yield AIMessage(content="", tool_calls=[{"id": "s1", "name": "search_memory", "args": {"query": "pytest strict"}}])
+        yield AIMessage(content="Noted.")
+
+    llm = ToolCallingFake(messages=replies())
+    session = Session().configure(limit={"tokens": 2000})
+    middleware = SessionMiddleware(session, memory=memory, recall_k=3)
+    agent = create_agent(llm, tools=[], middleware=[middleware], checkpointer=InMemorySaver(), system_prompt="You are helpful.")
+    agent.invoke({"messages": [HumanMessage(content="How should I configure pytest for async tests?")]}, config())
+    system = llm.prompts[0][0].content
+    assert system.startswith("You are helpful.") and "Relevant long-term memories:" in system and "strict mode" in system
+    results = [m for m in session.full_chat_history if isinstance(m, ToolMessage)]
+    assert results[0].content.startswith("skipped:")  # the same fact again: no second item
+    assert "strict mode" in results[1].content
+    items = memory.memory_store.search(("user", "alice", "memories", "preferences"), limit=10)
+    assert [i.key for i in items] == ["testing"]
+    assert session.view(outside_tokens=0).tokens <= 2000

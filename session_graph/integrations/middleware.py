@@ -16,13 +16,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NotRequired, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Overwrite
 
+from session_graph.errors import ConfigurationError
 from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
+from session_graph.memory.config import MemoryConfig
+from session_graph.memory.recall import format_memories, recall, remember
 from session_graph.session import Session
 
-__all__ = ["SessionAgentState", "SessionMiddleware"]
+__all__ = ["SessionAgentState", "SessionMiddleware", "memory_tools"]
 
 
 class SessionAgentState(AgentState):
@@ -36,15 +40,31 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     Args:
         session: one session for every run (on one thread: see ``share_across_threads``).
+        memory: long-term memory: before each model call the ``recall_k`` memories most relevant
+            to the newest user message join the system message (at most ``recall_chars``, counted
+            against the token budget), and the agent gets the tools ``search_memory`` and
+            ``remember`` (which stores through the commit's de-duplicating apply step).
+        recall_k: memories recalled per model call (0: none, the tools stay).
+        recall_chars: the most characters recalled memories take.
         **options: ``manager`` (one session per ``thread_id``, from its store), ``key_prefix``,
             ``on_memory_error``, ``share_across_threads``: see ``SessionBinding``.
     """
 
     state_schema = SessionAgentState
 
-    def __init__(self, session: Session | None = None, **options: Unpack[BindingOptions]) -> None:
+    def __init__(
+        self, session: Session | None = None, *, memory: MemoryConfig | None = None, recall_k: int = 5,
+        recall_chars: int = 1600, **options: Unpack[BindingOptions],
+    ) -> None:
         super().__init__()
+        if memory is not None and not isinstance(memory, MemoryConfig):
+            raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
+        for name, value in (("recall_k", recall_k), ("recall_chars", recall_chars)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"{name} must be a whole number >= 0, got {value!r}.")
         self.binding = SessionBinding(session, **options)
+        self.memory, self.recall_k, self.recall_chars = memory, recall_k, recall_chars
+        self.tools = memory_tools(memory) if memory is not None else []
 
     # -- before each model call: the step, then a state of one turn ----------------------------
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
@@ -67,7 +87,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     # -- the model sees the view; its reply is recorded at once ---------------------------------
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         session = self._session(request)
-        response = handler(self._with_view(session, request))
+        response = handler(self._with_view(session, request, self._recalled(session)))
         replies = _replies(response)
         self.binding.step(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
         return response
@@ -76,7 +96,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         session = self._session(request)
-        response = await handler(self._with_view(session, request))
+        response = await handler(self._with_view(session, request, self._recalled(session)))
         replies = _replies(response)
         await self.binding.astep(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
         return response
@@ -86,15 +106,25 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self.binding.live(key)
         return session if session is not None else self.binding.session()
 
+    def _recalled(self, session: Session) -> str:
+        """The memories recalled for the newest user message, as prompt text ("" when none)."""
+        if self.memory is None or not self.recall_k:
+            return ""
+        query = next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
+        found = format_memories(recall(self.memory, query, self.recall_k), self.recall_chars)
+        return f"Relevant long-term memories:\n{found}" if found else ""
+
     @staticmethod
-    def _with_view(session: Session, request: ModelRequest) -> ModelRequest:
+    def _with_view(session: Session, request: ModelRequest, recalled: str = "") -> ModelRequest:
         own = session.tokens_of(request.system_message) if request.system_message is not None else 0
+        own += session.tokens_of(SystemMessage(content=recalled)) if recalled else 0
         view = session.view(outside_tokens=own).messages  # the agent's system prompt counts against the budget
         lead = 0
         while lead < len(view) and isinstance(view[lead], SystemMessage):
             lead += 1
         parts = [request.system_message.text] if request.system_message is not None else []
         parts += [message.text for message in view[:lead]]
+        parts += [recalled] if recalled else []
         system = SystemMessage(content="\n\n".join(p for p in parts if p)) if parts else None
         return request.override(messages=list(view[lead:]), system_message=system)
 
@@ -107,3 +137,22 @@ def _replies(response: Any) -> list[BaseMessage]:
 def _turn_ended(replies: list[BaseMessage]) -> bool:
     """A reply without tool calls ends the turn: save it now."""
     return any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
+
+
+def memory_tools(memory: MemoryConfig) -> list[BaseTool]:
+    """``search_memory`` and ``remember`` over ``memory`` (what ``SessionMiddleware(memory=...)`` offers)."""
+
+    def search_memory(query: str, k: int = 5) -> str:
+        """Search the user's and the agent's long-term memories; returns the best matches, one per line."""
+        return format_memories(recall(memory, query, max(1, min(int(k), 20)))) or "No memory matches."
+
+    def remember_fact(content: str, category: str = "preferences", key: str | None = None) -> str:
+        """Store a lasting fact about the user (profile, preferences, entities, events) or about how the
+        agent works (cases, patterns). ``key`` names the topic a later fact on it should update."""
+        try:
+            return f"{remember(memory, content, category, key, source='tool')}: {content}"
+        except ConfigurationError as error:
+            return f"Not stored: {error}"
+
+    return [StructuredTool.from_function(search_memory, name="search_memory"),
+            StructuredTool.from_function(remember_fact, name="remember")]
