@@ -40,7 +40,8 @@ def test_graphs_and_plots_show_offline_in_nbconvert_html(path: Path) -> None:
     rich = [o for o in outputs if o.get("output_type") in ("display_data", "execute_result")]
     drawings = [o for o in rich if "GraphDrawing" in str((o.get("data") or {}).get("text/plain", ""))]
     figures = [o for o in rich if "Figure" in str((o.get("data") or {}).get("text/plain", ""))]
-    assert drawings and figures, f"{path.name} should draw the resize graph and plot the trace"
+    assert drawings, f"{path.name} should draw its graph"
+    assert figures or path.name.startswith("03_"), f"{path.name} should plot the resize trace"
     for output in drawings + figures:
         assert shown(output) in ("image/svg+xml", "image/png"), f"{path.name}: {output['data'].get('text/plain')} shows as {shown(output)}"
     for output in rich:  # no Mermaid block left for a CDN script to render
