@@ -44,6 +44,7 @@ from session_graph.stores import (
     StoredSession,
     open_store,
 )
+from session_graph.stores.nanobot import NanobotKeyWarning
 from session_graph.summary import ModelSummarizer
 from session_graph.tokens import (
     ApproxTokenCounter,
@@ -79,6 +80,7 @@ __all__ = [
     "MissingDependencyError",
     "ModelMemoUpdater",
     "ModelSummarizer",
+    "NanobotKeyWarning",
     "PolicyResultError",
     "PostgresStore",
     "ResizeContext",

@@ -9,7 +9,7 @@
     session-graph sessions export KEY [--format json|yaml|md|txt] [--last N]
     session-graph sessions search TEXT
     session-graph sessions delete KEY
-    session-graph sessions import-nanobot PATH
+    session-graph sessions import-nanobot PATH [--skip-existing | --replace] [--key-map FILE]
 
 The store is a directory (JSONL, default ``./.session_graph``), a ``.db``/``sqlite:///`` path,
 or a ``postgresql://`` DSN; ``SESSION_GRAPH_STORE`` sets the default. Read commands never
@@ -25,14 +25,17 @@ from contextlib import contextmanager
 import json
 import logging
 import os
+from pathlib import Path
 import sys
 from typing import Any
+import warnings
 
 from session_graph._progress import Progress
-from session_graph.errors import SessionGraphError
+from session_graph.errors import DocumentError, SessionGraphError
 from session_graph.stores.base import check_key
 from session_graph.stores.dsn import redact
 from session_graph.stores.manager import SessionManager
+from session_graph.stores.nanobot import NanobotKeyWarning
 
 __all__ = ["main"]
 
@@ -81,7 +84,13 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--last", type=int, default=None, metavar="N", help="only the newest N messages")
     actions.add_parser("search", parents=[common], help="messages containing TEXT").add_argument("text")
     actions.add_parser("delete", parents=[common], help="remove a session").add_argument("key")
-    actions.add_parser("import-nanobot", parents=[common], help="import nanobot session files").add_argument("path")
+    nanobot = actions.add_parser("import-nanobot", parents=[common], help="import nanobot session files (0.1.x-0.3.x)",
+                                 description="Import nanobot sessions: a file, a sessions folder, or 0.3.x's sessions root.")
+    nanobot.add_argument("path")
+    again = nanobot.add_mutually_exclusive_group()
+    again.add_argument("--skip-existing", action="store_true", help="leave sessions already stored as they are")
+    again.add_argument("--replace", action="store_true", help="replace sessions already stored")
+    nanobot.add_argument("--key-map", metavar="FILE", help="JSON {file name: key} for 0.1.x files, which hold no key")
     return top
 
 
@@ -207,8 +216,25 @@ def _search(manager: SessionManager, args: argparse.Namespace) -> int:
 
 
 def _import_nanobot(manager: SessionManager, args: argparse.Namespace) -> int:
-    for key in manager.import_nanobot(args.path):
+    names: dict[str, str] = {}
+    if args.key_map:
+        try:
+            names = json.loads(Path(args.key_map).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise DocumentError(f"--key-map {args.key_map}: {error}; give a JSON object {{file name: key}}.") from error
+        if not isinstance(names, dict) or not all(isinstance(v, str) and v for v in names.values()):
+            raise DocumentError(f"--key-map {args.key_map} must be a JSON object {{file name: key}} with non-empty string keys.")
+    on_existing = "skip" if args.skip_existing else "replace" if args.replace else "error"
+    with _bar(args, "importing") as progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NanobotKeyWarning)
+        keys = manager.import_nanobot(args.path, key_for=lambda file: names.get(file.name) or names.get(file.stem),
+                                      on_existing=on_existing, progress=progress)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    for key in keys:
         print(f"imported {key}")
+    if not keys:
+        print("imported nothing: every session is stored already (--replace to overwrite)")
     return 0
 
 

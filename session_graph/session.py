@@ -27,6 +27,7 @@ from session_graph.handlers import Handlers, checked_callable
 from session_graph.ledger import Ledger, system_prompt
 from session_graph.memory.config import MemoryConfig
 from session_graph.messages import MessageInput, check_storable, role_of, to_message
+from session_graph.nanobot import NANOBOT_FAMILIES, archive_offset, nanobot_history, nanobot_record
 from session_graph.nodes.judge import judge_state
 from session_graph.parts import has_extras, strip_view
 from session_graph.policy import Decision, PolicyHandler
@@ -461,17 +462,51 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         self.revision += 1
         return self
 
-    def get_history(self, max_messages: int = 50) -> list[dict[str, Any]]:
+    def get_history(self, max_messages: int | None = None, *, compat: str | None = None) -> list[dict[str, Any]]:
         """The newest window messages as OpenAI-style dicts for an LLM (tool fields kept).
 
-        At most ``max_messages``, cut so that no tool result loses its call; a tool call with
-        no result is answered by a synthetic "cancelled" result (as in ``view()``).
+        At most ``max_messages`` (default 50), opening on a user turn when the slice holds one,
+        cut so that no tool result loses its call; a tool call with no result is answered by a
+        synthetic "cancelled" result (as in ``view()``); ``reasoning_content`` is kept.
+
+        With ``compat="nanobot"`` (or ``"nanobot-0.1"``, ``"-0.2"``, ``"-0.3"``): exactly what
+        nanobot's own ``get_history(max_messages)`` returns for this session's records (the
+        version the session was imported from, else 0.3.x; ``max_messages`` None for that
+        version's default), from nanobot's archive watermark on (see
+        :mod:`session_graph.nanobot_history`).
         """
+        if compat is not None:
+            return self._nanobot_history(max_messages, compat)
+        limit = 50 if max_messages is None else max_messages
         window = answered(list(self._state.current_chat_history))
-        first = max(0, len(window) - max(max_messages, 0))
+        first = max(0, len(window) - max(limit, 0))
+        user = next((index for index in range(first, len(window)) if role_of(window[index]) == "user"), None)
+        if user is not None:
+            first = user
         while first < len(window) and role_of(window[first]) == "tool":  # its call is outside: skip it
             first += 1
-        return convert_to_openai_messages(window[first:])  # type: ignore[return-value]
+        chosen = window[first:]
+        history = convert_to_openai_messages(chosen)
+        for message, entry in zip(chosen, history, strict=True):  # type: ignore[arg-type]
+            reasoning = message.additional_kwargs.get("reasoning_content")
+            if reasoning is not None:
+                entry["reasoning_content"] = reasoning
+        return history  # type: ignore[return-value]
+
+    def _nanobot_history(self, max_messages: int | None, compat: str) -> list[dict[str, Any]]:
+        meta = self.metadata.get("nanobot") if isinstance(self.metadata.get("nanobot"), dict) else {}
+        family = compat.removeprefix("nanobot").removeprefix("-") or meta.get("version", "0.3")
+        if not compat.startswith("nanobot") or family not in NANOBOT_FAMILIES:
+            raise ConfigurationError(f"compat must be 'nanobot' or one of 'nanobot-0.1', 'nanobot-0.2', 'nanobot-0.3'; got {compat!r}.")
+        if max_messages is not None and (isinstance(max_messages, bool) or not isinstance(max_messages, int)):
+            raise ConfigurationError(f"max_messages must be a whole number or None, got {max_messages!r}.")
+        full = self.full_chat_history
+        archived = archive_offset(meta.get("header") or {}, len(full))
+        if family == "0.1":  # 0.1.x replays the newest records, watermark or not
+            limit = 50 if max_messages is None else max_messages
+            archived = max(0, len(full) - limit) if limit > 0 else 0
+        records = [nanobot_record(message, self.arrived_at.get(message.id or "", "")) for message in full[archived:]]
+        return nanobot_history(records, 0, max_messages, family)
 
     def __repr__(self) -> str:
         totals = self._ledger.totals

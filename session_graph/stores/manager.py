@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import logging
 import os
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from session_graph._gc import paused_gc
-from session_graph._progress import Progress, check_progress
+from session_graph._progress import Progress, check_progress, tracked
 from session_graph.errors import (
     ConfigurationError,
     DocumentError,  # noqa: F401 - raised by the OpenViking reader, documented here
@@ -61,7 +61,7 @@ from session_graph.stores.flows import Blocking, Call, Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
-from session_graph.stores.nanobot import read_nanobot_session
+from session_graph.stores.nanobot import NanobotSessionFile, nanobot_files, read_nanobot_session, write_nanobot_session
 from session_graph.stores.sql import PostgresStore, SqliteStore
 from session_graph.trace import ResizeTrace, saved_trace
 
@@ -340,15 +340,30 @@ class SessionManager:
         progress: Progress | None = None,
     ) -> str:
         """One stored session as ``json``, ``yaml``, ``md`` (Markdown) or ``txt``; or, with
-        ``fmt="openviking"``, written in OpenViking's layout under ``directory`` (returns its path).
+        ``fmt="openviking"`` or ``"nanobot"``, written in that system's layout under ``directory``
+        (returns the path written). A session imported from nanobot goes back to its own file
+        name and header, byte-identical when nothing was added; any other one is written as
+        nanobot 0.3.x writes (the key base64url in the name, ``last_archived`` 0).
 
         Args:
             key: the session.
             fmt: the format.
-            directory: where ``openviking`` writes the session's folder.
+            directory: where ``openviking`` writes the session's folder, ``nanobot`` its file.
             last: only the newest ``last`` messages (None: all).
             progress: told ``(messages done, messages)``.
         """
+        if fmt == "nanobot":
+            if directory is None:
+                raise ConfigurationError("export(key, 'nanobot', directory) needs the folder to write the session file into.")
+            snapshot = self._snapshot(key)
+            messages = [(record_message(record, f"session {key!r} message {index}"), str(record.get("ts") or ""))
+                        for index, record in enumerate(tracked(snapshot.records, len(snapshot.records), check_progress(progress)))]
+            metadata = dict(snapshot.state.get("metadata") or {})
+            meta = metadata.pop("nanobot", None)
+            for name in ("imported_from", *((meta or {}).get("header", {}).get("metadata") or {})):
+                metadata.pop(name, None)
+            return str(write_nanobot_session(key, messages, meta, metadata, str(snapshot.state.get("created_at") or ""),
+                                             str(snapshot.state.get("updated_at") or ""), directory))
         if fmt == "openviking":
             if directory is None:
                 raise ConfigurationError("export(key, 'openviking', directory) needs the directory to write the session into.")
@@ -373,26 +388,84 @@ class SessionManager:
             raise ValueError("search needs a non-empty string.")
         return self.store.search(self.tenant, text, limit)
 
-    def import_nanobot(self, path: str | os.PathLike[str]) -> list[str]:
-        """Import nanobot session files (a ``.jsonl`` file or a directory of them); returns the keys."""
-        source = Path(path)
-        files = sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
+    def import_nanobot(
+        self, path: str | os.PathLike[str], *, key_for: Callable[[Path], str | None] | None = None, on_existing: str = "error",
+        progress: Progress | None = None,
+    ) -> list[str]:
+        """Import nanobot sessions (0.1.x, 0.2.x or 0.3.x files); returns the keys imported.
+
+        Every record field is kept (see :mod:`session_graph.stores.nanobot`), so
+        ``export(key, "nanobot", directory)`` writes the file back as it was. Messages before
+        nanobot's archive watermark stay in the full history but not in the window, and the
+        summary standing for them becomes the session's summary (``memo["summary"]``), so
+        summary and memo modes show it above the window; a 0.3.x continuation marker then
+        follows the summary it refers to.
+
+        Args:
+            path: a session file, a sessions folder, or 0.3.x's sessions root (its workspace
+                folders are read one level down).
+            key_for: ``file -> key or None`` for files with no key in them (nanobot 0.1.x);
+                without it (or for None) the key is read from the file name, with a
+                ``NanobotKeyWarning`` when the name is ambiguous (``a_b`` is ``a:b`` or ``a_b``).
+            on_existing: ``"error"`` (default: stop before importing anything), ``"skip"`` or
+                ``"replace"`` a key already stored.
+            progress: told ``(files done, files)``.
+
+        Raises:
+            DocumentError: no session file there, or a damaged line (naming the file and line).
+            StoreError: a key already stored with ``on_existing="error"``, or one key in two files.
+        """
+        if on_existing not in ("error", "skip", "replace"):
+            raise ConfigurationError(f"on_existing must be 'error', 'skip' or 'replace', got {on_existing!r}.")
+        files = nanobot_files(path)
+        sessions = [read_nanobot_session(file, key_for) for file in files]
+        seen: dict[str, Path] = {}
+        for found in sessions:
+            check_key(found.key)
+            if found.key in seen:
+                raise StoreError(f"{seen[found.key]} and {found.path} both hold session {found.key!r}; import them one by one "
+                                 "or give key_for to tell them apart.")
+            seen[found.key] = found.path
+            if on_existing == "error" and self.store.version(self.tenant, found.key) is not None:
+                raise StoreError(f"session {found.key!r} from {found.path} is already in the store; pass on_existing='skip' "
+                                 "or 'replace' (CLI: --skip-existing, --replace), or delete it first.")
         keys = []
-        for file in files:
-            key, metadata, messages = read_nanobot_session(file)
-            if self.store.version(self.tenant, check_key(key)) is not None:
-                raise StoreError(f"session {key!r} from {file} is already in the store; delete it first to re-import.")
-            session = self.session_factory(key)
-            for message, _ in messages:
-                session.append_message(message)
-            session.metadata.update(metadata)
-            now = utc_now()
-            records = [message_record(message, ts or now) for message, ts in messages]
-            state = session_state(session, metadata.get("nanobot_created_at", now), now)
-            version = self.store.write(self.tenant, key, records, state)
-            self._remember(key, _Entry(session, version, len(messages), session.revision, state["created_at"], state))
-            keys.append(key)
+        for found in tracked(sessions, len(sessions), check_progress(progress)):
+            if self.store.version(self.tenant, found.key) is not None:
+                if on_existing == "skip":
+                    log.info("skipped nanobot session %r from %s: already stored", found.key, found.path)
+                    continue
+                self.delete(found.key)
+            self._import_nanobot_session(found)
+            keys.append(found.key)
+        log.info("imported %d nanobot sessions from %s", len(keys), path)
         return keys
+
+    def _import_nanobot_session(self, found: NanobotSessionFile) -> None:
+        session = self.session_factory(found.key)
+        for message, _ in found.messages:
+            session.append_message(message)
+        now = utc_now()
+        session.arrived_at = {message.id or "": stamp or now for message, stamp in found.messages}
+        nanobot_metadata = found.header.get("metadata")
+        session.metadata.update({"imported_from": "nanobot", **(nanobot_metadata if isinstance(nanobot_metadata, dict) else {}),
+                                 "nanobot": found.meta()})
+        archived, summary = found.archived, found.summary
+        if archived or summary:
+            state = session.state
+            memo = {**state.memo, "summary": summary} if summary else state.memo
+            session.restore(replace(state, current_chat_history=list(state.full_chat_history[archived:]), memo=memo,
+                                    memo_cursor=max(state.memo_cursor, archived)))
+            limits = session.settings.resolved()
+            if summary and not (limits.summary_enabled or limits.memo_enabled):
+                log.warning("session %r: nanobot's summary of %d archived messages is kept in memo['summary'], but mode "
+                            "%r shows no summary; use mode 'summary' or 'memo' to show it", found.key, archived,
+                            session.settings.get("session.mode"))
+        created = str(found.header.get("created_at") or now)
+        records = [message_record(message, session.arrived_at[message.id or ""]) for message, _ in found.messages]
+        state_doc = session_state(session, created, str(found.header.get("updated_at") or now))
+        version = self.store.write(self.tenant, found.key, records, state_doc)
+        self._remember(found.key, _Entry(session, version, len(found.messages), session.revision, created, state_doc))
 
     def import_openviking(self, path: str | os.PathLike[str], *, on_existing: str = "error") -> list[str]:
         """Import OpenViking session directories (one, or a folder of them); returns the keys.
