@@ -210,3 +210,49 @@ def test_the_commit_graph_is_drawn_offline() -> None:
     for name in COMMIT_NODES:
         assert name in svg
     assert "nothing to commit" in svg and "no candidates" in svg
+
+
+def _ledger(state: Any) -> dict[str, Any]:
+    """The finished archives (range, abstract) and the archive cursor, without wall-clock times."""
+    done = {name: {k: v for k, v in entry.items() if k in ("start", "end", "abstract")}
+            for name, entry in (state.archives.get("done") or {}).items()}
+    return {"done": done, "pending": sorted(state.archives.get("pending") or {}), "archived_through": state.archived_through}
+
+
+def _committed(store_kind: str, root: Path, crash_before: str | None) -> tuple[dict[str, Any], dict[str, Any], int, dict[str, Any]]:
+    """Commit once, crashing (a process death) before ``crash_before``; then a fresh process
+    loads the session from the store and commits again. Returns (memories, ledger, model calls, result)."""
+    memory = MemoryConfig(store=make_memory_store("file", root), user="alice", agent="coder")
+    model = Counting(responses=[SUMMARY, extraction(PREF, EVENT)])
+    manager = SessionManager(make_store(store_kind, root), memory=memory)
+    session = manager.get_or_create("chat_001")
+    session.handlers.model = model
+    conversation(session)
+    result: dict[str, Any] = {}
+    if crash_before is None:
+        result = manager.commit(session)
+    else:
+        def die(state: Any, runtime: Any) -> Any:
+            raise KeyboardInterrupt  # the process dies at this boundary: nothing after it runs
+
+        session.override_commit_node(crash_before, die)
+        with pytest.raises(KeyboardInterrupt):
+            manager.commit(session)
+        fresh = SessionManager(make_store(store_kind, root), memory=MemoryConfig(
+            store=make_memory_store("file", root), user="alice", agent="coder"))
+        again = fresh.get_or_create("chat_001")
+        again.handlers.model = model  # same script, same call counter: a resumed step must not ask again
+        result = fresh.commit(again)
+    stored = SessionManager(make_store(store_kind, root)).get_or_create("chat_001")
+    return dump_memories(memory.memory_store), _ledger(stored.state), model.calls, result
+
+
+@pytest.mark.parametrize("store_kind", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("node", COMMIT_NODES)
+def test_a_crash_at_every_step_boundary_then_a_fresh_process_equals_a_clean_run(node: str, store_kind: str, tmp_path: Path) -> None:
+    clean_memories, clean_ledger, clean_calls, clean = _committed(store_kind, tmp_path / "clean", None)
+    memories, ledger, calls, result = _committed(store_kind, tmp_path / "crashed", node)
+    assert clean["status"] == result["status"] == "committed" and clean_calls == 2
+    assert memories == clean_memories and len(memories) == 2
+    assert ledger == clean_ledger and list(ledger["done"]) == ["archive_001"] and ledger["pending"] == []
+    assert calls == 2  # the summary and the extraction were each asked for once, across both processes
