@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 import sqlite3
 from typing import Any
+import uuid
 
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from stores_util import postgres_dsn
 
 from session_graph.memory import FileMemoryStore
 
-MEMORY_BACKENDS = ["file", "inmemory", "sqlite"]
+MEMORY_BACKENDS = ["file", "inmemory", "sqlite", "postgres"]  # postgres: LangGraph's PostgresStore (skips without a server)
 
 
 def make_memory_store(kind: str, tmp_path: Path) -> BaseStore:
@@ -19,6 +21,8 @@ def make_memory_store(kind: str, tmp_path: Path) -> BaseStore:
         return FileMemoryStore(tmp_path / "memory", fsync=False)
     if kind == "inmemory":
         return InMemoryStore()
+    if kind == "postgres":
+        return _postgres_store()
     from langgraph.store.sqlite import SqliteStore
 
     store = SqliteStore(sqlite3.connect(tmp_path / "memory.sqlite3", check_same_thread=False, isolation_level=None))
@@ -38,3 +42,20 @@ def dump_memories(store: BaseStore, *prefixes: tuple[str, ...]) -> dict[tuple[An
 
 def active(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return {i.key: i.value for i in store.search(namespace, filter={"status": "active"}, limit=100_000) if i.namespace == namespace}
+
+
+def _postgres_store() -> BaseStore:
+    """LangGraph's PostgresStore in a schema of its own (its table names are fixed)."""
+    from langgraph.store.postgres import PostgresStore
+    import psycopg
+    from psycopg.rows import dict_row
+
+    dsn = postgres_dsn()
+    schema = f"memory_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    connection = psycopg.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
+                                 options=f"-c search_path={schema}")
+    store = PostgresStore(connection)
+    store.setup()
+    return store
