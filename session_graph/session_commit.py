@@ -101,7 +101,8 @@ class SessionCommit:
         return CommitContext(memory=self.memory, model=model, dry_run=dry_run, wait=wait, now=utc_now(),
                              checkpoint=None if dry_run else adopt_then, top_k=_setting(settings, "top_k", 5),
                              profile=(_setting(settings, "profile.max_items", 30), _setting(settings, "profile.max_chars", 2000)),
-                             keep_recent=_setting(settings, "keep_recent", 0))
+                             keep_recent=_setting(settings, "keep_recent", 0),
+                             max_input_chars=_setting(settings, "max_input_chars", 24_000))
 
     def _adopt_commit(self, state: SessionState) -> None:
         """Take a commit's ledger (cursor, usage, archives); messages appended meanwhile stay."""

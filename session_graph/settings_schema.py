@@ -89,6 +89,8 @@ class MemorySettings(_Section):
     keep_recent: Count = Field(0, description="a whole number >= 0 (newest messages a commit leaves unarchived)")
     trim_window: bool = Field(False, description="True or False (archived messages leave the window)")
     top_k: Annotated[int, Field(gt=0)] = Field(5, description="a whole number > 0 (similar memories shown per candidate)")
+    max_input_chars: Annotated[int, Field(ge=1000)] = Field(
+        24_000, description="a whole number >= 1000 (the longest transcript one commit prompt carries; longer archives go in chunks)")
     profile: ProfileSettings = Field(default_factory=ProfileSettings, description="a dict of profile settings")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from memory_util import MEMORY_BACKENDS, active, dump_memories, make_memory_store
+from pydantic import Field
 import pytest
 from stores_util import make_store
 
@@ -20,6 +21,7 @@ from session_graph import ConfigurationError, Session, SessionManager
 from session_graph.commit import COMMIT_NODES
 from session_graph.memory import ContextPart, MemoryConfig, TextPart, ToolPart
 from session_graph.memory.apply import apply_op
+from session_graph.memory.prompts import transcript_chunks
 
 SUMMARY = "# Session Summary\n**Overview**: CI hangs: find the cause | event loop fixture | done\n## Analysis\n1. grep"
 PREF = {"category": "preferences", "key": "testing", "abstract": "Prefers pytest-asyncio strict mode",
@@ -256,3 +258,64 @@ def test_a_crash_at_every_step_boundary_then_a_fresh_process_equals_a_clean_run(
     assert memories == clean_memories and len(memories) == 2
     assert ledger == clean_ledger and list(ledger["done"]) == ["archive_001"] and ledger["pending"] == []
     assert calls == 2  # the summary and the extraction were each asked for once, across both processes
+
+
+class Recording(FakeListChatModel):
+    """A fake chat model that keeps every prompt it was sent (and can fail on one call)."""
+
+    prompts: list[str] = Field(default_factory=list)
+    fail_on: int | None = None
+
+    def _call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+        self.prompts = [*self.prompts, messages[-1].content]
+        if self.fail_on is not None and len(self.prompts) == self.fail_on:
+            raise RuntimeError("provider timeout")
+        return super()._call(messages, *args, **kwargs)
+
+
+def long_conversation(session: Session, turns: int = 30) -> None:
+    for turn in range(turns):
+        session.append_message({"role": "user", "content": f"Marker U{turn}: " + "details of the build log. " * 30})
+        session.append_message({"role": "assistant", "content": f"Marker A{turn}: " + "the fix is to pin the loop. " * 30})
+
+
+def test_a_long_archive_is_summarised_and_mined_in_chunks_losing_nothing(memory: MemoryConfig) -> None:
+    session = Session("s", memory=memory)
+    session.set_settings("session.memory.max_input_chars", 6000)
+    long_conversation(session)
+    chunks = len(transcript_chunks(list(session.full_chat_history), 6000))
+    overviews = [f"# Session Summary\n**Overview**: part {i} | build | in progress" for i in range(chunks)]
+    model = Recording(responses=overviews + [extraction(PREF)] * chunks)
+    session.handlers.model = model
+    result = session.commit()
+    assert result["status"] == "committed" and chunks >= 5 and len(model.prompts) == 2 * chunks
+    assert all(len(p.split("Conversation:\n", 1)[1]) <= 6000 for p in model.prompts)
+    for stage in (model.prompts[:chunks], model.prompts[chunks:]):  # summaries, then extractions: every message once
+        seen = "\n".join(p.split("Conversation:\n", 1)[1] for p in stage)
+        assert all(seen.count(f"Marker U{t}:") == 1 and seen.count(f"Marker A{t}:") == 1 for t in range(30))
+    assert all(f"part {i - 1}" in model.prompts[i] for i in range(1, chunks))  # each chunk carries the running overview
+    assert all(f"part {chunks - 1}" in p for p in model.prompts[chunks:])  # extraction reads the final overview
+    assert result["memories"]["created"] == ["testing"]  # found in every chunk, written once
+
+
+def test_a_failed_chunk_resumes_from_that_chunk_and_duplicates_across_chunks_are_kept_once(memory: MemoryConfig) -> None:
+    session = Session("s", memory=memory)
+    session.set_settings("session.memory.max_input_chars", 6000)
+    long_conversation(session)
+    chunks = len(transcript_chunks(list(session.full_chat_history), 6000))
+    overviews = [f"# Session Summary\n**Overview**: part {i} | build | in progress" for i in range(chunks)]
+    restated = {"category": "preferences", "key": "event-loop", "abstract": "Pins the event loop", "content": "Pins the loop."}
+    extractions = [extraction(restated, {"category": "events", "abstract": f"Build {i}", "content": f"Build {i} broke."})
+                   for i in range(chunks)]
+    model = Recording(responses=overviews + extractions, fail_on=chunks + 3)  # the third extraction call fails
+    session.handlers.model = model
+    first = session.commit()
+    assert first["status"] == "partial" and "extract (chunk 3 of" in first["errors"][0]
+    assert len(model.prompts) == chunks + 3
+    model.fail_on = None
+    model.responses, model.i = extractions[2:], 0
+    again = session.commit()
+    assert again["status"] == "committed"
+    assert len(model.prompts) == chunks + 3 + (chunks - 2)  # no summary asked again, chunks 1-2 not mined again
+    assert again["memories"]["created"].count("event_loop") == 1  # restated in every chunk, kept once
+    assert len(active(memory.memory_store, ("user", "alice", "memories", "events"))) == chunks

@@ -51,6 +51,8 @@ class CommitContext:
         top_k: similar memories shown per candidate.
         profile: the profile's bound (bullets, characters).
         keep_recent: the newest messages a commit leaves unarchived.
+        max_input_chars: the longest transcript one summary or extraction prompt carries; a
+            longer archive is summarised and mined chunk by chunk.
     """
 
     memory: MemoryConfig
@@ -62,3 +64,4 @@ class CommitContext:
     top_k: int = 5
     profile: tuple[int, int] = (30, 2000)
     keep_recent: int = 0
+    max_input_chars: int = 24_000

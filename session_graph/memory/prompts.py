@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from session_graph.memory.categories import CATEGORIES
 from session_graph.transcript import transcript_line
 
-__all__ = ["decide_prompt", "extract_prompt", "memory_transcript", "summary_prompt"]
+__all__ = ["decide_prompt", "extract_prompt", "memory_lines", "memory_transcript", "summary_prompt", "transcript_chunks"]
 
 SUMMARY_SYSTEM = """You write the archive record of one stretch of a conversation between a user and an assistant.
 Be factual and brief (at most 800 words); never invent. Quote the user's own words where they matter.
@@ -65,6 +65,33 @@ Answer with one JSON object and nothing else:
 
 def memory_transcript(messages: list[BaseMessage]) -> str:
     """The transcript a commit model reads: every message, tool I/O, and the URIs of context parts."""
+    return "\n".join(memory_lines(messages))
+
+
+def transcript_chunks(messages: list[BaseMessage], max_chars: int) -> list[str]:
+    """The transcript in chunks of at most ``max_chars``, whole messages where they fit; a
+    message longer than that is split across chunks (each piece marked ``(continued)``),
+    never cut. One chunk when everything fits."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in memory_lines(messages):
+        pieces = [line] if len(line) <= max_chars else [
+            (line[i : i + max_chars] if i == 0 else "(continued) " + line[i : i + max_chars])
+            for i in range(0, len(line), max_chars)]
+        for piece in pieces:
+            if current and size + 1 + len(piece) > max_chars:
+                chunks.append("\n".join(current))
+                current, size = [], 0
+            current.append(piece)
+            size += len(piece) + (1 if size else 0)
+    if current or not chunks:
+        chunks.append("\n".join(current))
+    return chunks
+
+
+def memory_lines(messages: list[BaseMessage]) -> list[str]:
+    """One transcript line per message (see :func:`memory_transcript`)."""
     lines = []
     for message in messages:
         line = transcript_line(message)
@@ -75,7 +102,7 @@ def memory_transcript(messages: list[BaseMessage]) -> str:
         if refs:
             line += " [context: " + ", ".join(refs) + "]"
         lines.append(line)
-    return "\n".join(lines)
+    return lines
 
 
 def summary_prompt(text: str, previous_overview: str | None) -> list[BaseMessage]:
