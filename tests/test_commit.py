@@ -273,18 +273,19 @@ class Recording(FakeListChatModel):
         return super()._call(messages, *args, **kwargs)
 
 
-def long_conversation(session: Session, turns: int = 30) -> None:
+def long_session(memory: MemoryConfig, bound: int = 6000, turns: int = 30) -> tuple[Session, int, list[str]]:
+    """A session whose archive needs several prompts of ``bound`` chars: (session, chunks, one overview per chunk)."""
+    session = Session("s", memory=memory)
+    session.set_settings("session.memory.max_input_chars", bound)
     for turn in range(turns):
         session.append_message({"role": "user", "content": f"Marker U{turn}: " + "details of the build log. " * 30})
         session.append_message({"role": "assistant", "content": f"Marker A{turn}: " + "the fix is to pin the loop. " * 30})
+    chunks = len(transcript_chunks(list(session.full_chat_history), bound))
+    return session, chunks, [f"# Session Summary\n**Overview**: part {i} | build | in progress" for i in range(chunks)]
 
 
 def test_a_long_archive_is_summarised_and_mined_in_chunks_losing_nothing(memory: MemoryConfig) -> None:
-    session = Session("s", memory=memory)
-    session.set_settings("session.memory.max_input_chars", 6000)
-    long_conversation(session)
-    chunks = len(transcript_chunks(list(session.full_chat_history), 6000))
-    overviews = [f"# Session Summary\n**Overview**: part {i} | build | in progress" for i in range(chunks)]
+    session, chunks, overviews = long_session(memory)
     model = Recording(responses=overviews + [extraction(PREF)] * chunks)
     session.handlers.model = model
     result = session.commit()
@@ -299,11 +300,7 @@ def test_a_long_archive_is_summarised_and_mined_in_chunks_losing_nothing(memory:
 
 
 def test_a_failed_chunk_resumes_from_that_chunk_and_duplicates_across_chunks_are_kept_once(memory: MemoryConfig) -> None:
-    session = Session("s", memory=memory)
-    session.set_settings("session.memory.max_input_chars", 6000)
-    long_conversation(session)
-    chunks = len(transcript_chunks(list(session.full_chat_history), 6000))
-    overviews = [f"# Session Summary\n**Overview**: part {i} | build | in progress" for i in range(chunks)]
+    session, chunks, overviews = long_session(memory)
     restated = {"category": "preferences", "key": "event-loop", "abstract": "Pins the event loop", "content": "Pins the loop."}
     extractions = [extraction(restated, {"category": "events", "abstract": f"Build {i}", "content": f"Build {i} broke."})
                    for i in range(chunks)]
