@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from session_graph.budget import plan_budget
 from session_graph.cards import view_card
@@ -198,21 +198,24 @@ class ViewBuilder:
 
     def _rebase(self, tail: _Tail, window: list[BaseMessage], measure: Callable[[BaseMessage], int]) -> _Tail | None:
         """The tail for a window that is the old one less its oldest messages (what a prune
-        does): O(messages dropped); None when the window is anything else."""
+        does; a system prompt pinned at the front stays): O(the part kept); None when the
+        window is anything else."""
         old = tail.window
+        pin = 1 if window and old and window[0] is old[0] and isinstance(window[0], SystemMessage) and tail.keep_from >= 1 else 0
         dropped = len(old) - len(window)
-        start = min(dropped, tail.keep_from)  # in ``window``, where the kept part starts
-        if (dropped <= 0 or not window or window[0] is not old[dropped] or tail.newest_user < dropped
-                or (dropped > tail.keep_from and not isinstance(window[0], HumanMessage))
-                or any(a is not b for a, b in zip(window[tail.keep_from - start :], old[max(tail.keep_from, dropped) :], strict=False))
-                or len(window) - max(tail.keep_from - dropped, 0) != len(old) - max(tail.keep_from, dropped)):
+        first = pin + dropped  # the oldest surviving message, in ``old``
+        kept_old = max(tail.keep_from, first)
+        kept_new = kept_old - dropped
+        if (dropped <= 0 or len(window) <= pin or window[pin] is not old[first] or tail.newest_user < first
+                or (first > tail.keep_from and not isinstance(window[pin], HumanMessage))
+                or len(window) - kept_new != len(old) - kept_old
+                or any(a is not b for a, b in zip(window[kept_new:], old[kept_old:], strict=False))):
             self._tail = None
             return None
-        if dropped > tail.keep_from:  # the last view showed messages the prune dropped
-            tail.used -= sum(measure(m) for m in old[tail.keep_from : dropped])
-            tail.keep_from = dropped
+        if first > tail.keep_from:  # the last view showed messages the prune dropped
+            tail.used -= sum(measure(m) for m in old[tail.keep_from : first])
         tail.window, tail.length = window, tail.length - dropped
-        tail.keep_from, tail.newest_user = tail.keep_from - dropped, tail.newest_user - dropped
+        tail.keep_from, tail.newest_user = kept_new, tail.newest_user - dropped
         return tail
 
     @staticmethod
@@ -221,6 +224,7 @@ class ViewBuilder:
         if len(window) < tail.length:
             return None
         pending: set[str] = set()
+        owner: AIMessage | None = None
         newest_user = tail.newest_user
         for index in range(tail.length, len(window)):
             message = window[index]
@@ -230,18 +234,20 @@ class ViewBuilder:
                 pending.discard(message.tool_call_id)
                 continue
             if pending:
-                return None  # a call left unanswered: the full path answers it
+                return None  # a call left unanswered before a newer message: the full path answers it
             if isinstance(message, AIMessage) and message.tool_calls:
-                pending = {c.get("id") or "" for c in message.tool_calls}
+                pending, owner = {c.get("id") or "" for c in message.tool_calls}, message
             elif isinstance(message, HumanMessage):
                 newest_user = index
-        if pending:
-            return None
+        # calls still running at the end (the agent is between a call and its results): answered
+        # in the view as the full path answers them; the tail stays before them, so the next
+        # view reads the call again with whatever results have arrived
+        synthetic = [_cancelled(c, owner) for c in owner.tool_calls if (c.get("id") or "") in pending] if pending and owner else []
         floor = min(measure(window[newest_user]), tail.room // 2) if newest_user >= 0 else 0
         room = tail.room - tail.system_tokens
         if tail.extra is not None and tail.extra_tokens > min(limits.reserve_tokens, room - floor):
             return None  # the summary or memo message would be shortened differently
-        used = tail.used + sum(measure(m) for m in window[tail.length :])
+        used = tail.used + sum(measure(m) for m in window[tail.length :]) + sum(measure(m) for m in synthetic)
         keep_from, room = tail.keep_from, room - tail.extra_tokens
         while used > room and keep_from < len(window):
             end = keep_from + 1
@@ -258,8 +264,9 @@ class ViewBuilder:
         total = fixed + tail.system_tokens + tail.extra_tokens + used
         if total > limits.tokens:
             return None
-        tail.length, tail.keep_from, tail.used, tail.newest_user = len(window), keep_from, used, newest_user
-        messages = [m for m in (tail.system, tail.extra) if m is not None] + window[keep_from:]
+        if not synthetic:
+            tail.length, tail.keep_from, tail.used, tail.newest_user = len(window), keep_from, used, newest_user
+        messages = [m for m in (tail.system, tail.extra) if m is not None] + window[keep_from:] + synthetic
         return SessionView(messages, total, limits.tokens, ledger.counter.name, ledger.counter.exact)
 
 
