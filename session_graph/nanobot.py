@@ -26,11 +26,13 @@ that nanobot version's ``Session.get_history(max_messages=n)`` gives for the sam
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_openai_messages
 
+from session_graph.errors import MessageError
 from session_graph.messages import role_of, to_message
 
 __all__ = ["NANOBOT_FAMILIES", "archive_offset", "nanobot_history", "nanobot_message", "nanobot_record"]
@@ -64,7 +66,15 @@ def nanobot_message(data: dict[str, Any], where: str) -> BaseMessage:
         fields.pop("tool_calls")
     if fields.get("role") != "tool":
         fields.pop("tool_call_id", None)
-    message = to_message(fields, where=where)
+    try:
+        message = to_message(fields, where=where)
+    except MessageError:
+        if "tool_calls" not in fields:
+            raise
+        # a call a model cut off (arguments that are not a JSON object): still a call, so it
+        # stays paired with the result nanobot recorded for it, its text kept under
+        # "_unparsed_arguments"; the record keeps it as written
+        message = to_message({**fields, "tool_calls": _lenient_calls(fields["tool_calls"])}, where=where)
     extras: dict[str, Any] = {}
     if isinstance(message, AIMessage) and data.get("tool_calls"):
         extras["tool_calls"] = data["tool_calls"]  # as written: arguments strings stay byte-exact
@@ -77,6 +87,22 @@ def nanobot_message(data: dict[str, Any], where: str) -> BaseMessage:
     kept = {name: value for name, value in data.items() if name not in derived or derived[name] != value}
     message.additional_kwargs["nanobot"] = {"keys": list(data), "fields": kept}
     return message
+
+
+def _lenient_calls(calls: Any) -> list[dict[str, Any]]:
+    out = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
+        arguments = function.get("arguments")
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            args = None
+        if not isinstance(args, dict):
+            args = {"_unparsed_arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}
+        out.append({"id": str(call.get("id") or "") if isinstance(call, dict) else "", "name": str(function.get("name") or ""),
+                    "args": args})
+    return out
 
 
 def _derived(message: BaseMessage) -> dict[str, Any]:

@@ -269,3 +269,29 @@ def test_the_real_nanobot_loads_our_exports(version: str, tmp_path: Path) -> Non
     theirs = load(next(f for f in nanobot_files(DATA / version / "sessions")).parent, "home-original")
     ours = load(tmp_path / "ours", "home-ours")
     assert ours == theirs and all(theirs[key]["messages"] for key in nanobot_keys)
+
+
+def test_odd_records_import_losslessly_and_stay_sendable(tmp_path: Path) -> None:
+    """A call a model cut off (arguments not JSON), a null content, a role langchain calls
+    system, a content that is not text: imported, paired, sent safely, exported as written."""
+    lines = [
+        {"_type": "metadata", "key": "odd:1", "created_at": "2026-03-01T10:00:00", "updated_at": "2026-03-01T10:00:09",
+         "metadata": {}, "last_consolidated": 0},
+        {"role": "developer", "content": "Answer in French.", "timestamp": "2026-03-01T10:00:00"},
+        {"role": "user", "content": "liste les fichiers", "timestamp": "2026-03-01T10:00:01"},
+        {"role": "assistant", "content": None, "timestamp": "2026-03-01T10:00:02",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "exec", "arguments": "{\"cmd\": \"ls"}}]},
+        {"role": "tool", "content": "error: bad arguments", "tool_call_id": "c1", "name": "exec", "timestamp": "2026-03-01T10:00:03"},
+        {"role": "assistant", "content": 42, "timestamp": "2026-03-01T10:00:04", "latency_ms": None},
+    ]
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    original = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    (folder / "b2RkOjE.jsonl").write_text(original, encoding="utf-8")
+    manager = SessionManager(tmp_path / "store")
+    assert manager.import_nanobot(folder) == ["odd:1"]
+    session = SessionManager(tmp_path / "store").get_or_create("odd:1")
+    call = session.full_chat_history[2]
+    assert call.tool_calls[0]["args"] == {"_unparsed_arguments": "{\"cmd\": \"ls"}  # still a call, paired with its result
+    assert [m.type for m in session.view().messages] == ["system", "human", "ai", "tool", "ai"]
+    assert Path(manager.export("odd:1", "nanobot", tmp_path / "out")).read_text(encoding="utf-8") == original
