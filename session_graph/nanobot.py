@@ -57,8 +57,8 @@ def archive_offset(header: dict[str, Any], count: int) -> int:
 
 def nanobot_message(data: dict[str, Any], where: str) -> BaseMessage:
     """A langchain-core message from one nanobot message record, keeping every field."""
-    fields: dict[str, Any] = {name: data[name] for name in ("role", "content", "tool_calls", "tool_call_id", "name", "id")
-                              if name in data and data[name] is not None}
+    fields: dict[str, Any] = {name: data[name] for name in ("role", "content", "tool_calls", "tool_call_id", "name")
+                              if name in data and data[name] is not None}  # an "id" field is nanobot's, not ours: kept as written
     if not isinstance(fields.get("content", ""), (str, list)):
         fields.pop("content")
     fields.setdefault("content", "")

@@ -283,6 +283,8 @@ def test_odd_records_import_losslessly_and_stay_sendable(tmp_path: Path) -> None
          "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "exec", "arguments": "{\"cmd\": \"ls"}}]},
         {"role": "tool", "content": "error: bad arguments", "tool_call_id": "c1", "name": "exec", "timestamp": "2026-03-01T10:00:03"},
         {"role": "assistant", "content": 42, "timestamp": "2026-03-01T10:00:04", "latency_ms": None},
+        {"role": "user", "content": "encore", "timestamp": "2026-03-01T10:00:05", "id": "m1"},
+        {"role": "assistant", "content": "oui", "timestamp": "2026-03-01T10:00:06", "id": "m1"},  # an agent's own ids, repeated
     ]
     folder = tmp_path / "sessions"
     folder.mkdir()
@@ -293,5 +295,6 @@ def test_odd_records_import_losslessly_and_stay_sendable(tmp_path: Path) -> None
     session = SessionManager(tmp_path / "store").get_or_create("odd:1")
     call = session.full_chat_history[2]
     assert call.tool_calls[0]["args"] == {"_unparsed_arguments": "{\"cmd\": \"ls"}  # still a call, paired with its result
-    assert [m.type for m in session.view().messages] == ["system", "human", "ai", "tool", "ai"]
+    assert [m.type for m in session.view().messages] == ["system", "human", "ai", "tool", "ai", "human", "ai"]
+    assert len({m.id for m in session.full_chat_history}) == 7  # our ids are our own; the record's "id" is kept as written
     assert Path(manager.export("odd:1", "nanobot", tmp_path / "out")).read_text(encoding="utf-8") == original

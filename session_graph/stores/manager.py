@@ -429,19 +429,25 @@ class SessionManager:
             if on_existing == "error" and self.store.version(self.tenant, found.key) is not None:
                 raise StoreError(f"session {found.key!r} from {found.path} is already in the store; pass on_existing='skip' "
                                  "or 'replace' (CLI: --skip-existing, --replace), or delete it first.")
+        built = [(found, self._nanobot_session(found)) for found in sessions]  # every file checked before anything is written
         keys = []
-        for found in tracked(sessions, len(sessions), check_progress(progress)):
+        for found, session in tracked(built, len(built), check_progress(progress)):
             if self.store.version(self.tenant, found.key) is not None:
                 if on_existing == "skip":
                     log.info("skipped nanobot session %r from %s: already stored", found.key, found.path)
                     continue
                 self.delete(found.key)
-            self._import_nanobot_session(found)
+            created = str(found.header.get("created_at") or utc_now())
+            records = [message_record(message, session.arrived_at[message.id or ""]) for message, _ in found.messages]
+            state_doc = session_state(session, created, str(found.header.get("updated_at") or utc_now()))
+            version = self.store.write(self.tenant, found.key, records, state_doc)
+            self._remember(found.key, _Entry(session, version, len(found.messages), session.revision, created, state_doc))
             keys.append(found.key)
         log.info("imported %d nanobot sessions from %s", len(keys), path)
         return keys
 
-    def _import_nanobot_session(self, found: NanobotSessionFile) -> None:
+    def _nanobot_session(self, found: NanobotSessionFile) -> Session:
+        """The session a nanobot file becomes (nothing written)."""
         session = self.session_factory(found.key)
         for message, _ in found.messages:
             session.append_message(message)
@@ -461,11 +467,7 @@ class SessionManager:
                 log.warning("session %r: nanobot's summary of %d archived messages is kept in memo['summary'], but mode "
                             "%r shows no summary; use mode 'summary' or 'memo' to show it", found.key, archived,
                             session.settings.get("session.mode"))
-        created = str(found.header.get("created_at") or now)
-        records = [message_record(message, session.arrived_at[message.id or ""]) for message, _ in found.messages]
-        state_doc = session_state(session, created, str(found.header.get("updated_at") or now))
-        version = self.store.write(self.tenant, found.key, records, state_doc)
-        self._remember(found.key, _Entry(session, version, len(found.messages), session.revision, created, state_doc))
+        return session
 
     def import_openviking(self, path: str | os.PathLike[str], *, on_existing: str = "error") -> list[str]:
         """Import OpenViking session directories (one, or a folder of them); returns the keys.
