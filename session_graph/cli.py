@@ -35,7 +35,7 @@ from session_graph.errors import DocumentError, SessionGraphError
 from session_graph.stores.base import check_key
 from session_graph.stores.dsn import redact
 from session_graph.stores.manager import SessionManager
-from session_graph.stores.nanobot import NanobotKeyWarning
+from session_graph.stores.nanobot import NanobotKeyWarning, nanobot_files
 
 __all__ = ["main"]
 
@@ -116,6 +116,9 @@ def sessions(args: argparse.Namespace) -> int:
                 check_key(getattr(args, name))
         if getattr(args, "last", None) is not None and args.last < 0:
             raise ValueError(f"--last must be 0 or more, got {args.last}.")
+        if args.command == "import-nanobot":  # a bad path or key map is named before the store is created
+            nanobot_files(args.path)
+            args.key_names = _key_map(args.key_map)
         manager = SessionManager(args.store, tenant=args.tenant, create=args.command in _WRITES)
         try:
             return _run(manager, args)
@@ -215,15 +218,21 @@ def _search(manager: SessionManager, args: argparse.Namespace) -> int:
     return 0
 
 
+def _key_map(path: str | None) -> dict[str, str]:
+    """``--key-map``: a JSON object {file name or stem: key}."""
+    if not path:
+        return {}
+    try:
+        names = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DocumentError(f"--key-map {path}: {error}; give a JSON object {{file name: key}}.") from error
+    if not isinstance(names, dict) or not all(isinstance(v, str) and v for v in names.values()):
+        raise DocumentError(f"--key-map {path} must be a JSON object {{file name: key}} with non-empty string keys.")
+    return names
+
+
 def _import_nanobot(manager: SessionManager, args: argparse.Namespace) -> int:
-    names: dict[str, str] = {}
-    if args.key_map:
-        try:
-            names = json.loads(Path(args.key_map).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise DocumentError(f"--key-map {args.key_map}: {error}; give a JSON object {{file name: key}}.") from error
-        if not isinstance(names, dict) or not all(isinstance(v, str) and v for v in names.values()):
-            raise DocumentError(f"--key-map {args.key_map} must be a JSON object {{file name: key}} with non-empty string keys.")
+    names = getattr(args, "key_names", None) or _key_map(args.key_map)
     on_existing = "skip" if args.skip_existing else "replace" if args.replace else "error"
     with _bar(args, "importing") as progress, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NanobotKeyWarning)

@@ -26,6 +26,7 @@ that nanobot version's ``Session.get_history(max_messages=n)`` gives for the sam
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -66,9 +67,11 @@ def nanobot_message(data: dict[str, Any], where: str) -> BaseMessage:
         fields.pop("tool_calls")
     if fields.get("role") != "tool":
         fields.pop("tool_call_id", None)
+    elif not isinstance(fields.get("tool_call_id"), str):
+        fields["tool_call_id"] = ""  # nanobot replays a result without one; no view pairs it with a call
     try:
         message = to_message(fields, where=where)
-    except MessageError:
+    except (MessageError, KeyError, TypeError, ValueError):
         if "tool_calls" not in fields:
             raise
         # a call a model cut off (arguments that are not a JSON object): still a call, so it
@@ -154,6 +157,8 @@ def nanobot_history(records: list[dict[str, Any]], archived: int, max_messages: 
     if family == "0.2" and limit <= 0:
         limit = 120
     replayable = records[archived:]
+    if family == "0.3":
+        replayable = [_exec_migrated(record) for record in replayable]
     sliced = replayable[max(0, len(replayable) - limit):] if limit > 0 else replayable
     for index, record in enumerate(sliced):  # start on a user turn (or the proactive delivery it answers)
         if record.get("role") == "user":
@@ -161,6 +166,46 @@ def nanobot_history(records: list[dict[str, Any]], archived: int, max_messages: 
             break
     sliced = sliced[_legal_start(sliced):]
     return [entry for record in sliced if (entry := _entry(record, family)) is not None]
+
+
+def _exec_migrated(record: dict[str, Any]) -> dict[str, Any]:
+    """0.3.x's load-time rewrite of 0.2.x's ``write_stdin`` calls (now ``exec_session``, with
+    ``chars`` as ``input`` and the wait as ``timeout_ms``): a copy, the stored record untouched."""
+    calls = record.get("tool_calls")
+    touched = record.get("name") == "write_stdin" or (isinstance(calls, list) and any(
+        isinstance(c, dict) and (c.get("function") if isinstance(c.get("function"), dict) else c).get("name")
+        in ("write_stdin", "exec_session") for c in calls))
+    if not touched:
+        return record
+    record = copy.deepcopy(record)
+    if record.get("name") == "write_stdin":
+        record["name"] = "exec_session"
+    for call in record.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else call
+        if not isinstance(function, dict) or function.get("name") not in ("write_stdin", "exec_session"):
+            continue
+        function["name"] = "exec_session"
+        raw = function.get("arguments")
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            continue
+        if not isinstance(arguments, dict):
+            continue
+        changed = "chars" in arguments
+        if changed:
+            arguments.setdefault("input", arguments["chars"])
+            arguments.pop("chars")
+        wait = "wait_timeout_ms" if arguments.get("wait_for") or arguments.get("until_exit") else "yield_time_ms"
+        if "timeout_ms" not in arguments and wait in arguments:
+            arguments["timeout_ms"] = arguments[wait]
+        for name in ("yield_time_ms", "wait_timeout_ms", "max_output_chars", "max_output_tokens"):
+            if name in arguments:
+                arguments.pop(name)
+                changed = True
+        if changed:
+            function["arguments"] = json.dumps(arguments, ensure_ascii=False, separators=(",", ":")) if isinstance(raw, str) else arguments
+    return record
 
 
 def _legal_start(records: list[dict[str, Any]]) -> int:

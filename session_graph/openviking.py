@@ -53,7 +53,7 @@ def _is_session(directory: Path) -> bool:
 def _lines(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not file.is_file():
         return
-    for number, raw in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+    for number, raw in enumerate(file.read_text(encoding="utf-8").split("\n"), 1):
         if not raw.strip():
             continue
         try:

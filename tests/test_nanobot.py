@@ -298,3 +298,55 @@ def test_odd_records_import_losslessly_and_stay_sendable(tmp_path: Path) -> None
     assert [m.type for m in session.view().messages] == ["system", "human", "ai", "tool", "ai", "human", "ai"]
     assert len({m.id for m in session.full_chat_history}) == 7  # our ids are our own; the record's "id" is kept as written
     assert Path(manager.export("odd:1", "nanobot", tmp_path / "out")).read_text(encoding="utf-8") == original
+
+
+def test_text_separators_inside_messages_and_upgraded_03_roots(tmp_path: Path) -> None:
+    """U+2028 inside a message is text, not a line break (nanobot reads by newline); a 0.3.x root
+    also holding the pre-0.3 file 0.3.x copied in when it migrated imports the file 0.3.x reads."""
+    header = {"_type": "metadata", "key": "tg:1", "created_at": "2026-03-01T10:00:00", "updated_at": "2026-03-01T10:00:01",
+              "metadata": {}, "last_archived": 0, "last_consolidated": 0}
+    records = [{"role": "user", "content": "one\u2028two\u0085three", "timestamp": "2026-03-01T10:00:00"},
+               {"role": "tool", "content": "a result nanobot kept without its call id", "timestamp": "2026-03-01T10:00:01"}]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *records])
+    workspace = tmp_path / "root" / "0123456789abcdef0123456789abcdef"
+    workspace.mkdir(parents=True)
+    (workspace / "dGc6MQ.jsonl").write_text(text, encoding="utf-8")
+    (workspace / "tg_1.jsonl").write_text(text, encoding="utf-8")  # the migrated 0.2.x copy 0.3.x never reads
+    manager = SessionManager(tmp_path / "store")
+    assert manager.import_nanobot(tmp_path / "root") == ["tg:1"]
+    session = SessionManager(tmp_path / "store").get_or_create("tg:1")
+    assert session.full_chat_history[0].content == "one\u2028two\u0085three"
+    assert Path(manager.export("tg:1", "nanobot", tmp_path / "out")).read_text(encoding="utf-8") == text
+
+
+def test_compat_03_replays_02_write_stdin_calls_as_03_does(tmp_path: Path) -> None:
+    """0.3.5 rewrites 0.2.x's write_stdin calls when it loads a session (checked against the real
+    package); compat='nanobot-0.3' does the same on a copy, and the stored records stay as written."""
+    header = {"_type": "metadata", "key": "tg:2", "created_at": "2026-03-01T10:00:00", "updated_at": "2026-03-01T10:00:01",
+              "metadata": {}, "last_consolidated": 0}
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "write_stdin", "arguments": "{\"session_id\": 1, \"chars\": \"ls\\n\", \"yield_time_ms\": 500}"}}
+    records = [{"role": "user", "content": "run"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+               {"role": "tool", "content": "ok", "tool_call_id": "c1", "name": "write_stdin"}]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *records])
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "tg_2.jsonl").write_text(text, encoding="utf-8")
+    manager = SessionManager(tmp_path / "store")
+    manager.import_nanobot(tmp_path / "in")
+    session = manager.get_or_create("tg:2")
+    history = session.get_history(compat="nanobot-0.3")
+    assert history[1]["tool_calls"][0]["function"] == {"name": "exec_session",
+                                                       "arguments": "{\"session_id\":1,\"input\":\"ls\\n\",\"timeout_ms\":500}"}
+    assert history[2]["name"] == "exec_session"
+    assert session.get_history(compat="nanobot")[1]["tool_calls"] == [call]  # 0.2.x, the file's own version, as written
+    assert Path(manager.export("tg:2", "nanobot", tmp_path / "out")).read_text(encoding="utf-8") == text
+
+
+def test_cli_creates_nothing_when_the_path_or_key_map_is_bad(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    assert main(["sessions", "--store", str(store), "import-nanobot", str(tmp_path / "missing")]) == 1
+    bad = tmp_path / "keys.json"
+    bad.write_text("[1]", encoding="utf-8")
+    assert main(["sessions", "--store", str(store), "import-nanobot", str(DATA / "0.2.2" / "sessions"), "--key-map", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "--key-map" in err and not store.exists()

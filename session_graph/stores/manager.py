@@ -28,7 +28,8 @@ from session_graph._gc import paused_gc
 from session_graph._progress import Progress, check_progress, tracked
 from session_graph.errors import (
     ConfigurationError,
-    DocumentError,  # noqa: F401 - raised by the OpenViking reader, documented here
+    DocumentError,
+    MessageError,
     StoreConflictError,
     StoreError,
 )
@@ -423,8 +424,8 @@ class SessionManager:
         for found in sessions:
             check_key(found.key)
             if found.key in seen:
-                raise StoreError(f"{seen[found.key]} and {found.path} both hold session {found.key!r}; import them one by one "
-                                 "or give key_for to tell them apart.")
+                raise StoreError(f"{seen[found.key]} and {found.path} both hold session {found.key!r}; import the one you "
+                                 "want on its own (a file path works as well as a folder).")
             seen[found.key] = found.path
             if on_existing == "error" and self.store.version(self.tenant, found.key) is not None:
                 raise StoreError(f"session {found.key!r} from {found.path} is already in the store; pass on_existing='skip' "
@@ -449,8 +450,11 @@ class SessionManager:
     def _nanobot_session(self, found: NanobotSessionFile) -> Session:
         """The session a nanobot file becomes (nothing written)."""
         session = self.session_factory(found.key)
-        for message, _ in found.messages:
-            session.append_message(message)
+        for number, (message, _) in enumerate(found.messages, 1):
+            try:
+                session.append_message(message)
+            except MessageError as error:
+                raise DocumentError(f"{found.path}: message {number} cannot be stored: {error}") from error
         now = utc_now()
         session.arrived_at = {message.id or "": stamp or now for message, stamp in found.messages}
         nanobot_metadata = found.header.get("metadata")

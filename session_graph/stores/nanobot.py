@@ -101,15 +101,29 @@ def nanobot_files(path: str | os.PathLike[str]) -> list[Path]:
     if not root.is_dir():
         raise DocumentError(f"{root} does not exist; import_nanobot takes a session file or a folder of them.")
     found = sorted(_session_files(root))
-    if not found:
-        found = sorted(file for child in sorted(root.iterdir()) if child.is_dir() and not child.name.startswith(".")
-                       for file in _session_files(child))
+    if not found:  # 0.3.x: <sessions root>/<workspace id>/<base64url key>.jsonl
+        found = []
+        for child in sorted(root.iterdir()):
+            if not child.is_dir() or child.name.startswith("."):
+                continue
+            for file in sorted(_session_files(child)):
+                if _is_storage_name(file.stem):
+                    found.append(file)
+                else:  # a pre-0.3 file 0.3.x copied in when it migrated a workspace: it never reads it
+                    log.info("skipped %s: 0.3.x reads only base64url-named session files", file)
     if not found:
         raise DocumentError(
             f"{root} holds no nanobot session file (*.jsonl), neither directly (0.1.x, 0.2.x) nor one folder "
             "down (0.3.x: <sessions root>/<workspace id>/); point at nanobot's sessions folder or a file."
         )
     return found
+
+
+def _is_storage_name(stem: str) -> bool:
+    try:
+        return storage_key(base64.urlsafe_b64decode(stem + "=" * (-len(stem) % 4)).decode("utf-8")) == stem
+    except (ValueError, UnicodeDecodeError):
+        return False
 
 
 def _session_files(folder: Path) -> Iterator[Path]:
@@ -131,7 +145,7 @@ def read_nanobot_session(path: str | os.PathLike[str], key_for: KeyFor | None = 
     """
     source = Path(path)
     try:
-        lines = source.read_text(encoding="utf-8").splitlines()
+        lines = source.read_text(encoding="utf-8").split("\n")  # as nanobot reads: U+2028 and the like are text
     except (OSError, UnicodeDecodeError) as error:
         raise StoreError(f"cannot read the nanobot session {source}: {error}") from error
     header: dict[str, Any] = {}
@@ -183,7 +197,6 @@ def _key_from_name(source: Path) -> str:
     message = (f"{source} carries no session key (nanobot 0.1.x) and its name fits several ('{key}', '{stem}', ...); "
                f"imported as '{key}'. Pass key_for=<file -> key> (CLI: --key-map FILE) to choose.")
     warnings.warn(message, NanobotKeyWarning, stacklevel=4)
-    log.warning("%s", message)
     return key
 
 
