@@ -26,6 +26,7 @@ that nanobot version's ``Session.get_history(max_messages=n)`` gives for the sam
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 import copy
 import json
 import re
@@ -33,10 +34,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_openai_messages
 
-from session_graph.errors import MessageError
+from session_graph.errors import ConfigurationError, MessageError
 from session_graph.messages import role_of, to_message
 
-__all__ = ["NANOBOT_FAMILIES", "archive_offset", "nanobot_history", "nanobot_message", "nanobot_record"]
+__all__ = ["NANOBOT_FAMILIES", "archive_offset", "nanobot_history", "nanobot_message", "nanobot_record", "session_history"]
 
 NANOBOT_FAMILIES = ("0.1", "0.2", "0.3")
 _DEFAULT_MAX = {"0.1": 50, "0.2": 120, "0.3": 0}
@@ -137,34 +138,53 @@ def nanobot_record(message: BaseMessage, timestamp: str) -> dict[str, Any]:
     return record
 
 
-
 # -- get_history ----------------------------------------------------------------------------
 
 
-def nanobot_history(records: list[dict[str, Any]], archived: int, max_messages: int | None, family: str) -> list[dict[str, Any]]:
-    """What nanobot ``family``'s ``get_history(max_messages)`` returns for these records.
+def session_history(
+    messages: Sequence[BaseMessage], stamps: Mapping[str, str], meta: Mapping[str, Any], max_messages: int | None, compat: str,
+) -> list[dict[str, Any]]:
+    """``Session.get_history(max_messages, compat=...)``: what nanobot returns for a session's messages.
+
+    Only the records the answer can come from are rebuilt: from the archive watermark on, and
+    of those the newest ``max_messages`` (all for 0.3.x's ``0``), so a call costs the slice,
+    not the history.
 
     Args:
-        records: the session's nanobot message records, oldest first.
-        archived: the archive watermark (``last_archived``/``last_consolidated``).
-        max_messages: nanobot's argument; None for the family's default.
-        family: ``"0.1"``, ``"0.2"`` or ``"0.3"``.
+        messages: the session's full history.
+        stamps: arrival times by message id (the timestamp of a message nanobot never saw).
+        meta: ``session.metadata["nanobot"]`` (version and header) or empty.
+        max_messages: nanobot's argument; None for the version's default.
+        compat: ``"nanobot"`` (the version the session came from, else 0.3.x) or ``"nanobot-0.1"|"-0.2"|"-0.3"``.
     """
+    family = compat.removeprefix("nanobot").removeprefix("-") or meta.get("version", "0.3")
+    if not compat.startswith("nanobot") or family not in NANOBOT_FAMILIES:
+        raise ConfigurationError(f"compat must be 'nanobot' or one of 'nanobot-0.1', 'nanobot-0.2', 'nanobot-0.3'; got {compat!r}.")
+    if max_messages is not None and (isinstance(max_messages, bool) or not isinstance(max_messages, int)):
+        raise ConfigurationError(f"max_messages must be a whole number or None, got {max_messages!r}.")
     limit = _DEFAULT_MAX[family] if max_messages is None else max_messages
+    if family == "0.2" and limit <= 0:
+        limit = 120
+    start = 0 if family == "0.1" else archive_offset(meta.get("header") or {}, len(messages))  # 0.1.x has no watermark
+    if limit > 0:
+        start = max(start, len(messages) - limit)
+    records = [nanobot_record(message, stamps.get(message.id or "", "")) for message in messages[start:]]
+    return nanobot_history(records, limit, family)
+
+
+def nanobot_history(records: list[dict[str, Any]], limit: int, family: str) -> list[dict[str, Any]]:
+    """What nanobot ``family``'s ``get_history(limit)`` returns for records from the watermark on."""
     if family == "0.1":
         recent = records[-limit:] if len(records) > limit else records
         return [{"role": r["role"], "content": r["content"]} for r in recent]
-    if family == "0.2" and limit <= 0:
-        limit = 120
-    replayable = records[archived:]
-    if family == "0.3":
-        replayable = [_exec_migrated(record) for record in replayable]
-    sliced = replayable[max(0, len(replayable) - limit):] if limit > 0 else replayable
+    sliced = records[max(0, len(records) - limit):] if limit > 0 else records
     for index, record in enumerate(sliced):  # start on a user turn (or the proactive delivery it answers)
         if record.get("role") == "user":
             sliced = sliced[index - 1 if index > 0 and sliced[index - 1].get("_channel_delivery") else index:]
             break
     sliced = sliced[_legal_start(sliced):]
+    if family == "0.3":  # 0.3.x rewrites 0.2.x exec calls when it loads a session
+        sliced = [_exec_migrated(record) for record in sliced]
     return [entry for record in sliced if (entry := _entry(record, family)) is not None]
 
 

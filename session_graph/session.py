@@ -27,7 +27,7 @@ from session_graph.handlers import Handlers, checked_callable
 from session_graph.ledger import Ledger, system_prompt
 from session_graph.memory.config import MemoryConfig
 from session_graph.messages import MessageInput, check_storable, role_of, to_message
-from session_graph.nanobot import NANOBOT_FAMILIES, archive_offset, nanobot_history, nanobot_record
+from session_graph.nanobot import session_history
 from session_graph.nodes.judge import judge_state
 from session_graph.parts import has_extras, strip_view
 from session_graph.policy import Decision, PolicyHandler
@@ -473,10 +473,12 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         nanobot's own ``get_history(max_messages)`` returns for this session's records (the
         version the session was imported from, else 0.3.x; ``max_messages`` None for that
         version's default), from nanobot's archive watermark on (see
-        :mod:`session_graph.nanobot_history`).
+        :mod:`session_graph.nanobot`).
         """
         if compat is not None:
-            return self._nanobot_history(max_messages, compat)
+            meta = self.metadata.get("nanobot")
+            return session_history(self.full_chat_history, self.arrived_at, meta if isinstance(meta, dict) else {},
+                                   max_messages, compat)
         limit = 50 if max_messages is None else max_messages
         window = answered(list(self._state.current_chat_history))
         first = max(0, len(window) - max(limit, 0))
@@ -492,21 +494,6 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
             if reasoning is not None:
                 entry["reasoning_content"] = reasoning
         return history  # type: ignore[return-value]
-
-    def _nanobot_history(self, max_messages: int | None, compat: str) -> list[dict[str, Any]]:
-        meta = self.metadata.get("nanobot") if isinstance(self.metadata.get("nanobot"), dict) else {}
-        family = compat.removeprefix("nanobot").removeprefix("-") or meta.get("version", "0.3")
-        if not compat.startswith("nanobot") or family not in NANOBOT_FAMILIES:
-            raise ConfigurationError(f"compat must be 'nanobot' or one of 'nanobot-0.1', 'nanobot-0.2', 'nanobot-0.3'; got {compat!r}.")
-        if max_messages is not None and (isinstance(max_messages, bool) or not isinstance(max_messages, int)):
-            raise ConfigurationError(f"max_messages must be a whole number or None, got {max_messages!r}.")
-        full = self.full_chat_history
-        archived = archive_offset(meta.get("header") or {}, len(full))
-        if family == "0.1":  # 0.1.x replays the newest records, watermark or not
-            limit = 50 if max_messages is None else max_messages
-            archived = max(0, len(full) - limit) if limit > 0 else 0
-        records = [nanobot_record(message, self.arrived_at.get(message.id or "", "")) for message in full[archived:]]
-        return nanobot_history(records, 0, max_messages, family)
 
     def __repr__(self) -> str:
         totals = self._ledger.totals
