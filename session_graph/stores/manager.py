@@ -8,35 +8,32 @@ under the store's writer lock it appends only the messages the store does not ha
 replaces the small state document, or, if another writer got in since we read, merges
 what they stored with our changes and writes that, in the same locked step (never a
 retry). Two writers on one key thus keep both windows, both counters and what each memo
-really folded. The cache is LRU; an entry with unsaved changes is never evicted.
+really folded. The cache is LRU; an entry with unsaved changes is never evicted. Imports and
+exports of other systems' files (nanobot, OpenViking) are ``stores.interop``'s.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import logging
 import os
-from pathlib import Path
 import time
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from session_graph._gc import paused_gc
-from session_graph._progress import Progress, check_progress, tracked
+from session_graph._progress import Progress, check_progress
 from session_graph.errors import (
     ConfigurationError,
-    DocumentError,
-    MessageError,
     StoreConflictError,
     StoreError,
 )
 from session_graph.history import is_loaded, prefix
 from session_graph.memory.apply import owner_lock
 from session_graph.memory.config import MemoryConfig
-from session_graph.openviking import read_openviking_session, session_directories, write_openviking_session
 from session_graph.session import Session
 from session_graph.stores.base import (
     SearchHit,
@@ -60,9 +57,9 @@ from session_graph.stores.codec import (
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.flows import Blocking, Call, Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
+from session_graph.stores.interop import FOREIGN_FORMATS, SessionInterop
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
-from session_graph.stores.nanobot import NanobotSessionFile, nanobot_files, read_nanobot_session, write_nanobot_session
 from session_graph.stores.sql import PostgresStore, SqliteStore
 from session_graph.trace import ResizeTrace, saved_trace
 
@@ -114,7 +111,7 @@ class _Entry:
     base: dict[str, Any]  # the state document we last read or wrote (what a merge starts from)
 
 
-class SessionManager:
+class SessionManager(SessionInterop):
     """Sessions by key (``channel:chat_id``, any string up to 256 characters) over a store.
 
     Args:
@@ -353,25 +350,8 @@ class SessionManager:
             last: only the newest ``last`` messages (None: all).
             progress: told ``(messages done, messages)``.
         """
-        if fmt == "nanobot":
-            if directory is None:
-                raise ConfigurationError("export(key, 'nanobot', directory) needs the folder to write the session file into.")
-            snapshot = self._snapshot(key)
-            messages = [(record_message(record, f"session {key!r} message {index}"), str(record.get("ts") or ""))
-                        for index, record in enumerate(tracked(snapshot.records, len(snapshot.records), check_progress(progress)))]
-            metadata = dict(snapshot.state.get("metadata") or {})
-            meta = metadata.pop("nanobot", None)
-            for name in ("imported_from", *((meta or {}).get("header", {}).get("metadata") or {})):
-                metadata.pop(name, None)
-            return str(write_nanobot_session(key, messages, meta, metadata, str(snapshot.state.get("created_at") or ""),
-                                             str(snapshot.state.get("updated_at") or ""), directory))
-        if fmt == "openviking":
-            if directory is None:
-                raise ConfigurationError("export(key, 'openviking', directory) needs the directory to write the session into.")
-            session = self.get(key)
-            if session is None:
-                raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
-            return str(write_openviking_session(session.state, directory))
+        if fmt in FOREIGN_FORMATS:
+            return self._export_foreign(key, fmt, directory, progress)
         if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
             raise ConfigurationError(f"last must be a whole number >= 0 or None, got {last!r}.")
         snapshot = self._snapshot(key)
@@ -389,125 +369,11 @@ class SessionManager:
             raise ValueError("search needs a non-empty string.")
         return self.store.search(self.tenant, text, limit)
 
-    def import_nanobot(
-        self, path: str | os.PathLike[str], *, key_for: Callable[[Path], str | None] | None = None, on_existing: str = "error",
-        progress: Progress | None = None,
-    ) -> list[str]:
-        """Import nanobot sessions (0.1.x, 0.2.x or 0.3.x files); returns the keys imported.
-
-        Every record field is kept (see :mod:`session_graph.stores.nanobot`), so
-        ``export(key, "nanobot", directory)`` writes the file back as it was. Messages before
-        nanobot's archive watermark stay in the full history but not in the window, and the
-        summary standing for them becomes the session's summary (``memo["summary"]``), so
-        summary and memo modes show it above the window; a 0.3.x continuation marker then
-        follows the summary it refers to.
-
-        Args:
-            path: a session file, a sessions folder, or 0.3.x's sessions root (its workspace
-                folders are read one level down).
-            key_for: ``file -> key or None`` for files with no key in them (nanobot 0.1.x);
-                without it (or for None) the key is read from the file name, with a
-                ``NanobotKeyWarning`` when the name is ambiguous (``a_b`` is ``a:b`` or ``a_b``).
-            on_existing: ``"error"`` (default: stop before importing anything), ``"skip"`` or
-                ``"replace"`` a key already stored.
-            progress: told ``(files done, files)``.
-
-        Raises:
-            DocumentError: no session file there, or a damaged line (naming the file and line).
-            StoreError: a key already stored with ``on_existing="error"``, or one key in two files.
-        """
-        if on_existing not in ("error", "skip", "replace"):
-            raise ConfigurationError(f"on_existing must be 'error', 'skip' or 'replace', got {on_existing!r}.")
-        files = nanobot_files(path)
-        sessions = [read_nanobot_session(file, key_for) for file in files]
-        seen: dict[str, Path] = {}
-        for found in sessions:
-            check_key(found.key)
-            if found.key in seen:
-                raise StoreError(f"{seen[found.key]} and {found.path} both hold session {found.key!r}; import the one you "
-                                 "want on its own (a file path works as well as a folder).")
-            seen[found.key] = found.path
-            if on_existing == "error" and self.store.version(self.tenant, found.key) is not None:
-                raise StoreError(f"session {found.key!r} from {found.path} is already in the store; pass on_existing='skip' "
-                                 "or 'replace' (CLI: --skip-existing, --replace), or delete it first.")
-        built = [(found, self._nanobot_session(found)) for found in sessions]  # every file checked before anything is written
-        keys = []
-        for found, session in tracked(built, len(built), check_progress(progress)):
-            if self.store.version(self.tenant, found.key) is not None:
-                if on_existing == "skip":
-                    log.info("skipped nanobot session %r from %s: already stored", found.key, found.path)
-                    continue
-                self.delete(found.key)
-            created = str(found.header.get("created_at") or utc_now())
-            records = [message_record(message, session.arrived_at[message.id or ""]) for message, _ in found.messages]
-            state_doc = session_state(session, created, str(found.header.get("updated_at") or utc_now()))
-            version = self.store.write(self.tenant, found.key, records, state_doc)
-            self._remember(found.key, _Entry(session, version, len(found.messages), session.revision, created, state_doc))
-            keys.append(found.key)
-        log.info("imported %d nanobot sessions from %s", len(keys), path)
-        return keys
-
-    def _nanobot_session(self, found: NanobotSessionFile) -> Session:
-        """The session a nanobot file becomes (nothing written)."""
-        session = self.session_factory(found.key)
-        for number, (message, _) in enumerate(found.messages, 1):
-            try:
-                session.append_message(message)
-            except MessageError as error:
-                raise DocumentError(f"{found.path}: message {number} cannot be stored: {error}") from error
-        now = utc_now()
-        session.arrived_at = {message.id or "": stamp or now for message, stamp in found.messages}
-        nanobot_metadata = found.header.get("metadata")
-        session.metadata.update({"imported_from": "nanobot", **(nanobot_metadata if isinstance(nanobot_metadata, dict) else {}),
-                                 "nanobot": found.meta()})
-        archived, summary = found.archived, found.summary
-        if archived or summary:
-            state = session.state
-            memo = {**state.memo, "summary": summary} if summary else state.memo
-            session.restore(replace(state, current_chat_history=list(state.full_chat_history[archived:]), memo=memo,
-                                    memo_cursor=max(state.memo_cursor, archived)))
-            limits = session.settings.resolved()
-            if summary and not (limits.summary_enabled or limits.memo_enabled):
-                log.warning("session %r: nanobot's summary of %d archived messages is kept in memo['summary'], but mode "
-                            "%r shows no summary; use mode 'summary' or 'memo' to show it", found.key, archived,
-                            session.settings.get("session.mode"))
-        return session
-
-    def import_openviking(self, path: str | os.PathLike[str], *, on_existing: str = "error") -> list[str]:
-        """Import OpenViking session directories (one, or a folder of them); returns the keys.
-
-        Archived and live messages become one full history; each archive a finished archive of
-        the commit ledger, so the next ``commit()`` continues the numbering.
-
-        Args:
-            path: a session directory or a folder of them.
-            on_existing: ``"error"`` (default), ``"skip"`` or ``"replace"`` a key already stored.
-
-        Raises:
-            DocumentError: a folder with no session, a damaged line (naming the file and line).
-            StoreError: a key already stored with ``on_existing="error"``.
-        """
-        if on_existing not in ("error", "skip", "replace"):
-            raise ConfigurationError(f"on_existing must be 'error', 'skip' or 'replace', got {on_existing!r}.")
-        keys = []
-        for directory in session_directories(path):
-            key = check_key(directory.name)
-            messages, ledger, archived_through = read_openviking_session(directory)
-            if self.store.version(self.tenant, key) is not None:
-                if on_existing == "skip":
-                    continue
-                if on_existing == "error":
-                    raise StoreError(f"session {key!r} from {directory} is already stored; pass on_existing='skip' or 'replace'.")
-                self.delete(key)
-            session = self.session_factory(key)
-            for message in messages:
-                session.append_message(message)
-            state = session.state
-            state.archived_through, state.archives = archived_through, ledger
-            session.touch()
-            self.save(session)
-            keys.append(key)
-        return keys
+    def _write_new(self, session: Session, records: list[dict[str, Any]], created: str, updated: str) -> None:
+        """Write a session the store does not hold (an import), with its own times, and cache it."""
+        state = session_state(session, created, updated)
+        version = self.store.write(self.tenant, session.id, records, state)
+        self._remember(session.id, _Entry(session, version, len(records), session.revision, created, state))
 
     def close(self) -> None:
         """Close the store."""
