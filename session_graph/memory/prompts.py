@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from session_graph.memory.categories import CATEGORIES
 from session_graph.transcript import transcript_line
 
-__all__ = ["decide_prompt", "extract_prompt", "memory_lines", "memory_transcript", "summary_prompt", "transcript_chunks"]
+__all__ = ["decide_prompt", "extract_prompt", "summary_prompt", "transcript_chunks"]
 
 SUMMARY_SYSTEM = """You write the archive record of one stretch of a conversation between a user and an assistant.
 Be factual and brief (at most 800 words); never invent. Quote the user's own words where they matter.
@@ -63,19 +63,15 @@ Answer with one JSON object and nothing else:
 {"decisions": [{"candidate": 0, "op": "update", "targets": ["m1"], "content": "...", "abstract": "...", "reason": "..."}]}"""
 
 
-def memory_transcript(messages: list[BaseMessage]) -> str:
-    """The transcript a commit model reads: every message, tool I/O, and the URIs of context parts."""
-    return "\n".join(memory_lines(messages))
-
-
 def transcript_chunks(messages: list[BaseMessage], max_chars: int) -> list[str]:
-    """The transcript in chunks of at most ``max_chars``, whole messages where they fit; a
-    message longer than that is split across chunks (each piece marked ``(continued)``),
-    never cut. One chunk when everything fits."""
+    """The transcript a commit model reads (every message, tool I/O, and the URIs of context
+    parts) in chunks of at most ``max_chars``, whole messages where they fit; a message longer
+    than that is split across chunks (each piece marked ``(continued)``), never cut. One chunk
+    when everything fits."""
     chunks: list[str] = []
     current: list[str] = []
     size = 0
-    for line in memory_lines(messages):
+    for line in _lines(messages):
         pieces = [line] if len(line) <= max_chars else [
             (line[i : i + max_chars] if i == 0 else "(continued) " + line[i : i + max_chars])
             for i in range(0, len(line), max_chars)]
@@ -90,8 +86,8 @@ def transcript_chunks(messages: list[BaseMessage], max_chars: int) -> list[str]:
     return chunks
 
 
-def memory_lines(messages: list[BaseMessage]) -> list[str]:
-    """One transcript line per message (see :func:`memory_transcript`)."""
+def _lines(messages: list[BaseMessage]) -> list[str]:
+    """One transcript line per message, with the URIs of its context parts."""
     lines = []
     for message in messages:
         line = transcript_line(message)
