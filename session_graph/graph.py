@@ -36,7 +36,7 @@ from session_graph.errors import ConfigurationError, UnknownResizeTypeError
 from session_graph.nodes import attachment_summary, deep_chunk, judge, lite_prune, memo_update, summary_fold
 from session_graph.nodes.resize_handler import resize_handler_node
 from session_graph.state import ResizeContext, SessionState
-from session_graph.trace import traced
+from session_graph.trace_recording import traced
 
 __all__ = ["NODE_NAMES", "ROUTE_LABELS", "build_resize_graph"]
 

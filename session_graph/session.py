@@ -45,7 +45,8 @@ from session_graph.state import (
     SummaryHandler,
 )
 from session_graph.tokens import TokenCounter
-from session_graph.trace import ResizeTrace, TraceRecorder
+from session_graph.trace import ResizeTrace
+from session_graph.trace_recording import TraceRecorder
 from session_graph.view import SessionView, ViewBuilder, answered
 from session_graph.window import WindowTotals
 

@@ -23,7 +23,7 @@ from session_graph import (
     SessionManager,
     build_resize_graph,
 )
-from session_graph.trace import TraceRecorder
+from session_graph.trace_recording import TraceRecorder
 
 
 @pytest.fixture
@@ -31,8 +31,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A fixed clock: every perf_counter reading is 1 ms after the last, every timestamp a step."""
     ticks = itertools.count()
     stamps = itertools.count()
-    monkeypatch.setattr("session_graph.trace.perf_counter", lambda: next(ticks) / 1000)
-    monkeypatch.setattr("session_graph.trace.utc_now", lambda: f"2026-01-01T00:00:{next(stamps):02d}.000000Z")
+    monkeypatch.setattr("session_graph.trace_recording.perf_counter", lambda: next(ticks) / 1000)
+    monkeypatch.setattr("session_graph.trace_recording.utc_now", lambda: f"2026-01-01T00:00:{next(stamps):02d}.000000Z")
     yield
 
 

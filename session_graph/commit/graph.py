@@ -22,7 +22,7 @@ from session_graph.commit.nodes.write import write
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.errors import ConfigurationError
 from session_graph.graph import _as_node
-from session_graph.trace import traced
+from session_graph.trace_recording import traced
 
 __all__ = ["COMMIT_NODES", "build_commit_graph"]
 
