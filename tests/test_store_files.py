@@ -13,7 +13,7 @@ import pytest
 
 from session_graph import Session, StoreError
 from session_graph.stores import JsonlStore, PostgresStore, SessionManager, SqliteStore
-from session_graph.stores.jsonl import decode_name, encode_name
+from session_graph.stores.files import decode_name, encode_name
 
 
 @pytest.mark.parametrize("key", ["a_b:c", "a:b_c", "A", "a", "用户:42", "x.y", "%41", "slack/T1"])

@@ -43,7 +43,7 @@ import yaml
 from session_graph.errors import StoreError
 from session_graph.memory.bm25 import Bm25
 from session_graph.memory.items import searchable_text
-from session_graph.stores.jsonl import _lock, _unlock, decode_name, encode_name
+from session_graph.stores.files import decode_name, encode_name, lock_file, unlock_file
 
 __all__ = ["FileMemoryStore", "matches_filter"]
 
@@ -113,11 +113,11 @@ class FileMemoryStore(BaseStore):
         lock = self._dir(owner) / ".lock"
         lock.parent.mkdir(parents=True, exist_ok=True)
         with open(lock, "a") as handle:
-            _lock(handle)
+            lock_file(handle)
             try:
                 yield
             finally:
-                _unlock(handle)
+                unlock_file(handle)
 
     # -- BaseStore ---------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
-import hashlib
 import json
 import logging
 import os
 from pathlib import Path
 import re
 from typing import Any
-from urllib.parse import unquote
 import warnings
 
 try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
@@ -47,8 +45,9 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.files import decode_name, encode_name, last_newline, lock_file, unlock_file
 
-__all__ = ["JsonlStore", "decode_name", "encode_name"]
+__all__ = ["JsonlStore"]
 
 logger = logging.getLogger("session_graph")
 
@@ -58,20 +57,8 @@ def _recovered(message: str, stacklevel: int) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
     logger.warning("%s", message)
 
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _SEQ = re.compile(rb'"seq": (\d+)}\s*$')
 _RESET = "reset"
-
-
-def encode_name(key: str) -> str:
-    """The file stem of a key: reversible, collision-free, safe on every file system."""
-    name = "".join(ch if ch in _SAFE else "".join(f"%{b:02X}" for b in ch.encode()) for ch in key)
-    return name if len(name.encode()) <= 200 else "~" + hashlib.sha256(key.encode()).hexdigest()
-
-
-def decode_name(name: str) -> str | None:
-    """The key of a file stem, or None for a hashed name (read the key from the meta file)."""
-    return None if name.startswith("~") else unquote(name)
 
 
 class JsonlStore(StoreBase):
@@ -119,10 +106,10 @@ class JsonlStore(StoreBase):
         except OSError as error:
             raise StoreError(f"cannot lock session {key!r} in {self.root}: {error}") from error
         try:
-            _lock(handle)
+            lock_file(handle)
             yield log, meta
         finally:
-            _unlock(handle)
+            unlock_file(handle)
             handle.close()
 
     # -- protocol ------------------------------------------------------------------------------
@@ -279,7 +266,7 @@ class JsonlStore(StoreBase):
         count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
         with open(log, "rb+") as handle:
             if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
-                tail = _last_newline(handle, size)
+                tail = last_newline(handle, size)
                 _recovered(f"{log}: dropping a torn last line left by an interrupted write.", 4)
                 handle.truncate(tail)
                 size = tail
@@ -488,47 +475,3 @@ def _is_reset(line: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(record, dict) and record.get("_type") == _RESET
-
-
-def _last_newline(handle: Any, size: int) -> int:
-    """Offset just after the last newline before ``size`` (0 if there is none)."""
-    position = size
-    while position > 0:
-        step = min(65536, position)
-        position -= step
-        handle.seek(position)
-        chunk = handle.read(step)
-        index = chunk.rfind(b"\n")
-        if index >= 0:
-            return position + index + 1
-    return 0
-
-
-def _lock(handle: Any) -> None:
-    """An exclusive lock on an open file that other processes respect (flock; on Windows, msvcrt)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        import msvcrt
-        import time
-
-        while True:
-            try:
-                handle.seek(0)
-                msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
-                return
-            except OSError:
-                time.sleep(0.005)
-    fcntl.flock(handle, fcntl.LOCK_EX)
-
-
-def _unlock(handle: Any) -> None:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        import msvcrt
-
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-        return
-    fcntl.flock(handle, fcntl.LOCK_UN)
