@@ -12,7 +12,8 @@ from session_graph.stores.base import (
 from session_graph.stores.formats import SessionStats
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.manager import SessionManager, open_store
-from session_graph.stores.sql import PostgresStore, SqliteStore
+from session_graph.stores.postgres import PostgresStore
+from session_graph.stores.sql import SqliteStore
 
 __all__ = [
     "JsonlStore",

@@ -60,7 +60,8 @@ from session_graph.stores.formats import SessionStats, export_snapshot, snapshot
 from session_graph.stores.interop import FOREIGN_FORMATS, SessionInterop
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
-from session_graph.stores.sql import PostgresStore, SqliteStore
+from session_graph.stores.postgres import PostgresStore
+from session_graph.stores.sql import SqliteStore
 from session_graph.trace import ResizeTrace, saved_trace
 
 __all__ = ["SessionManager", "open_store"]

@@ -1,4 +1,5 @@
-"""SQL stores: one implementation, two dialects (SQLite in WAL mode, Postgres with psycopg 3).
+"""SQL stores: one implementation, two dialects (SQLite in WAL mode here; Postgres with psycopg 3
+in ``stores.postgres``).
 
 Two tables: ``sg_sessions`` (one row per session: the state document, version, counts) and
 ``sg_messages`` (one row per message: seq, id, ts, role, text, the message). An ``update``
@@ -9,14 +10,12 @@ transaction: concurrent writers lose nothing and see one order.
 
 Every operation is written once, as a generator of SQL steps (``_Exec``); a sync driver runs
 it on a connection, an async driver on an async one (Postgres: psycopg's async pool), so
-sync and async share one implementation. Postgres connections come from a pool with health
-checks, so a dropped connection is replaced instead of failing every later call.
+sync and async share one implementation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
-import contextlib
+from collections.abc import Generator
 from dataclasses import dataclass
 import json
 from pathlib import Path
@@ -39,9 +38,8 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
-from session_graph.stores.dsn import redact, scrub
 
-__all__ = ["PostgresStore", "SqliteStore"]
+__all__ = ["Dialect", "Flow", "SqlStore", "SqliteStore", "adrive_sql", "drive_sql"]
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS sg_schema (name TEXT PRIMARY KEY, version INTEGER NOT NULL)",
@@ -55,7 +53,7 @@ _TABLES = (
 
 
 @dataclass(frozen=True)
-class _Dialect:
+class Dialect:
     mark: str  # parameter placeholder
     begin: str | None  # statement that starts a write transaction, if the driver needs one
     lock_row: str  # suffix that locks the selected session row
@@ -94,7 +92,7 @@ def _json(text: str, where: str) -> Any:
         raise StoreError(f"{where} holds broken JSON ({error}); restore it from a backup or delete that session.") from None
 
 
-def _drive(cursor: Any, flow: Flow) -> Any:
+def drive_sql(cursor: Any, flow: Flow) -> Any:
     """Run an operation's steps on a sync cursor; returns the operation's result."""
     reply = None
     while True:
@@ -109,8 +107,8 @@ def _drive(cursor: Any, flow: Flow) -> Any:
         reply = cursor.fetchone() if step.fetch == "one" else cursor.fetchall() if step.fetch == "all" else None
 
 
-async def _adrive(cursor: Any, flow: Flow) -> Any:
-    """Run an operation's steps on an async cursor (the same steps as ``_drive``)."""
+async def adrive_sql(cursor: Any, flow: Flow) -> Any:
+    """Run an operation's steps on an async cursor (the same steps as ``drive_sql``)."""
     reply = None
     while True:
         try:
@@ -124,10 +122,10 @@ async def _adrive(cursor: Any, flow: Flow) -> Any:
         reply = await cursor.fetchone() if step.fetch == "one" else await cursor.fetchall() if step.fetch == "all" else None
 
 
-class _SqlStore(StoreBase):
+class SqlStore(StoreBase):
     """The shared implementation; subclasses give connections and a dialect."""
 
-    dialect: _Dialect
+    dialect: Dialect
     _where: str
     _empty = False  # opened for reading with no tables yet: reads find nothing, writes are refused
 
@@ -302,13 +300,13 @@ class _SqlStore(StoreBase):
             raise StoreError(f"{self._where} was opened for reading and has no session tables; nothing was written.")
 
 
-class SqliteStore(_SqlStore):
+class SqliteStore(SqlStore):
     """Sessions in one SQLite file (standard library, WAL mode, safe across processes).
 
     Its async methods run the sync ones in a worker thread (SQLite has no async driver).
     """
 
-    dialect = _Dialect(mark="?", begin="BEGIN IMMEDIATE", lock_row="", contains="instr(lower(text), ?) > 0",
+    dialect = Dialect(mark="?", begin="BEGIN IMMEDIATE", lock_row="", contains="instr(lower(text), ?) > 0",
                        has_table="SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'sg_sessions'")
 
     def __init__(self, path: str | Path = ".session_graph.sqlite3", *, timeout: float = 30.0, create: bool = True) -> None:
@@ -334,7 +332,7 @@ class SqliteStore(_SqlStore):
         with self._lock:
             cursor = self._connection.cursor()
             try:
-                result = _drive(cursor, flow)
+                result = drive_sql(cursor, flow)
             except BaseException:
                 if self._connection.in_transaction:
                     self._connection.rollback()
@@ -346,120 +344,3 @@ class SqliteStore(_SqlStore):
     def close(self) -> None:
         with self._lock:
             self._connection.close()
-
-
-class PostgresStore(_SqlStore):
-    """Sessions in Postgres (psycopg 3), for many processes or machines.
-
-    Connections come from a pool that checks each one before use (a connection the server
-    dropped is replaced); the async methods use psycopg's async pool on the caller's event
-    loop, so an async agent never blocks it on the database.
-
-    Args:
-        dsn: a libpq connection string, e.g. ``postgresql://user@host:5432/db``.
-        connect_timeout: seconds before an unreachable server is reported.
-        max_size: the most connections each pool opens.
-        create: False creates no table (reading only; a database without them reads as empty).
-    """
-
-    dialect = _Dialect(mark="%s", begin=None, lock_row=" FOR UPDATE", contains="strpos(lower(text), %s) > 0",
-                       has_table="SELECT to_regclass('sg_sessions')")
-
-    def __init__(self, dsn: str, *, connect_timeout: int = 5, max_size: int = 4, create: bool = True) -> None:
-        try:
-            import psycopg
-            from psycopg_pool import ConnectionPool
-        except ImportError as error:  # pragma: no cover - depends on the install
-            raise StoreError("the Postgres store needs psycopg 3 and psycopg-pool: pip install 'session_graph[postgres]'") from error
-        self._where = redact(dsn)
-        self._dsn = dsn
-        self._kwargs = {"connect_timeout": connect_timeout}
-        self._max_size = max_size
-        self._apool: Any = None
-        self._alock = threading.Lock()
-        try:
-            with psycopg.connect(dsn, **self._kwargs):  # fail fast, and clearly, when unreachable
-                pass
-        except psycopg.Error as error:
-            raise StoreError(f"cannot reach Postgres at {self._where}: {scrub(str(error).strip(), dsn)}") from None
-        self._pool = ConnectionPool(dsn, min_size=1, max_size=max_size, kwargs=self._kwargs,
-                                    check=ConnectionPool.check_connection, open=True, name="session_graph")
-        self._run(self._setup_flow(create))
-
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
-        import psycopg
-        from psycopg_pool import PoolTimeout
-
-        try:
-            yield
-        except (psycopg.OperationalError, PoolTimeout) as error:
-            raise StoreError(f"the Postgres store at {self._where} is unavailable: {scrub(str(error).strip(), self._dsn)}") from None
-
-    def _run(self, flow: Flow) -> Any:
-        with self._errors(), self._pool.connection() as connection, connection.transaction():
-            return _drive(connection.cursor(), flow)
-
-    async def _arun(self, flow: Flow) -> Any:
-        with self._errors():
-            async with self._async_pool().connection() as connection, connection.transaction():
-                return await _adrive(connection.cursor(), flow)
-
-    def _async_pool(self) -> Any:
-        from psycopg_pool import AsyncConnectionPool
-
-        with self._alock:
-            if self._apool is None:
-                self._apool = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
-                                                  check=AsyncConnectionPool.check_connection, open=False,
-                                                  name="session_graph-async")
-            return self._apool
-
-    async def _aopen(self) -> None:
-        pool = self._async_pool()
-        if pool.closed:
-            await pool.open()
-
-    # -- native async twins -----------------------------------------------------------------------
-    async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
-        self._writable()
-        await self._aopen()
-        return await self._arun(self._update_flow(tenant, key, fn, since))
-
-    async def aread(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
-        if self._empty:
-            return None
-        await self._aopen()
-        return await self._arun(self._read_flow(tenant, key, since, window))
-
-    async def aversion(self, tenant: str, key: str) -> int | None:
-        if self._empty:
-            return None
-        await self._aopen()
-        return await self._arun(self._version_flow(tenant, key))
-
-    async def adelete(self, tenant: str, key: str) -> bool:
-        if self._empty:
-            return False
-        await self._aopen()
-        return await self._arun(self._delete_flow(tenant, key))
-
-    async def alist(self, tenant: str) -> list[SessionInfo]:
-        if self._empty:
-            return []
-        await self._aopen()
-        return await self._arun(self._list_flow(tenant))
-
-    async def asearch(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
-        if self._empty:
-            return []
-        await self._aopen()
-        return await self._arun(self._search_flow(tenant, text, limit))
-
-    async def aclose(self) -> None:
-        if self._apool is not None and not self._apool.closed:
-            await self._apool.close()
-        self._pool.close()
-
-    def close(self) -> None:
-        self._pool.close()  # an async pool is closed by aclose() on its own loop

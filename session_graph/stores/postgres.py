@@ -1,0 +1,130 @@
+"""The Postgres store (psycopg 3): the SQL store's implementation on Postgres's dialect.
+
+Connections come from a pool with health checks, so a dropped connection is replaced
+instead of failing every later call; the async twins run the same SQL flows on psycopg's
+async pool, on the caller's event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import contextlib
+import threading
+from typing import Any
+
+from session_graph.errors import StoreError
+from session_graph.stores.base import SearchHit, SessionInfo, Snapshot, UpdateFn
+from session_graph.stores.dsn import redact, scrub
+from session_graph.stores.sql import Dialect, Flow, SqlStore, adrive_sql, drive_sql
+
+__all__ = ["PostgresStore"]
+
+
+class PostgresStore(SqlStore):
+    """Sessions in Postgres (psycopg 3), for many processes or machines.
+
+    Connections come from a pool that checks each one before use (a connection the server
+    dropped is replaced); the async methods use psycopg's async pool on the caller's event
+    loop, so an async agent never blocks it on the database.
+
+    Args:
+        dsn: a libpq connection string, e.g. ``postgresql://user@host:5432/db``.
+        connect_timeout: seconds before an unreachable server is reported.
+        max_size: the most connections each pool opens.
+        create: False creates no table (reading only; a database without them reads as empty).
+    """
+
+    dialect = Dialect(mark="%s", begin=None, lock_row=" FOR UPDATE", contains="strpos(lower(text), %s) > 0",
+                       has_table="SELECT to_regclass('sg_sessions')")
+
+    def __init__(self, dsn: str, *, connect_timeout: int = 5, max_size: int = 4, create: bool = True) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as error:  # pragma: no cover - depends on the install
+            raise StoreError("the Postgres store needs psycopg 3 and psycopg-pool: pip install 'session_graph[postgres]'") from error
+        self._where = redact(dsn)
+        self._dsn = dsn
+        self._kwargs = {"connect_timeout": connect_timeout}
+        self._max_size = max_size
+        self._apool: Any = None
+        self._alock = threading.Lock()
+        try:
+            with psycopg.connect(dsn, **self._kwargs):  # fail fast, and clearly, when unreachable
+                pass
+        except psycopg.Error as error:
+            raise StoreError(f"cannot reach Postgres at {self._where}: {scrub(str(error).strip(), dsn)}") from None
+        self._pool = ConnectionPool(dsn, min_size=1, max_size=max_size, kwargs=self._kwargs,
+                                    check=ConnectionPool.check_connection, open=True, name="session_graph")
+        self._run(self._setup_flow(create))
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            yield
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise StoreError(f"the Postgres store at {self._where} is unavailable: {scrub(str(error).strip(), self._dsn)}") from None
+
+    def _run(self, flow: Flow) -> Any:
+        with self._errors(), self._pool.connection() as connection, connection.transaction():
+            return drive_sql(connection.cursor(), flow)
+
+    async def _arun(self, flow: Flow) -> Any:
+        with self._errors():
+            async with self._async_pool().connection() as connection, connection.transaction():
+                return await adrive_sql(connection.cursor(), flow)
+
+    def _async_pool(self) -> Any:
+        from psycopg_pool import AsyncConnectionPool
+
+        with self._alock:
+            if self._apool is None:
+                self._apool = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
+                                                  check=AsyncConnectionPool.check_connection, open=False,
+                                                  name="session_graph-async")
+            return self._apool
+
+    async def _aopen(self) -> None:
+        pool = self._async_pool()
+        if pool.closed:
+            await pool.open()
+
+    # -- native async twins -----------------------------------------------------------------------
+    async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
+        self._writable()
+        await self._aopen()
+        return await self._arun(self._update_flow(tenant, key, fn, since))
+
+    async def aread(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
+        return await self._aquery(None, self._read_flow(tenant, key, since, window))
+
+    async def aversion(self, tenant: str, key: str) -> int | None:
+        return await self._aquery(None, self._version_flow(tenant, key))
+
+    async def adelete(self, tenant: str, key: str) -> bool:
+        return await self._aquery(False, self._delete_flow(tenant, key))
+
+    async def alist(self, tenant: str) -> list[SessionInfo]:
+        return await self._aquery([], self._list_flow(tenant))
+
+    async def asearch(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        return await self._aquery([], self._search_flow(tenant, text, limit))
+
+    async def _aquery(self, empty: Any, flow: Flow) -> Any:
+        """Run a reading flow on the async pool; ``empty`` when the database has no tables."""
+        if self._empty:
+            flow.close()
+            return empty
+        await self._aopen()
+        return await self._arun(flow)
+
+    async def aclose(self) -> None:
+        if self._apool is not None and not self._apool.closed:
+            await self._apool.close()
+        self._pool.close()
+
+    def close(self) -> None:
+        self._pool.close()  # an async pool is closed by aclose() on its own loop
