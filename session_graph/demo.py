@@ -178,8 +178,8 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     out(f"  summary: {textwrap.shorten(summary.memo.get('summary', ''), 100, placeholder=' ...')}\n")
     out("Next: session.trace holds every resize (route, times, model calls); session.plot() draws it")
     out('  (pip install "session_graph[viz]"); session.draw() shows the resize graph; notebooks/ has')
-    out("  the quickstart and an agent (SessionMiddleware); the README covers memo, token budgets,")
-    out("  agents and stores (session-graph sessions --help).")
+    out("  the quickstart, an agent (SessionMiddleware) and long-term memory (commit); the README covers")
+    out("  memo, token budgets, agents, stores and moving from nanobot (session-graph sessions --help).")
     if args.plot:
         return _plot(args.plot, [("lite", lite), ("memo", memo), ("token budget", budget), ("summary", summary)], out)
     return 0
