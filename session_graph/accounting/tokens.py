@@ -30,6 +30,7 @@ from tiktoken_ext import openai_public
 
 from session_graph.accounting.attachments import is_inline_binary, summarize_part
 from session_graph.messages import content_parts, role_of
+from session_graph.accounting.sizing import message_chars
 
 __all__ = [
     "BUNDLED_ENCODINGS",
@@ -264,8 +265,6 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
     plus tool calls), so one function serves every counter.
     """
     if isinstance(counter, CharCounter):
-        from session_graph.accounting.sizing import message_chars
-
         return message_chars(message)
     total = rules.per_message + _role_tokens(counter, role_of(message))
     for part in content_parts(message):

@@ -7,15 +7,38 @@ listed; a view lists at most eight messages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from session_graph.session import Session
-    from session_graph.resize.view import SessionView
+__all__ = ["CardSession", "CardView", "session_card", "view_card"]
 
-__all__ = ["session_card", "view_card"]
+
+class CardSession(Protocol):
+    """What ``session_card`` reads of a ``Session`` (display sits below the facade: it never imports it)."""
+
+    id: str
+    turns: int
+    settings: Any
+    window_totals: Any
+    counter: Any
+    full_chat_history: Sequence[Any]
+    memo: dict[str, Any]
+    memo_for_model: dict[str, Any]
+    trace: Sequence[Any]
+
+
+class CardView(Protocol):
+    """What ``view_card`` reads of a ``SessionView``."""
+
+    messages: list[Any]
+    tokens: int
+    budget: int
+    counter: str
+    exact: bool
+    truncated: Any
+    elided: int
 
 _BOX = ("font-family:Helvetica,Arial,sans-serif;font-size:12px;line-height:1.45;color:#222;border:1px solid #d0cbf5;"
         "border-radius:6px;padding:8px 12px;max-width:640px;background:#fcfbff")
@@ -37,7 +60,7 @@ def _preview(text: str, limit: int = 280) -> str:
     return escape(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def session_card(session: Session) -> str:
+def session_card(session: CardSession) -> str:
     """HTML for ``Session._repr_html_``: id, mode, limits, window against history, memo, last resizes."""
     limits = session.settings.resolved()
     totals = session.window_totals
@@ -69,7 +92,7 @@ def session_card(session: Session) -> str:
     return f'<div style="{_BOX}">' + "".join(parts) + "</div>"
 
 
-def view_card(view: SessionView) -> str:
+def view_card(view: CardView) -> str:
     """HTML for ``SessionView._repr_html_``: tokens against the budget, and the messages sent."""
     head = f"<b>View</b>: {len(view.messages)} messages, {view.tokens:,} tokens · " \
            f'<span style="{_MUTED}">{escape(view.counter)}{"" if view.exact else " (estimate)"}</span>'

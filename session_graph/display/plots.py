@@ -14,8 +14,9 @@ drawn only when the trace goes back to the session's first resize.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langchain_core.messages import AIMessage
 
@@ -26,10 +27,21 @@ from session_graph.accounting.sizing import message_chars
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from session_graph.session import Session
-    from session_graph.resize.trace import TraceRecord
+__all__ = ["PlottedSession", "WindowSeries", "new_figure", "plot_costs", "plot_window", "window_series"]
 
-__all__ = ["WindowSeries", "new_figure", "plot_costs", "plot_window", "window_series"]
+TraceRecord = Any
+"""A ``resize.trace.TraceRecord``: read here, never imported (display sits below the resize machine)."""
+
+
+class PlottedSession(Protocol):
+    """What the plots read of a ``Session``: its id, settings, full history, token sizes and trace."""
+
+    id: str
+    settings: Any
+    full_chat_history: Sequence[Any]
+    trace: Iterable[TraceRecord]
+
+    def tokens_of(self, message: Any) -> int: ...
 
 _COLORS = {"lite": "#1c7ed6", "deep": "#e8590c"}
 _OTHER = "#5f3dc4"
@@ -71,7 +83,7 @@ class WindowSeries:
     resizes: list[TraceRecord]
 
 
-def window_series(session: Session, unit: Literal["auto", "tokens", "chars"] = "auto") -> WindowSeries:
+def window_series(session: PlottedSession, unit: Literal["auto", "tokens", "chars"] = "auto") -> WindowSeries:
     """The data ``plot_window`` draws (see the module docstring); O(history)."""
     if unit not in ("auto", "tokens", "chars"):
         raise ConfigurationError(f"unit must be 'auto', 'tokens' or 'chars', got {unit!r}.")
@@ -115,7 +127,7 @@ def _ends_turn(message: Any) -> bool:
     return isinstance(message, AIMessage) and role_of(message) == "assistant" and not message.tool_calls
 
 
-def plot_window(session: Session, *, ax: Any = None, unit: Literal["auto", "tokens", "chars"] = "auto") -> Figure:
+def plot_window(session: PlottedSession, *, ax: Any = None, unit: Literal["auto", "tokens", "chars"] = "auto") -> Figure:
     """The window per turn against the limit, resizes marked, memo or summary size on a second axis."""
     series = window_series(session, unit)
     fig = ax.figure if ax is not None else new_figure(figsize=(9, 3.9))
@@ -151,7 +163,7 @@ def plot_window(session: Session, *, ax: Any = None, unit: Literal["auto", "toke
     return fig
 
 
-def plot_costs(session: Session) -> Figure:
+def plot_costs(session: PlottedSession) -> Figure:
     """Model calls and tokens sent per resize (bars), and their running totals (lines)."""
     records = list(session.trace)
     fig = new_figure(figsize=(9, 4.2))

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from matplotlib.figure import Figure
 
-    from session_graph.resize.trace import ResizeTrace
-
 __all__ = ["SessionDisplay"]
 
 
@@ -24,7 +22,7 @@ class SessionDisplay:
     """The drawing, plotting and display methods of ``Session``."""
 
     graph: CompiledStateGraph
-    trace: ResizeTrace
+    trace: Any  # a resize.trace.ResizeTrace (display sits below the resize machine)
 
     def draw_mermaid(self) -> str:
         """Mermaid text of the resize graph, with the policy's labels on the edges."""

@@ -14,6 +14,7 @@ from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError
+from session_graph.memory.filestore import FileMemoryStore
 
 __all__ = ["MemoryConfig"]
 
@@ -71,7 +72,5 @@ class MemoryConfig:
         if self.store is not None:
             return self.store
         if "store" not in self._made:
-            from session_graph.memory.filestore import FileMemoryStore
-
             self._made["store"] = FileMemoryStore(self.path)
         return self._made["store"]

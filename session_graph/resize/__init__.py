@@ -7,6 +7,7 @@ live) and its nodes (``nodes/``, one module per node), one resize and its commit
 (``run``), the trace of runs and its recording (``trace``, ``trace_recording``) and the view: the
 messages sent to the model, read from the state and the ledger (``view``).
 
-May import: ``session_graph.compression``, ``session_graph.accounting`` and the root foundations.
-Never the facade (``session``), stores, memory, commit, display or integrations.
+May import: ``session_graph.compression``, ``session_graph.display`` (the view's Jupyter card),
+``session_graph.accounting`` and the root foundations. Never the facade (``session``), memory,
+commit, interop, stores or integrations.
 """
