@@ -9,12 +9,12 @@ anywhere leaves the session as it was (a memo failure keeps what the memo folded
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 import contextlib
 import dataclasses
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-from langchain_core.messages import BaseMessage, convert_to_openai_messages
+from langchain_core.messages import BaseMessage, ToolMessage, convert_to_openai_messages
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
@@ -22,7 +22,7 @@ from session_graph._base.flow import Flow, adrive, drive
 from session_graph._base.ids import new_id, utc_now
 from session_graph.compression.context import memo_for_model
 from session_graph.errors import ConfigurationError, SessionGraphError
-from session_graph.interop.export import SessionExport
+from session_graph.interop import export
 from session_graph.resize.handlers import Handlers, checked_callable
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.memory.config import MemoryConfig
@@ -32,9 +32,16 @@ from session_graph.resize.nodes.judge import judge_state
 from session_graph.memory.parts import has_extras, strip_view
 from session_graph.resize.policy import Decision, PolicyHandler
 from session_graph.resize.run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
-from session_graph.commit.session_commit import SessionCommit
-from session_graph.display.session_display import SessionDisplay
-from session_graph.memory.session_parts import SessionParts
+from session_graph.commit import commit_result, run_commit, run_commit_async
+from session_graph.commit.graph import build_commit_graph
+from session_graph.commit.session_commit import Checkpoint, adopt_commit, commit_context, draw_commit_graph, with_commit_override
+from session_graph.display.cards import session_card
+from session_graph.display.plots import plot_costs, plot_window
+from session_graph.display.session_display import draw_resize_graph
+from session_graph.display.viz import GraphDrawing
+from session_graph.memory.parts import Part
+from session_graph.memory.session_parts import part_messages, parts_in_history, tool_result
+from session_graph.memory.usage import usage_records
 from session_graph.settings import SessionSettings
 from session_graph.resize.state import (
     AttachmentSummaryHandler,
@@ -50,12 +57,15 @@ from session_graph.resize.trace_recording import TraceRecorder
 from session_graph.resize.view import SessionView, ViewBuilder, answered
 from session_graph.accounting.window import WindowTotals
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 __all__ = ["Session"]
 
 Force = Literal["lite", "deep"] | str | bool | None
 
 
-class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
+class Session:
     """A chat session: full history, current window, memo, and the policy that resizes.
 
     Args:
@@ -113,6 +123,7 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         self._view: tuple[Any, SessionView] | None = None
         self._views = ViewBuilder()  # extends the last view in O(new messages) when it can
         self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
+        self._commit_overrides: dict[str, Any] = {}  # commit step -> replacement (override_commit_node)
         self.metadata: dict[str, Any] = {}
         self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
         self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
@@ -495,6 +506,187 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
             if reasoning is not None:
                 entry["reasoning_content"] = reasoning
         return history  # type: ignore[return-value]
+
+    # -- export: the spec's names; the format lives in interop/export.py -----------------
+    def to_dict(self) -> dict[str, Any]:
+        """The session as a plain dict (what to_json and to_yaml write)."""
+        return export.session_document(self._state, self.trace)
+
+    def to_json(self) -> str:
+        return export.to_json(self.to_dict())
+
+    def to_yaml(self) -> str:
+        return export.to_yaml(self.to_dict())
+
+    def load_json(self, value: str) -> Self:
+        """Replace this session's state with a JSON document; nothing changes on error."""
+        return self.load_dict(export.parse_json(value))
+
+    def load_yaml(self, value: str) -> Self:
+        """Replace this session's state with a YAML document; nothing changes on error."""
+        return self.load_dict(export.parse_yaml(value))
+
+    def load_dict(self, data: Any) -> Self:
+        """Replace this session's state with a parsed document; nothing changes on error."""
+        state, trace = export.read_document(data, keep_id=self.id)
+        self._install(state)
+        self.trace.replace(trace)
+        return self
+
+    @classmethod
+    def from_json(cls, value: str, **kwargs: Any) -> Self:
+        """A new session from a JSON document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_json(value)
+
+    @classmethod
+    def from_yaml(cls, value: str, **kwargs: Any) -> Self:
+        """A new session from a YAML document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_yaml(value)
+
+    # -- display: drawings, plots and the card live in display/, handed what they draw ---
+    def draw_mermaid(self) -> str:
+        """Mermaid text of the resize graph, with the policy's labels on the edges."""
+        return self.graph.get_graph().draw_mermaid()
+
+    def draw(self, *, format: Literal["svg", "mermaid"] = "svg", highlight: Any = None) -> GraphDrawing:
+        """The resize graph, drawn offline.
+
+        Args:
+            format: ``"svg"`` (displayed in every notebook frontend, no network) or
+                ``"mermaid"`` (displayed as a Mermaid block; ``.mermaid`` has the text either way).
+            highlight: a trace record (``session.trace[-1]``) or node names: that route is
+                drawn over the graph the session's mode runs (a lite session's has no memo
+                or summary nodes), each node with its visits and time. Without it the whole
+                policy is drawn.
+        """
+        return draw_resize_graph(self.graph if highlight is None else self._mode_graph(), format=format, highlight=highlight)
+
+    def plot(self, *, ax: Any = None, unit: Literal["auto", "tokens", "chars"] = "auto") -> Figure:
+        """Window size per turn against the limit, resizes marked by type, memo or summary size
+        on a second axis. Needs matplotlib (``pip install "session_graph[viz]"``).
+
+        Args:
+            ax: a matplotlib Axes to draw into (default: a new Figure).
+            unit: ``"tokens"``, ``"chars"``, or ``"auto"`` (tokens under a token budget).
+
+        Returns:
+            The Figure: shown inline in Jupyter, ``fig.savefig("window.png")`` (or ``.svg``) to save.
+        """
+        return plot_window(self, ax=ax, unit=unit)
+
+    def plot_costs(self) -> Figure:
+        """Model calls and tokens sent per resize, and their running totals. Needs matplotlib.
+
+        Returns:
+            The Figure (shown inline in Jupyter; ``savefig`` to save).
+        """
+        return plot_costs(self)
+
+    def _repr_html_(self) -> str:
+        """The Jupyter card: id, mode, limits, window against history, memo, last resizes."""
+        return session_card(self)
+
+    # -- OpenViking's message API: parts live in memory/parts.py and memory/session_parts.py --
+    def add_message(self, role: str, parts: Sequence[Any], *, id: str | None = None) -> BaseMessage:
+        """Append a user or assistant message made of parts; returns it (finished tools are appended as ToolMessages).
+
+        Raises:
+            MessageError: an unknown role or a malformed part; nothing is appended.
+        """
+        messages = part_messages(self._state.full_chat_history, role, parts, id=id or f"msg_{new_id()}")
+        for message in messages:
+            self.append_message(message)
+        return messages[0]
+
+    def update_tool_part(self, message_id: str, tool_id: str, output: str, status: str = "completed") -> ToolMessage:
+        """Record a tool's result: appends one ToolMessage (O(1); nothing already stored is rewritten).
+
+        Raises:
+            MessageError: no such message or tool call, a status other than ``completed`` or
+                ``error``, the call already has its result, or the conversation has moved on past
+                the call (its result would be separated from it).
+        """
+        result = tool_result(self._state.full_chat_history, message_id, tool_id, output, status)
+        self.append_message(result)
+        return result
+
+    def parts(self, message: BaseMessage) -> list[Part | dict[str, Any]]:
+        """The parts of any message; an assistant message's tool parts carry their results from the history."""
+        return parts_in_history(self._state.full_chat_history, message)
+
+    def used(self, contexts: Sequence[str] | None = None, skill: Mapping[str, Any] | None = None) -> Self:
+        """Record that contexts (URIs) or a skill ``{uri, input, output, success}`` were used; saved with the session.
+
+        Raises:
+            MessageError: a bad argument; nothing is recorded.
+        """
+        history = self._state.full_chat_history
+        records = usage_records(contexts, skill, history[-1].id if history else None)
+        self._state.usage = (*self._state.usage, *records)
+        self.revision += 1
+        return self
+
+    # -- long-term memory: the commit graph lives in commit/ -----------------------------
+    def override_commit_node(self, name: str, fn: Callable[..., Any]) -> Self:
+        """Replace one commit step (``claim`` .. ``finalize``) with ``fn(state, runtime) -> update``.
+
+        Raises:
+            ConfigurationError: ``name`` is not a commit step, or ``fn`` is not callable.
+        """
+        self._commit_overrides = with_commit_override(self._commit_overrides, name, fn)
+        return self
+
+    def draw_commit(self, *, format: Literal["svg", "mermaid"] = "svg") -> GraphDrawing:
+        """The commit graph, drawn offline (as ``draw()`` draws the resize graph)."""
+        return draw_commit_graph(self._commit_overrides, format=format)
+
+    def commit(self, *, dry_run: bool = False, wait: bool = True, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+        """Archive the messages no commit archived yet, summarise them and fold long-term
+        memories from them into ``memory``'s store, without duplicates.
+
+        Args:
+            dry_run: return the plan (``result["plan"]``) and write nothing.
+            wait: False: archive only (status ``archived``); the next ``commit()`` does the rest.
+            checkpoint: called with the session state after each step that changed it (a
+                ``SessionManager`` saves it there; see ``SessionManager.commit``).
+
+        Returns:
+            ``{"status": "committed" | "skipped" | "partial" | "archived" | "dry_run", "archived",
+            "archive", "memories_extracted", "active_count_updated", "memories": {"created",
+            "updated", "merged", "skipped"}, "errors", "plan", "abstract"}``. ``partial``: a model
+            step failed; the archive stays pending and the next ``commit()`` resumes it.
+
+        Raises:
+            ConfigurationError: the session has no ``memory=MemoryConfig(...)``.
+        """
+        ctx = self._commit_context(dry_run, wait, checkpoint)
+        final = run_commit(build_commit_graph(self._commit_overrides, sync=True), self._state, ctx)
+        if not dry_run:
+            self._adopt_commit(final.session)
+        return commit_result(final, ctx)
+
+    async def acommit(self, *, dry_run: bool = False, wait: bool = True, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+        """Async twin of :meth:`commit` (model calls through ``ainvoke``)."""
+        ctx = self._commit_context(dry_run, wait, checkpoint)
+        final = await run_commit_async(build_commit_graph(self._commit_overrides, sync=False), self._state, ctx)
+        if not dry_run:
+            self._adopt_commit(final.session)
+        return commit_result(final, ctx)
+
+    def _commit_context(self, dry_run: bool, wait: bool, checkpoint: Checkpoint | None) -> Any:
+        def adopt_then(state: SessionState) -> None:
+            self._adopt_commit(state)
+            if checkpoint is not None:
+                checkpoint(state)
+
+        return commit_context(self.memory, self.handlers.model, self._state.settings, dry_run=dry_run, wait=wait, adopt=adopt_then)
+
+    def _adopt_commit(self, state: SessionState) -> None:
+        """Take a commit's ledger (cursor, usage, archives); messages appended meanwhile stay."""
+        trim = adopt_commit(self._state, state)
+        self.revision += 1
+        if trim:
+            self._trim_archived()
 
     def __repr__(self) -> str:
         totals = self._ledger.totals

@@ -49,7 +49,10 @@ MAX_LINES = 400
 LONG_MODULES = {
     "stores/jsonl.py": "issue 19/20 branches change its inside; split after the merge",
     "stores/manager.py": "issue 19/20/22 branches change its inside; split after the merge",
-    "session.py": "the facade; other branches add methods to it now; its internals move to resize/ after the merge",
+    # The facade: the whole public API of a session, each group a few-line delegation to its package
+    # (ARCHITECTURE.md). Other branches add methods to it now; after the merge the resize-run glue
+    # (_one_resize .. _install) moves to resize/ and the state properties to a small owned object.
+    "session.py": "the facade; split after the merge (see above)",
 }
 OPTIONAL = ("matplotlib", "langchain", "psycopg", "psycopg_pool")
 

@@ -13,10 +13,10 @@ existed (all the other keys present) still loads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from difflib import get_close_matches
 import json
-from typing import Any, Self
+from typing import Any
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 import yaml
@@ -27,7 +27,8 @@ from session_graph.settings import SessionSettings
 from session_graph.resize.state import SessionState
 from session_graph.resize.trace import ResizeTrace
 
-__all__ = ["SCHEMA", "SessionExport", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
+__all__ = ["SCHEMA", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "read_document", "session_document",
+           "to_json", "to_yaml"]
 
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
 SCHEMA = 1
@@ -252,50 +253,15 @@ def _messages(value: Any, key: str) -> list[BaseMessage]:
     return messages
 
 
-class SessionExport:
-    """The export and import methods of ``Session`` (the spec's names), kept beside the format."""
+def session_document(state: SessionState, trace: ResizeTrace) -> dict[str, Any]:
+    """A session as a plain dict (what ``Session.to_json`` and ``to_yaml`` write): its state, and its trace when it has one."""
+    data = dump_state(state)
+    if len(trace):
+        data["trace"] = trace.dump()
+    return data
 
-    _state: SessionState
-    _install: Callable[[SessionState], None]
-    id: str
-    trace: ResizeTrace
 
-    def to_dict(self) -> dict[str, Any]:
-        """The session as a plain dict (what to_json and to_yaml write)."""
-        data = dump_state(self._state)
-        if len(self.trace):
-            data["trace"] = self.trace.dump()
-        return data
-
-    def to_json(self) -> str:
-        return to_json(self.to_dict())
-
-    def to_yaml(self) -> str:
-        return to_yaml(self.to_dict())
-
-    def load_json(self, value: str) -> Self:
-        """Replace this session's state with a JSON document; nothing changes on error."""
-        return self.load_dict(parse_json(value))
-
-    def load_yaml(self, value: str) -> Self:
-        """Replace this session's state with a YAML document; nothing changes on error."""
-        return self.load_dict(parse_yaml(value))
-
-    def load_dict(self, data: Any) -> Self:
-        """Replace this session's state with a parsed document; nothing changes on error."""
-        state = load_state(data, keep_id=self.id)
-        trace = ResizeTrace.load(data.get("trace"))
-        self._install(state)
-        self.trace.replace(trace)
-        return self
-
-    @classmethod
-    def from_json(cls, value: str, **kwargs: Any) -> Self:
-        """A new session from a JSON document (handlers and model as keyword arguments)."""
-        return cls(**kwargs).load_json(value)
-
-    @classmethod
-    def from_yaml(cls, value: str, **kwargs: Any) -> Self:
-        """A new session from a YAML document (handlers and model as keyword arguments)."""
-        return cls(**kwargs).load_yaml(value)
-
+def read_document(data: Any, *, keep_id: str) -> tuple[SessionState, ResizeTrace]:
+    """A parsed document as a state and its trace; raises before the caller adopts anything."""
+    state = load_state(data, keep_id=keep_id)
+    return state, ResizeTrace.load(data.get("trace"))
