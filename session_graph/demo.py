@@ -22,8 +22,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from session_graph.errors import MissingDependencyError
-from session_graph.session import Session
 from session_graph.resize.trace import TraceRecord
+from session_graph.session import Session
 
 __all__ = ["ScriptedModel", "add_arguments", "conversation", "main", "replay", "run"]
 

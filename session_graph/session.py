@@ -20,29 +20,35 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph._base.flow import Flow, adrive, drive
 from session_graph._base.ids import new_id, utc_now
-from session_graph.compression.context import memo_for_model
-from session_graph.errors import ConfigurationError, SessionGraphError
-from session_graph.interop import export
-from session_graph.resize.handlers import Handlers, checked_callable
-from session_graph.resize.ledger import Ledger, system_prompt
-from session_graph.memory.config import MemoryConfig
-from session_graph.messages import MessageInput, check_storable, role_of, to_message
-from session_graph.interop.nanobot import session_history
-from session_graph.resize.nodes.judge import judge_state
-from session_graph.memory.parts import has_extras, strip_view
-from session_graph.resize.policy import Decision, PolicyHandler
-from session_graph.resize.run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
+from session_graph.accounting.tokens import TokenCounter
+from session_graph.accounting.window import WindowTotals
 from session_graph.commit import commit_result, run_commit, run_commit_async
 from session_graph.commit.graph import build_commit_graph
-from session_graph.commit.session_commit import Checkpoint, adopt_commit, commit_context, draw_commit_graph, with_commit_override
+from session_graph.commit.session_commit import (
+    Checkpoint,
+    adopt_commit,
+    commit_context,
+    draw_commit_graph,
+    with_commit_override,
+)
+from session_graph.compression.context import memo_for_model
 from session_graph.display.cards import session_card
 from session_graph.display.plots import plot_costs, plot_window
 from session_graph.display.session_display import draw_resize_graph
 from session_graph.display.viz import GraphDrawing
-from session_graph.memory.parts import Part
+from session_graph.errors import ConfigurationError, SessionGraphError
+from session_graph.interop import export
+from session_graph.interop.nanobot import session_history
+from session_graph.memory.config import MemoryConfig
+from session_graph.memory.parts import Part, has_extras, strip_view
 from session_graph.memory.session_parts import part_messages, parts_in_history, tool_result
 from session_graph.memory.usage import usage_records
-from session_graph.settings import SessionSettings
+from session_graph.messages import MessageInput, check_storable, role_of, to_message
+from session_graph.resize.handlers import Handlers, checked_callable
+from session_graph.resize.ledger import Ledger, system_prompt
+from session_graph.resize.nodes.judge import judge_state
+from session_graph.resize.policy import Decision, PolicyHandler
+from session_graph.resize.run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
 from session_graph.resize.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
@@ -51,11 +57,10 @@ from session_graph.resize.state import (
     SessionState,
     SummaryHandler,
 )
-from session_graph.accounting.tokens import TokenCounter
 from session_graph.resize.trace import ResizeTrace
 from session_graph.resize.trace_recording import TraceRecorder
 from session_graph.resize.view import SessionView, ViewBuilder, answered
-from session_graph.accounting.window import WindowTotals
+from session_graph.settings import SessionSettings
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

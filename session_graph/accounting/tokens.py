@@ -29,8 +29,8 @@ import tiktoken
 from tiktoken_ext import openai_public
 
 from session_graph.accounting.attachments import is_inline_binary, summarize_part
-from session_graph.messages import content_parts, role_of
 from session_graph.accounting.sizing import message_chars
+from session_graph.messages import content_parts, role_of
 
 __all__ = [
     "BUNDLED_ENCODINGS",

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import memo_json
+from session_graph.compression.transcript import transcript
 from session_graph.errors import MemoUpdateError
 from session_graph.settings import SessionSettings
-from session_graph.compression.transcript import transcript
 
 __all__ = [
     "MemoReply",

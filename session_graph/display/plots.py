@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langchain_core.messages import AIMessage
 
+from session_graph.accounting.sizing import message_chars
 from session_graph.errors import ConfigurationError, MissingDependencyError
 from session_graph.messages import role_of
-from session_graph.accounting.sizing import message_chars
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

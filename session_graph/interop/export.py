@@ -23,9 +23,9 @@ import yaml
 
 from session_graph.errors import DocumentError, DocumentTypeError, MessageError, SettingsError
 from session_graph.messages import check_storable
-from session_graph.settings import SessionSettings
 from session_graph.resize.state import SessionState
 from session_graph.resize.trace import ResizeTrace
+from session_graph.settings import SessionSettings
 
 __all__ = ["SCHEMA", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "read_document", "session_document",
            "to_json", "to_yaml"]

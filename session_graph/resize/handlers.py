@@ -15,12 +15,12 @@ from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.accounting.attachments import summarize_attachments
+from session_graph.compression.memo import ModelMemoUpdater
+from session_graph.compression.summary import ModelSummarizer
 from session_graph.errors import ConfigurationError
 from session_graph.resize.graph import build_resize_graph
 from session_graph.resize.ledger import Ledger
-from session_graph.compression.memo import ModelMemoUpdater
 from session_graph.resize.policy import PolicyHandler
-from session_graph.settings import Limits
 from session_graph.resize.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
@@ -29,7 +29,7 @@ from session_graph.resize.state import (
     SessionState,
     SummaryHandler,
 )
-from session_graph.compression.summary import ModelSummarizer
+from session_graph.settings import Limits
 
 __all__ = ["Handlers", "checked_callable"]
 

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from session_graph.accounting.sizing import SizeCache
+from session_graph.accounting.tokens import (
+    ApproxTokenCounter,
+    CharCounter,
+    CostRules,
+    TokenCounter,
+    counter_for,
+    message_tokens,
+)
+from session_graph.accounting.window import WindowTotals
 from session_graph.compression.context import context_message
 from session_graph.errors import MessageError
-from session_graph.resize.history import LazyHistory
 from session_graph.messages import role_of
-from session_graph.settings import Limits
-from session_graph.accounting.sizing import SizeCache
+from session_graph.resize.history import LazyHistory
 from session_graph.resize.state import SessionState
-from session_graph.accounting.tokens import ApproxTokenCounter, CharCounter, CostRules, TokenCounter, counter_for, message_tokens
-from session_graph.accounting.window import WindowTotals
+from session_graph.settings import Limits
 
 __all__ = ["Ledger"]
 

@@ -21,9 +21,9 @@ from typing import Any, NotRequired, TypedDict
 
 from session_graph._base.flow import Call, Flow
 from session_graph.accounting.budget import window_room
+from session_graph.accounting.window import WindowTotals
 from session_graph.errors import PolicyResultError
 from session_graph.settings import Limits
-from session_graph.accounting.window import WindowTotals
 
 __all__ = ["Decision", "PolicyHandler", "decide", "default_policy", "forced_decision", "normalize_decision"]
 

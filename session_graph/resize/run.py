@@ -12,10 +12,10 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.graph.state import CompiledStateGraph
 
+from session_graph.accounting.window import WindowTotals
 from session_graph.errors import MemoUpdateError
 from session_graph.resize.policy import Decision
 from session_graph.resize.state import ResizeContext, SessionState
-from session_graph.accounting.window import WindowTotals
 
 __all__ = ["ResizeEvent", "ResizeOutcome", "run_resize", "run_resize_sync"]
 

@@ -16,12 +16,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from session_graph.accounting.attachments import summarize_attachments
-from session_graph.errors import MemoUpdateError
-from session_graph.resize.policy import Decision, PolicyHandler
-from session_graph.settings import SessionSettings
 from session_graph.accounting.sizing import message_chars
 from session_graph.accounting.tokens import CostRules, TokenCounter
 from session_graph.accounting.window import WindowTotals
+from session_graph.errors import MemoUpdateError
+from session_graph.resize.policy import Decision, PolicyHandler
+from session_graph.settings import SessionSettings
 
 __all__ = [
     "AttachmentSummaryHandler",

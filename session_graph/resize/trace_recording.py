@@ -20,12 +20,12 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph._base.flow import Flow, call, drive
 from session_graph._base.ids import utc_now
+from session_graph.accounting.window import WindowTotals
 from session_graph.compression.context import memo_for_model, memo_json
 from session_graph.resize.run import ResizeOutcome
-from session_graph.settings import Limits
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import TraceRecord
-from session_graph.accounting.window import WindowTotals
+from session_graph.settings import Limits
 
 __all__ = ["TraceRecorder", "traced"]
 

@@ -19,13 +19,13 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from session_graph.accounting.budget import plan_budget
-from session_graph.display.cards import view_card
-from session_graph.compression.context import MEMO_HEADER, context_message, fit_context
-from session_graph.resize.ledger import Ledger, system_prompt
-from session_graph.messages import content_parts, role_of
-from session_graph.settings import Limits
-from session_graph.resize.state import SessionState
 from session_graph.accounting.tokens import truncate_to_tokens
+from session_graph.compression.context import MEMO_HEADER, context_message, fit_context
+from session_graph.display.cards import view_card
+from session_graph.messages import content_parts, role_of
+from session_graph.resize.ledger import Ledger, system_prompt
+from session_graph.resize.state import SessionState
+from session_graph.settings import Limits
 
 __all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "truncate_message"]
 

@@ -31,9 +31,10 @@ from session_graph.errors import (
     StoreConflictError,
     StoreError,
 )
-from session_graph.resize.history import is_loaded, prefix
 from session_graph.memory.apply import owner_lock
 from session_graph.memory.config import MemoryConfig
+from session_graph.resize.history import is_loaded, prefix
+from session_graph.resize.trace import ResizeTrace, saved_trace
 from session_graph.session import Session
 from session_graph.stores.base import (
     SearchHit,
@@ -62,7 +63,6 @@ from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 from session_graph.stores.postgres import PostgresStore
 from session_graph.stores.sql import SqliteStore
-from session_graph.resize.trace import ResizeTrace, saved_trace
 
 __all__ = ["SessionManager", "open_store"]
 

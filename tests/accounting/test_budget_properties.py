@@ -19,8 +19,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 import pytest
 
 from session_graph import Session
-from session_graph.resize import view as view_module
 from session_graph.accounting.tokens import message_tokens
+from session_graph.resize import view as view_module
 from session_graph.resize.view import build_view
 
 TEXT = st.text(alphabet=st.sampled_from(list("abc xyz.,") + list("中文字符会话") + ["\n"]), min_size=0, max_size=120)

@@ -12,8 +12,8 @@ import pytest
 
 from session_graph import Session, SettingsError
 from session_graph.accounting.budget import plan_prune
-from session_graph.compression.context import MEMO_HEADER, SUMMARY_HEADER
 from session_graph.accounting.tokens import message_tokens
+from session_graph.compression.context import MEMO_HEADER, SUMMARY_HEADER
 
 
 def memo_shown(session: Session) -> Any:

@@ -21,9 +21,9 @@ from langgraph.prebuilt import ToolNode, tools_condition
 import pytest
 
 from session_graph import ConfigurationError, MemoUpdateError, Session, SessionManager
+from session_graph.accounting.tokens import message_tokens
 from session_graph.integrations import SessionMiddleware, attach_session, session_node, session_pre_model_hook
 from session_graph.stores import JsonlStore
-from session_graph.accounting.tokens import message_tokens
 
 BUDGET = 700
 

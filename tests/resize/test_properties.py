@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from session_graph import MemoUpdateError, Session, WindowTotals, message_chars
-from session_graph.messages import role_of
 from session_graph.accounting.window import unit_starts
+from session_graph.messages import role_of
 
 TEXT = st.text(alphabet=st.sampled_from(list("abc xyz.") + list("中文字符") + ["\n"]), min_size=0, max_size=60)
 

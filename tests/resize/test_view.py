@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 import pytest
 
 from session_graph import MemoUpdateError, Session
-from session_graph.compression.summary import DEFAULT_SUMMARY_PROMPT, SUMMARY_HEADER
 from session_graph.accounting.tokens import message_tokens
+from session_graph.compression.summary import DEFAULT_SUMMARY_PROMPT, SUMMARY_HEADER
 
 
 def budget_session(tokens: int, **settings: Any) -> Session:

@@ -12,8 +12,8 @@ from conftest import chat
 import pytest
 
 from session_graph import Session, StoreError
-from session_graph.stores import JsonlStore, PostgresStore, SessionManager, SqliteStore
 from session_graph._base.files import decode_name, encode_name
+from session_graph.stores import JsonlStore, PostgresStore, SessionManager, SqliteStore
 
 
 @pytest.mark.parametrize("key", ["a_b:c", "a:b_c", "A", "a", "用户:42", "x.y", "%41", "slack/T1"])

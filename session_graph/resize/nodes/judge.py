@@ -7,9 +7,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Flow
+from session_graph.accounting.window import WindowTotals
 from session_graph.resize.policy import PolicyHandler, decide, default_policy
 from session_graph.resize.state import ResizeContext, SessionState
-from session_graph.accounting.window import WindowTotals
 
 
 def judge_state(

@@ -7,10 +7,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
-from session_graph.resize.ledger import system_prompt
-from session_graph.messages import role_of
-from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.accounting.window import BOUNDARY_ROLES
+from session_graph.messages import role_of
+from session_graph.resize.ledger import system_prompt
+from session_graph.resize.state import ResizeContext, SessionState
 
 
 def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) -> PrunePlan:
