@@ -2,7 +2,7 @@
 
 A document is a dict with ``schema`` (its format version) and ``id, memo,
 full_chat_history, current_chat_history, settings, turns, last_resize_turn, memo_cursor``
-(plus ``memo_ahead`` after merged saves, and ``trace``: the resize records, see ``trace.py``). Messages are langchain-core's ``message_to_dict``
+(plus ``memo_ahead`` after merged saves, and ``trace``: the resize records, see ``resize/trace.py``). Messages are langchain-core's ``message_to_dict``
 form (``{"type", "data"}``), which keeps every field. The window is written in full, as the
 spec asks; on import its messages are linked back to the same objects as in the full
 history. Loading is strict and validates everything before anything changes: every key

@@ -12,7 +12,7 @@ A resize type with a user handler (``"lite"`` and ``"deep"`` included) routes to
 named after the type that runs the handler instead of the default chain. Any built-in
 node can be replaced by name through ``overrides``; the replacement has the same
 signature, ``(state, runtime) -> partial update``. Nodes are written once, as flows
-(``_flow.py``), and compiled into a sync graph (run with ``invoke`` from sync code) or an
+(``_base/flow.py``), and compiled into a sync graph (run with ``invoke`` from sync code) or an
 async one; a graph compiled for a mode holds only the nodes that mode can visit, while the
 drawing (``mode=None``) shows the whole policy. Every node is wrapped once by
 ``trace.traced``, so each run's trace records the route and each visit's time, however the

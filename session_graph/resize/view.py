@@ -2,7 +2,7 @@
 
 ``[system prompt] + [summary or memo, as one system message] + window``. The system
 prompt is always there; the summary or memo message takes what it holds, at most its
-reserve (shortened by structure when the model's reply was over it, see ``context.py``);
+reserve (shortened by structure when the model's reply was over it, see ``compression/context.py``);
 the window gets the rest and is planned by ``budget.plan_budget``. Every tool call in it
 is answered: a call with no result (cancelled, or still pending) gets a synthetic
 "cancelled" ToolMessage, so a provider never rejects the request. Truncation happens here
