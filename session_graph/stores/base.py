@@ -122,13 +122,18 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A message that contains the searched text."""
+    """A message a search found: where it is (``key``, ``seq``, ``message_id``), what it says,
+    when it arrived, how well it matched (``score``: higher is better; 0 for a substring match)
+    and, when asked for, the messages around it (``neighbours``, oldest first, without the hit)."""
 
     key: str
     seq: int
     role: str
     text: str
     ts: str
+    message_id: str | None = None
+    score: float = 0.0
+    neighbours: tuple[SearchHit, ...] = ()
 
 
 def resets(state: dict[str, Any] | None) -> int:

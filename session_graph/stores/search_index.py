@@ -1,0 +1,432 @@
+"""The JSONL store's search index: one ``<name>.terms`` file next to each ``<name>.jsonl`` log.
+
+Writing: ``JsonlStore.update`` hands each append to ``JsonlSearch.appended`` under the
+session's lock, which adds one line per new log line (its seq, byte offset and length in the
+log, id, role, ts and retrieval terms) to the terms file: O(new messages), no fsync (the
+index can always be derived from the log again). A reset marker gets a reset line.
+
+Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
+query, brings each session up to date from the end of its terms file (a stat per session when
+nothing changed). Every terms line carries a CRC-32 and the offsets must tile the log without
+gaps, so a damaged, foreign or stale file is never trusted: it is rebuilt from the log, under
+the session's lock, and reported. A terms file behind its log (a crash between the two
+appends, or a log written by an older version) is caught up from the log's tail.
+
+Hits read their text back from the log (one seek each); nothing else reads the log, so a
+search never pages a session's middle into memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import json
+import logging
+import os
+from pathlib import Path
+import threading
+from typing import TYPE_CHECKING, Any
+import zlib
+
+from session_graph.retrieval.bm25 import Bm25Index
+from session_graph.retrieval.tokenize import TOKENIZER, terms
+from session_graph.stores.base import SearchHit
+from session_graph.stores.files import decode_name
+
+if TYPE_CHECKING:
+    from session_graph.stores.jsonl import JsonlStore
+
+try:
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
+__all__ = ["JsonlSearch", "record_text", "terms_path"]
+
+log = logging.getLogger("session_graph")
+_HEADER = "sg-search-1"
+Ref = tuple[str, int]
+
+
+def record_text(record: dict[str, Any]) -> str:
+    """The searchable text of a stored message record: its text parts, and the names and
+    arguments of its tool calls (an assistant turn that only calls a tool still says what for)."""
+    message = record.get("message")
+    data = message.get("data") if isinstance(message, dict) else None
+    if not isinstance(data, dict):
+        return ""
+    content = data.get("content")
+    if isinstance(content, str):
+        parts = [content]
+    elif isinstance(content, list):
+        parts = [p if isinstance(p, str) else str(p.get("text", "")) for p in content
+                 if isinstance(p, str) or (isinstance(p, dict) and p.get("type") == "text")]
+    else:
+        parts = []
+    for call in data.get("tool_calls") or ():
+        if isinstance(call, dict):
+            parts.append(f"{call.get('name', '')} {json.dumps(call.get('args', {}), ensure_ascii=False)}")
+    return "\n".join(p for p in parts if p)
+
+
+def terms_path(log_path: Path) -> Path:
+    """The terms file of a log (``x.jsonl`` -> ``x.terms``)."""
+    return log_path.with_name(log_path.name[: -len(".jsonl")] + ".terms")
+
+
+def _line(document: dict[str, Any]) -> bytes:
+    body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+    return b"%08x " % zlib.crc32(body) + body + b"\n"
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    """A terms line's document, or None when it is damaged."""
+    if len(line) < 10 or line[8:9] != b" ":
+        return None
+    body = line[9:].rstrip(b"\n")
+    try:
+        if int(line[:8], 16) != zlib.crc32(body):
+            return None
+        document = _loads(body)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+class _Damaged(Exception):
+    """A terms file that cannot be trusted (rebuild it)."""
+
+
+@dataclass
+class _Session:
+    key: str
+    consumed: int = 0  # bytes of the terms file applied
+    end: int = 0  # bytes of the log the index covers
+    seq: int = 0  # the next seq expected
+    identity: tuple[int, int] = (0, 0)  # (device, inode) of the terms file applied
+
+
+@dataclass
+class _Tenant:
+    index: Bm25Index = field(default_factory=Bm25Index)
+    sessions: dict[str, _Session] = field(default_factory=dict)  # by log file name
+    where: dict[Ref, tuple[str, int, int, str | None, str, str]] = field(default_factory=dict)  # name, offset, bytes, id, role, ts
+    times: list[str] = field(default_factory=list)  # ts by document id
+
+
+class JsonlSearch:
+    """The search index of one ``JsonlStore`` (see the module docstring)."""
+
+    def __init__(self, store: JsonlStore) -> None:
+        self.store = store
+        self._tenants: dict[str, _Tenant] = {}
+        self._lock = threading.RLock()
+
+    # -- writing (under the session's lock) -------------------------------------------------------
+    def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
+                 records: list[dict[str, Any]], reset: bool) -> None:
+        """Index lines just appended to ``log_path`` at byte ``start`` (called by ``update``).
+
+        Never fails the save: an index that cannot be written is removed, and rebuilt on the
+        next search.
+        """
+        path = terms_path(log_path)
+        try:
+            if start == 0:
+                out = [_line({"h": _HEADER, "tokenizer": TOKENIZER, "key": key})]
+            elif _end_of(path) == start:
+                out = []
+            else:
+                return  # missing or behind: the next search rebuilds or catches up from the log
+            position, seq, texts = start, first_seq, iter(records)
+            for raw in lines:
+                if reset and raw is lines[0]:
+                    out.append(_line({"reset": 1, "o": position, "n": len(raw)}))
+                else:
+                    out.append(_entry(next(texts), seq, position, len(raw)))
+                    seq += 1
+                position += len(raw)
+            with open(path, "wb" if start == 0 else "ab") as handle:
+                handle.write(b"".join(out))
+        except (OSError, ValueError, TypeError) as error:
+            log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
+            _unlink(path)
+
+    def deleted(self, log_path: Path) -> None:
+        """Drop the terms file of a deleted session (called under its lock)."""
+        _unlink(terms_path(log_path))
+
+    # -- reading ----------------------------------------------------------------------------------
+    def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
+             since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
+        """The best ``limit`` (``(key, seq)``, BM25 score) of a tenant's messages (of ``keys``, in
+        the time range ``since <= ts < until`` when given), best first."""
+        with self._lock:
+            state = self._sync(tenant)
+            allow = None
+            if since is not None or until is not None:
+                allow = state.index.mask((since is None or ts >= since) and (until is None or ts < until) for ts in state.times)
+            return state.index.search(words, limit, owners=keys, allow=allow)  # type: ignore[return-value]
+
+    def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
+        """The hits for ``refs`` (text read back from the logs), each with up to ``around``
+        messages either side as ``neighbours``."""
+        with self._lock:
+            state = self._tenants.get(tenant) or self._sync(tenant)
+            wanted = {ref for key, seq in refs for ref in ((key, s) for s in range(seq - around, seq + around + 1))
+                      if ref in state.where}
+        folder = self.store._dir(tenant)
+        plain: dict[Ref, SearchHit] = {}
+        for ref in sorted(wanted):
+            name, offset, size, message_id, role, ts = state.where[ref]
+            try:
+                with open(folder / name, "rb") as handle:
+                    handle.seek(offset)
+                    record = _loads(handle.read(size))
+            except (OSError, ValueError):
+                continue  # changed under us (deleted, reset): leave it out
+            if not isinstance(record, dict) or record.get("seq") != ref[1]:
+                continue
+            plain[ref] = SearchHit(ref[0], ref[1], role, record_text(record), ts, message_id, score.get(ref, 0.0))
+        hits = []
+        for ref in refs:
+            hit = plain.get(ref)
+            if hit is None:
+                continue
+            if around:
+                near = tuple(plain[(ref[0], s)] for s in range(ref[1] - around, ref[1] + around + 1)
+                             if s != ref[1] and (ref[0], s) in plain)
+                hit = SearchHit(hit.key, hit.seq, hit.role, hit.text, hit.ts, hit.message_id, hit.score, near)
+            hits.append(hit)
+        return hits
+
+    def count(self, tenant: str) -> int:
+        """How many messages of a tenant the index holds (after bringing it up to date)."""
+        with self._lock:
+            return len(self._sync(tenant).index)
+
+    def stats(self, tenant: str) -> dict[str, Any]:
+        """The statistics that define a tenant's scores (a test compares them with a rebuilt index's)."""
+        with self._lock:
+            return self._sync(tenant).index.stats()
+
+    def forget(self, tenant: str | None = None) -> None:
+        """Drop the in-memory index (of one tenant, or all); the next search reloads the terms files."""
+        with self._lock:
+            if tenant is None:
+                self._tenants.clear()
+            else:
+                self._tenants.pop(tenant, None)
+
+    # -- keeping the in-memory index up to date ---------------------------------------------------
+    def _sync(self, tenant: str) -> _Tenant:
+        state = self._tenants.setdefault(tenant, _Tenant())
+        folder = self.store._dir(tenant)
+        logs: dict[str, int] = {}
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.endswith(".jsonl") and not name.endswith(".quarantine.jsonl") and not name.startswith("."):
+                        logs[name] = entry.stat().st_size
+        except FileNotFoundError:
+            pass
+        for name in [n for n in state.sessions if n not in logs]:
+            self._drop(state, name)
+        for name, size in logs.items():
+            session = state.sessions.get(name)
+            if session is not None and session.end == size and _same_file(folder / name, session):
+                continue
+            try:
+                self._catch_up(tenant, state, folder, name, size)
+            except _Damaged as damage:
+                self._rebuild(tenant, state, folder, name, str(damage))
+        return state
+
+    def _catch_up(self, tenant: str, state: _Tenant, folder: Path, name: str, size: int) -> None:
+        """Apply the new lines of a terms file; a terms file behind its log is completed under the lock."""
+        path = terms_path(folder / name)
+        session = state.sessions.get(name)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            raise _Damaged("missing") from None
+        if session is not None and (stat.st_dev, stat.st_ino) != session.identity:
+            self._drop(state, name)  # replaced (rebuilt by another process): read it again
+            session = None
+        if session is None:
+            session = _Session(key="", identity=(stat.st_dev, stat.st_ino))
+        with open(path, "rb") as handle:
+            handle.seek(session.consumed)
+            chunk = handle.read()
+        usable = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is left for later
+        self._apply(state, name, session, usable)
+        state.sessions[name] = session
+        if session.end > size:
+            raise _Damaged("longer than its log")
+        if session.end < size:
+            self._complete(tenant, state, folder, name)
+
+    def _apply(self, state: _Tenant, name: str, session: _Session, chunk: bytes) -> None:
+        start = 0
+        for raw in chunk.splitlines(keepends=True):
+            document = _parse(raw)
+            if document is None:
+                raise _Damaged(f"a damaged line at byte {session.consumed + start}")
+            start += len(raw)
+            if "h" in document:
+                if session.consumed + start != len(raw) or document.get("tokenizer") != TOKENIZER or document.get("h") != _HEADER:
+                    raise _Damaged("made by another version" if session.consumed == 0 else "a header in the middle")
+                session.key = str(document.get("key") or decode_name(name[: -len(".jsonl")]) or "")
+                continue
+            if not session.key:
+                raise _Damaged("no header")
+            offset, size = document.get("o"), document.get("n")
+            if offset != session.end or not isinstance(size, int) or size <= 0:
+                raise _Damaged(f"a gap at log byte {session.end}")
+            session.end += size
+            if "reset" in document:
+                state.index.remove_owner(session.key)
+                for ref in [r for r in state.where if r[0] == session.key]:
+                    del state.where[ref]
+                session.seq = 0
+                continue
+            if "skip" in document:
+                continue
+            seq = document.get("s")
+            if seq != session.seq:
+                raise _Damaged(f"seq {seq} where {session.seq} was expected")
+            session.seq += 1
+            ref = (session.key, seq)
+            state.index.add(ref, str(document.get("t", "")).split(), owner=session.key)
+            state.times.append(str(document.get("ts", "")))  # by document id: every add takes the next id
+            state.where[ref] = (name, offset, size, document.get("id"), str(document.get("r", "")), str(document.get("ts", "")))
+        session.consumed += start
+
+    def _complete(self, tenant: str, state: _Tenant, folder: Path, name: str) -> None:
+        """Index the log lines past the terms file's end, under the session's lock."""
+        session = state.sessions[name]
+        with self.store._locked(tenant, session.key or _key_of(folder, name)):
+            path = terms_path(folder / name)
+            with open(path, "rb") as handle:  # another writer may have caught up meanwhile
+                handle.seek(session.consumed)
+                chunk = handle.read()
+            self._apply(state, name, session, chunk[: chunk.rfind(b"\n") + 1])
+            out = list(_scan(folder / name, session.end, session.seq))
+            if out:
+                with open(path, "ab") as handle:
+                    handle.write(b"".join(out))
+                self._apply(state, name, session, b"".join(out))
+            log.info("search index of %s caught up with %d log line(s)", folder / name, len(out))
+
+    def _rebuild(self, tenant: str, state: _Tenant, folder: Path, name: str, why: str) -> None:
+        """Write a session's terms file again from its log (atomically), under its lock, and load it."""
+        self._drop(state, name)
+        session = _Session(key="")
+        key = _key_of(folder, name)
+        with self.store._locked(tenant, key):
+            log_path = folder / name
+            if not log_path.exists():
+                return
+            path = terms_path(log_path)
+            if why != "missing":
+                log.warning("the search index %s is %s; rebuilding it from %s", path, why, log_path)
+            temporary = path.with_name(path.name + ".tmp")
+            lines = [_line({"h": _HEADER, "tokenizer": TOKENIZER, "key": key}), *_scan(log_path, 0, 0)]
+            with open(temporary, "wb") as handle:
+                handle.write(b"".join(lines))
+            os.replace(temporary, path)
+            stat = path.stat()
+            session.identity = (stat.st_dev, stat.st_ino)
+            self._apply(state, name, session, b"".join(lines))
+            state.sessions[name] = session
+
+    def _drop(self, state: _Tenant, name: str) -> None:
+        session = state.sessions.pop(name, None)
+        if session is not None and session.key:
+            state.index.remove_owner(session.key)
+            for ref in [r for r in state.where if r[0] == session.key]:
+                del state.where[ref]
+
+
+
+def _key_of(folder: Path, name: str) -> str:
+    stem = name[: -len(".jsonl")]
+    key = decode_name(stem)
+    if key is not None:
+        return key
+    try:
+        return str(json.loads((folder / f"{stem}.meta.json").read_bytes()).get("key") or stem)
+    except (OSError, ValueError, AttributeError):
+        return stem
+
+
+def _entry(record: dict[str, Any], seq: int, offset: int, size: int) -> bytes:
+    return _line({"s": seq, "o": offset, "n": size, "id": record.get("id"), "r": record.get("role", ""),
+                  "ts": record.get("ts", ""), "t": " ".join(terms(record_text(record)))})
+
+
+def _scan(log_path: Path, start: int, seq: int) -> list[bytes]:
+    """Terms lines for the complete log lines from byte ``start`` on (seq numbering from ``seq``)."""
+    with open(log_path, "rb") as handle:
+        handle.seek(start)
+        raw = handle.read()
+    raw = raw[: raw.rfind(b"\n") + 1]
+    out, position = [], start
+    for line in raw.splitlines(keepends=True):
+        try:
+            record = _loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and record.get("_type") == "reset":
+            out.append(_line({"reset": 1, "o": position, "n": len(line)}))
+            seq = 0
+        elif isinstance(record, dict) and isinstance(record.get("message"), dict):
+            out.append(_entry(record, seq, position, len(line)))
+            seq += 1
+        else:  # a corrupt line the store quarantines: covered, not indexed
+            out.append(_line({"skip": 1, "o": position, "n": len(line)}))
+        position += len(line)
+    return out
+
+
+def _end_of(path: Path) -> int | None:
+    """The log byte the terms file covers up to, from its last line (None: missing or damaged)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return None
+            back = min(size, 65536)
+            while True:
+                handle.seek(size - back)
+                tail = handle.read(back)
+                cut = tail.rfind(b"\n", 0, len(tail) - 1)
+                if cut >= 0 or back == size:
+                    break
+                back = min(size, back * 4)
+    except FileNotFoundError:
+        return None
+    document = _parse(tail[cut + 1 :])
+    if document is None or not tail.endswith(b"\n"):
+        return None
+    if "h" in document:
+        return 0
+    offset, length = document.get("o"), document.get("n")
+    return offset + length if isinstance(offset, int) and isinstance(length, int) else None
+
+
+def _same_file(log_path: Path, session: _Session) -> bool:
+    try:
+        stat = terms_path(log_path).stat()
+    except FileNotFoundError:
+        return False
+    return (stat.st_dev, stat.st_ino) == session.identity
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        log.warning("could not remove the search index %s: %s", path, error)
