@@ -1,0 +1,229 @@
+"""Search indexes inside the SQL stores: ranking happens in the database.
+
+- SQLite: an FTS5 table ``sg_search`` (columns ``scope``, ``terms`` and the message's tenant,
+  key and seq, unindexed), ranked by FTS5's ``bm25()``. ``terms`` holds the retrieval terms
+  (``retrieval.tokenize``: stems, CJK characters and bigrams, date tokens) separated by
+  spaces, so FTS5's ``unicode61`` tokenizer splits exactly where ours did and CJK works.
+  ``scope`` holds a tenant token and a session token, so a query is limited to a tenant (or
+  some of its sessions) inside the full-text match itself.
+- Postgres: a table ``sg_search`` with a ``tsvector`` of the same terms (``simple``
+  configuration: no second stemming), a GIN index, ranked by ``ts_rank_cd``.
+
+Rows are written in the transaction that appends the messages (O(new messages)), dropped
+with them on ``reset`` and ``delete``. At open, an index made by another tokenizer version, or
+one that does not hold a row per message (messages written by an older session_graph), is
+rebuilt once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from session_graph.retrieval.tokenize import TOKENIZER, terms
+from session_graph.stores.base import SearchHit
+from session_graph.stores.search_index import record_text
+
+if TYPE_CHECKING:
+    from session_graph.stores.sql import Flow, SqlStore
+
+__all__ = ["POSTGRES_SEARCH", "SQLITE_SEARCH", "SqlSearch", "SqlSearchDialect"]
+
+Ref = tuple[str, int]
+
+
+class SqlSearchDialect:
+    """How one database keeps and ranks the search rows."""
+
+    def __init__(self, name: str, tables: tuple[str, ...], insert: str, drop_session: str, rank: str) -> None:
+        self.name, self.tables, self.insert, self.drop_session, self.rank = name, tables, insert, drop_session, rank
+
+    def match(self, tenant: str, words: list[str], keys: list[str] | None) -> str:
+        raise NotImplementedError
+
+    def scope(self, tenant: str, key: str) -> str:
+        return ""
+
+
+def _token(*parts: str) -> str:
+    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:20]
+
+
+class _Sqlite(SqlSearchDialect):
+    def scope(self, tenant: str, key: str) -> str:
+        return f"t{_token(tenant)} k{_token(tenant, key)}"
+
+    def match(self, tenant: str, words: list[str], keys: list[str] | None) -> str:
+        scope = f"t{_token(tenant)}"
+        if keys is not None:
+            scope += " AND (" + " OR ".join(f"k{_token(tenant, k)}" for k in keys) + ")"
+        return "scope : (" + scope + ") AND terms : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+
+
+class _Postgres(SqlSearchDialect):
+    def match(self, tenant: str, words: list[str], keys: list[str] | None) -> str:
+        return " | ".join(f"'{w}'" for w in words)
+
+
+SQLITE_SEARCH = _Sqlite(
+    "sqlite",
+    ("CREATE VIRTUAL TABLE IF NOT EXISTS sg_search USING fts5(scope, terms, tenant UNINDEXED, key UNINDEXED,"
+     " seq UNINDEXED, tokenize = 'unicode61 remove_diacritics 0')",),
+    "INSERT INTO sg_search (scope, terms, tenant, key, seq) VALUES (?, ?, ?, ?, ?)",
+    "DELETE FROM sg_search WHERE sg_search MATCH ?",
+    "SELECT s.key, s.seq, -bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) AS score FROM sg_search s"
+    "{join} WHERE sg_search MATCH ?{where} ORDER BY bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) LIMIT ?",
+)
+POSTGRES_SEARCH = _Postgres(
+    "postgres",
+    ("CREATE TABLE IF NOT EXISTS sg_search (tenant TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,"
+     " terms tsvector NOT NULL, PRIMARY KEY (tenant, key, seq))",
+     "CREATE INDEX IF NOT EXISTS sg_search_terms ON sg_search USING GIN (terms)"),
+    "INSERT INTO sg_search (tenant, key, seq, terms) VALUES (%s, %s, %s, to_tsvector('simple', %s))",
+    "DELETE FROM sg_search WHERE tenant = %s AND key = %s",
+    "SELECT s.key, s.seq, ts_rank_cd(s.terms, q) AS score FROM sg_search s{join}, to_tsquery('simple', %s) q"
+    " WHERE s.tenant = %s AND s.terms @@ q{where} ORDER BY score DESC LIMIT %s",
+)
+
+
+class SqlSearch:
+    """Ranked search over a SQL store's ``sg_search`` rows (the store's ``search_index``)."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.dialect: SqlSearchDialect = store.search_dialect
+
+    # -- flows the store's own operations run -----------------------------------------------------
+    def setup_flow(self) -> Flow:
+        """Create the index; rebuild it when another tokenizer made it or rows are missing."""
+        from session_graph.stores.sql import _Exec
+
+        store = self.store
+        for statement in self.dialect.tables:
+            yield _Exec(statement)
+        marker = f"search:{TOKENIZER}"
+        row = yield store._x("SELECT version FROM sg_schema WHERE name = ?", (marker,), "one")
+        counts = yield _Exec("SELECT (SELECT count(*) FROM sg_messages), (SELECT count(*) FROM sg_search)", (), "one")
+        if row is not None and int(counts[0]) == int(counts[1]):
+            return
+        yield _Exec("DELETE FROM sg_search")
+        rows = yield _Exec("SELECT tenant, key, seq, data FROM sg_messages", (), "all")
+        batch = [self._row(t, k, int(s), {"message": json.loads(d)}) for t, k, s, d in rows]
+        if batch:
+            yield _Exec(self.dialect.insert, batch, many=True)
+        yield store._x("DELETE FROM sg_schema WHERE name LIKE ?", ("search:%",))
+        yield store._x("INSERT INTO sg_schema (name, version) VALUES (?, ?)", (marker, 1))
+
+    def insert_flow(self, tenant: str, key: str, first: int, records: list[dict[str, Any]]) -> Flow:
+        """Index records appended to a session from seq ``first`` on (in the append's transaction)."""
+        from session_graph.stores.sql import _Exec
+
+        if records:
+            yield _Exec(self.dialect.insert, [self._row(tenant, key, first + i, r) for i, r in enumerate(records)], many=True)
+
+    def drop_flow(self, tenant: str, key: str) -> Flow:
+        """Drop a session's rows (its messages were reset or deleted)."""
+        from session_graph.stores.sql import _Exec
+
+        if self.dialect.name == "sqlite":
+            yield _Exec(self.dialect.drop_session, (f"scope : k{_token(tenant, key)}",))
+        else:
+            yield _Exec(self.dialect.drop_session, (tenant, key))
+
+    def _row(self, tenant: str, key: str, seq: int, record: dict[str, Any]) -> tuple[Any, ...]:
+        words = " ".join(terms(record_text(record)))
+        if self.dialect.name == "sqlite":
+            return (self.dialect.scope(tenant, key), words, tenant, key, seq)
+        return (tenant, key, seq, words)
+
+    # -- searching --------------------------------------------------------------------------------
+    def _rank_flow(self, tenant: str, words: list[str], limit: int, keys: list[str] | None,
+                   since: str | None, until: str | None) -> Flow:
+        from session_graph.stores.sql import _Exec
+
+        if not words or (keys is not None and not keys):
+            return []
+        mark = self.store.dialect.mark
+        where, params = "", []
+        if keys is not None and self.dialect.name != "sqlite":
+            where += f" AND s.key IN ({', '.join([mark] * len(keys))})"
+            params.extend(keys)
+        if since is not None:
+            where += f" AND m.ts >= {mark}"
+            params.append(since)
+        if until is not None:
+            where += f" AND m.ts < {mark}"
+            params.append(until)
+        join = " JOIN sg_messages m ON m.tenant = s.tenant AND m.key = s.key AND m.seq = s.seq" if since or until else ""
+        sql = self.dialect.rank.replace("{join}", join).replace("{where}", where)
+        query = self.dialect.match(tenant, words, keys)
+        if self.dialect.name == "sqlite":
+            head = [query]
+        else:
+            head = [query, tenant]
+        rows = yield _Exec(sql, (*head, *params, limit), "all")
+        return [((k, int(s)), float(score)) for k, s, score in rows]
+
+    def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
+             since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
+        """The best ``limit`` (``(key, seq)``, score) of a tenant's messages, ranked by the database."""
+        if self.store._empty:
+            return []
+        return self.store._run(self._rank_flow(tenant, words, limit, keys, since, until))
+
+    async def arank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
+                    since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
+        """Async twin of ``rank`` (native on Postgres, a worker thread on SQLite)."""
+        runner = getattr(self.store, "_aquery", None)
+        if runner is not None:
+            return await runner([], self._rank_flow(tenant, words, limit, keys, since, until))
+        import asyncio
+
+        return await asyncio.to_thread(self.rank, tenant, words, limit, keys=keys, since=since, until=until)
+
+    def _fetch_flow(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int) -> Flow:
+        from session_graph.stores.sql import _json
+
+        plain: dict[Ref, SearchHit] = {}
+        for key, seq in refs:
+            rows = yield self.store._x(
+                "SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ? AND seq <= ?",
+                (tenant, key, seq - around, seq + around), "all")
+            for s, id_, ts, role, data in rows:
+                ref = (key, int(s))
+                if ref not in plain:
+                    text = record_text({"message": _json(data, f"{self.store._where} session {key!r} message {s}")})
+                    plain[ref] = SearchHit(key, int(s), role, text, ts, id_, score.get(ref, 0.0))
+        return _assemble(refs, plain, around)
+
+    def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
+        """The hits for ``refs``, with up to ``around`` messages either side as ``neighbours``."""
+        if self.store._empty or not refs:
+            return []
+        return self.store._run(self._fetch_flow(tenant, refs, score, around))
+
+    def count(self, tenant: str) -> int:
+        """How many messages of a tenant are indexed."""
+        if self.store._empty:
+            return 0
+        return int(self.store._run(_one(self.store._x("SELECT count(*) FROM sg_search WHERE tenant = ?", (tenant,), "one")))[0])
+
+
+def _one(step: Any) -> Flow:
+    row = yield step
+    return row
+
+
+def _assemble(refs: list[Ref], plain: dict[Ref, SearchHit], around: int) -> list[SearchHit]:
+    """The hits in the order of ``refs``, each with its neighbours from ``plain``."""
+    hits = []
+    for key, seq in refs:
+        hit = plain.get((key, seq))
+        if hit is None:
+            continue
+        if around:
+            near = tuple(plain[(key, s)] for s in range(seq - around, seq + around + 1) if s != seq and (key, s) in plain)
+            hit = SearchHit(hit.key, hit.seq, hit.role, hit.text, hit.ts, hit.message_id, hit.score, near)
+        hits.append(hit)
+    return hits
