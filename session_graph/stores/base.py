@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from session_graph._ids import utc_now
 from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
+from session_graph.retrieval.hits import SearchHit
 
 __all__ = [
     "MAX_KEY_LENGTH",
@@ -118,22 +119,6 @@ class SessionInfo:
     updated_at: str
     message_count: int
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """A message a search found: where it is (``key``, ``seq``, ``message_id``), what it says,
-    when it arrived, how well it matched (``score``: higher is better; 0 for a substring match)
-    and, when asked for, the messages around it (``neighbours``, oldest first, without the hit)."""
-
-    key: str
-    seq: int
-    role: str
-    text: str
-    ts: str
-    message_id: str | None = None
-    score: float = 0.0
-    neighbours: tuple[SearchHit, ...] = ()
 
 
 def resets(state: dict[str, Any] | None) -> int:

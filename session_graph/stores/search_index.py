@@ -29,7 +29,7 @@ import zlib
 
 from session_graph.retrieval.bm25 import Bm25Index
 from session_graph.retrieval.tokenize import TOKENIZER, terms
-from session_graph.stores.base import SearchHit
+from session_graph.retrieval.hits import SearchHit
 from session_graph.stores.files import decode_name
 
 if TYPE_CHECKING:
@@ -198,6 +198,13 @@ class JsonlSearch:
                 hit = SearchHit(hit.key, hit.seq, hit.role, hit.text, hit.ts, hit.message_id, hit.score, near)
             hits.append(hit)
         return hits
+
+    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
+        """``((key, seq), message id, ts)`` of every indexed message of a tenant (for a dense index)."""
+        with self._lock:
+            state = self._sync(tenant)
+            wanted = None if keys is None else set(keys)
+            return [(ref, w[3], w[5]) for ref, w in state.where.items() if wanted is None or ref[0] in wanted]
 
     def count(self, tenant: str) -> int:
         """How many messages of a tenant the index holds (after bringing it up to date)."""

@@ -22,7 +22,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from session_graph.retrieval.tokenize import TOKENIZER, terms
-from session_graph.stores.base import SearchHit
+from session_graph.retrieval.hits import SearchHit
 from session_graph.stores.search_index import record_text
 
 if TYPE_CHECKING:
@@ -202,6 +202,19 @@ class SqlSearch:
         if self.store._empty or not refs:
             return []
         return self.store._run(self._fetch_flow(tenant, refs, score, around))
+
+    def _documents_flow(self, tenant: str, keys: list[str] | None) -> Flow:
+        if keys is not None and not keys:
+            return []
+        mark = self.store.dialect.mark
+        where = f" AND key IN ({', '.join([mark] * len(keys))})" if keys else ""
+        rows = yield self.store._x(f"SELECT key, seq, id, ts FROM sg_messages WHERE tenant = ?{where} ORDER BY key, seq",
+                                   (tenant, *(keys or ())), "all")
+        return [((k, int(s)), i, ts) for k, s, i, ts in rows]
+
+    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
+        """``((key, seq), message id, ts)`` of every message of a tenant (for a dense index)."""
+        return [] if self.store._empty else self.store._run(self._documents_flow(tenant, keys))
 
     def count(self, tenant: str) -> int:
         """How many messages of a tenant are indexed."""
