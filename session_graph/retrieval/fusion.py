@@ -1,10 +1,12 @@
-"""Fusing rankings: reciprocal rank with a small k, or normalised scores.
+"""Fusing rankings: normalised scores (the default), or reciprocal rank.
 
-Reciprocal rank fusion (``sum 1 / (k + rank)``) with the usual k = 60 flattens the top of
-each list, so a document that only one retriever finds, however confidently, sinks below
-documents both find weakly. A small k (default 5) keeps the top of each list decisive: rank 1
-of one list (1/6) beats rank 3 of both (2/8). ``fuse_scores`` instead rescales each list's
-scores by its best score and adds them, which keeps how far ahead a strong hit is.
+Reciprocal rank fusion (``sum 1 / (k + rank)``) rewards agreement: a document two retrievers
+both rank 2nd beats one that a single retriever ranks 1st by far, whatever k (1/(k+1) <
+2/(k+2)); with the usual k = 60 the top of each list is flattened further. ``fuse_scores``
+rescales each list by its best score and adds them, so a strong single-list hit (an exact
+name the embedding misses, a paraphrase BM25 misses) keeps its place at the top; it is what
+the search pipeline uses. ``fuse_ranks`` with a small k (default 5) is there for rankings
+whose scores are not comparable (a reranker's order).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from session_graph.errors import ConfigurationError
 from session_graph.retrieval.aggregate import rank_sessions
 from session_graph.retrieval.dense import DenseIndex
-from session_graph.retrieval.fusion import fuse_ranks
+from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.rerank import Reranker, rerank_scores
 from session_graph.retrieval.tokenize import query_terms
@@ -49,7 +49,8 @@ class SearchOptions:
         dense: a ``DenseIndex`` (any LangChain ``Embeddings``) fused with the lexical ranking.
         reranker: reorders the best ``candidates`` (see ``retrieval.rerank``).
         candidates: how many lexical (and dense) candidates fusion and reranking see.
-        fusion_k: the k of reciprocal-rank fusion (small: a strong single-list hit survives).
+        dense_weight: the dense list's weight in score fusion (``retrieval.fusion.fuse_scores``:
+            each list scaled by its best score, so a strong single-list hit survives).
     """
 
     around: int = 0
@@ -58,7 +59,7 @@ class SearchOptions:
     dense: DenseIndex | None = None
     reranker: Reranker | None = None
     candidates: int = 50
-    fusion_k: int = 5
+    dense_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.around, bool) or not isinstance(self.around, int) or not 0 <= self.around <= 20:
@@ -120,7 +121,7 @@ def _ranked(source: Source, tenant: str, query: str, k: int, keys: list[str] | N
             return {(h.key, h.seq): h.text for h in source.fetch(tenant, refs, {})}
 
         dense = options.dense.search(query, documents, pool, text_of)
-        ranked = fuse_ranks([lexical, dense], k=options.fusion_k) if lexical else dense
+        ranked = fuse_scores([lexical, dense], weights=[1.0, options.dense_weight]) if lexical else dense
     if options.reranker is not None and ranked:
         head = [ref for ref, _ in ranked[:pool]]
         texts = {(h.key, h.seq): h.text for h in source.fetch(tenant, head, {})}  # type: ignore[arg-type]
