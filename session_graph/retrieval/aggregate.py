@@ -1,7 +1,7 @@
 """Session-level aggregation: which sessions a ranked list of messages points to.
 
 A session's score is its best message's score plus a decaying share of its next ones
-(``best + 0.5 * second + 0.25 * third``...): a session that answers with several messages
+(``best + 0.2 * second + 0.04 * third``): a session that answers with several messages
 ranks above one with a single, equally strong, stray mention.
 """
 
@@ -13,7 +13,7 @@ __all__ = ["rank_sessions"]
 
 
 def rank_sessions(ranked: Sequence[tuple[tuple[Hashable, int], float]], limit: int = 5, *,
-                  decay: float = 0.5, depth: int = 3) -> list[tuple[Hashable, float]]:
+                  decay: float = 0.2, depth: int = 3) -> list[tuple[Hashable, float]]:
     """Sessions of ranked ``((key, seq), score)`` pairs, best first (at most ``limit``)."""
     per: dict[Hashable, list[float]] = {}
     for (key, _), score in ranked:

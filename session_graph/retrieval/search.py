@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+import re
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -20,9 +21,9 @@ from session_graph.retrieval.dense import DenseIndex
 from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.rerank import Reranker, rerank_scores
-from session_graph.retrieval.tokenize import query_terms
+from session_graph.retrieval.tokenize import query_terms, terms
 
-__all__ = ["SearchOptions", "Source", "make_options", "search", "search_sessions", "time_bound"]
+__all__ = ["SearchOptions", "Source", "bridge_terms", "make_options", "search", "search_sessions", "time_bound"]
 
 Ref = tuple[str, int]
 
@@ -49,6 +50,8 @@ class SearchOptions:
         dense: a ``DenseIndex`` (any LangChain ``Embeddings``) fused with the lexical ranking.
         reranker: reorders the best ``candidates`` (see ``retrieval.rerank``).
         candidates: how many lexical (and dense) candidates fusion and reranking see.
+        bridge: the weight of a second lexical pass for the names in the best hit (multi-hop
+            questions; ``bridge_terms``), fused by score; 0 turns it off (one index query).
         dense_weight: the dense list's weight in score fusion (``retrieval.fusion.fuse_scores``:
             each list scaled by its best score, so a strong single-list hit survives).
     """
@@ -60,6 +63,7 @@ class SearchOptions:
     reranker: Reranker | None = None
     candidates: int = 50
     dense_weight: float = 1.0
+    bridge: float = 0.5
 
     def __post_init__(self) -> None:
         if isinstance(self.around, bool) or not isinstance(self.around, int) or not 0 <= self.around <= 20:
@@ -112,6 +116,8 @@ def _ranked(source: Source, tenant: str, query: str, k: int, keys: list[str] | N
     words = query_terms(query)
     pool = max(k, options.candidates) if (options.dense is not None or options.reranker is not None) else k
     lexical = source.rank(tenant, words, pool, keys=keys, since=since, until=until) if words else []
+    if options.bridge and lexical:
+        lexical = _bridged(source, tenant, words, lexical, pool, keys, since, until, options.bridge)
     ranked: list[tuple[Hashable, float]] = list(lexical)
     if options.dense is not None:
         documents = [d for d in source.documents(tenant, keys)
@@ -129,6 +135,34 @@ def _ranked(source: Source, tenant: str, query: str, k: int, keys: list[str] | N
         scores = rerank_scores(options.reranker, query, [texts[ref] for ref in head])
         ranked = sorted(zip(head, scores, strict=True), key=lambda pair: -pair[1])
     return ranked  # type: ignore[return-value]
+
+
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][\w'-]*[a-z][\w'-]*|[A-Z]{2,}\w*)")
+
+
+def bridge_terms(text: str, words: list[str]) -> list[str]:
+    """Terms of the names and titles in ``text`` (capitalised words not opening a sentence) that
+    ``words`` does not have: what links a hit to the evidence a multi-hop question also needs."""
+    found: list[str] = []
+    for line in text.splitlines():
+        for match in _NAME.finditer(line.strip()):
+            found.extend(t for t in terms(match.group(1)) if t not in words and t not in found)
+    return found[:6]
+
+
+def _bridged(source: Source, tenant: str, words: list[str], lexical: list[tuple[Ref, float]], pool: int,
+             keys: list[str] | None, since: str | None, until: str | None, weight: float) -> list[tuple[Ref, float]]:
+    """One hop of pseudo-relevance feedback: the names in the best hit, searched on their own,
+    fused (``weight``) with the first ranking, so a question whose answer is two facts apart
+    ("the city where I finished the book Priya recommended") finds the second one too."""
+    top = source.fetch(tenant, [lexical[0][0]], {})
+    extra = bridge_terms(top[0].text, words) if top else []
+    if not extra:
+        return lexical
+    second = source.rank(tenant, extra + words, pool, keys=keys, since=since, until=until)
+    best = lexical[0][1]
+    fused = fuse_scores([lexical, second], weights=[1.0, weight])
+    return [(ref, score * best) for ref, score in fused]  # type: ignore[misc]
 
 
 def search(source: Source, tenant: str, query: str, k: int = 10, *, keys: list[str] | None = None,
