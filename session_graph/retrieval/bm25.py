@@ -145,7 +145,7 @@ class Bm25Index:
             self._alive_array = np.asarray(self._alive, dtype=bool)
         average = self._total / self._count or 1.0
         scores = np.zeros(n, dtype=np.float64)
-        touched = False
+        hit: list[np.ndarray] = []
         for term in dict.fromkeys(query):
             df = self._df.get(term, 0)
             if df <= 0:
@@ -157,23 +157,25 @@ class Bm25Index:
             idf = math.log(1 + (self._count - df + 0.5) / (df + 0.5))
             norm = self.k1 * (1 - self.b + self.b * self._length_array[docs] / average)
             scores[docs] += idf * tf * (self.k1 + 1) / (tf + norm)
-            touched = True
-        if not touched:
+            hit.append(docs)
+        if not hit:
             return []
-        keep = self._alive_array
+        # rank only the documents the terms touched (far fewer than all, for a selective query)
+        candidates = np.unique(np.concatenate(hit)) if sum(len(h) for h in hit) < n // 4 else np.arange(n)
+        keep = self._alive_array[candidates]
         if owners is not None:
             codes = [self._owner_codes[o] for o in owners if o in self._owner_codes]
-            keep = keep & np.isin(self._owner_array, np.asarray(codes, dtype=np.int64))  # type: ignore[operator]
+            keep = keep & np.isin(self._owner_array[candidates], np.asarray(codes, dtype=np.int64))  # type: ignore[operator]
         if allow is not None:
-            keep = keep & allow[:n]
-        scores = np.where(keep, scores, 0.0)
-        found = int(np.count_nonzero(scores))
-        if not found:
+            keep = keep & allow[:n][candidates]
+        candidates = candidates[keep & (scores[candidates] > 0)]
+        if not len(candidates):
             return []
-        take = min(limit, found)
-        top = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self._keys[d], float(scores[d])) for d in top[:take] if scores[d] > 0]
+        values = scores[candidates]
+        take = min(limit, len(candidates))
+        top = np.argpartition(-values, take - 1)[:take] if take < len(candidates) else np.arange(len(candidates))
+        top = top[np.lexsort((candidates[top], -values[top]))]  # best first; ties: the older document first
+        return [(self._keys[d], float(scores[d])) for d in candidates[top]]
 
     def mask(self, keep: Iterable[bool]) -> np.ndarray:
         """A boolean mask by document id (for ``search(allow=...)``) from one flag per id."""

@@ -24,6 +24,7 @@ import logging
 import os
 from pathlib import Path
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 import zlib
 
@@ -44,6 +45,7 @@ __all__ = ["JsonlSearch", "record_text", "terms_path"]
 
 log = logging.getLogger("session_graph")
 _HEADER = "sg-search-1"
+_FRESH = 0.005  # seconds a check of the files stays good for (a search's second pass reuses it)
 Ref = tuple[str, int]
 
 
@@ -103,6 +105,7 @@ class _Session:
     end: int = 0  # bytes of the log the index covers
     seq: int = 0  # the next seq expected
     identity: tuple[int, int] = (0, 0)  # (device, inode) of the terms file applied
+    log_inode: int = 0
 
 
 @dataclass
@@ -111,6 +114,8 @@ class _Tenant:
     sessions: dict[str, _Session] = field(default_factory=dict)  # by log file name
     where: dict[Ref, tuple[str, int, int, str | None, str, str]] = field(default_factory=dict)  # name, offset, bytes, id, role, ts
     times: list[str] = field(default_factory=list)  # ts by document id
+    synced: float = -1.0  # time.monotonic() of the last check of the files
+    appends: int = 0  # JsonlSearch._appends at that check
 
 
 class JsonlSearch:
@@ -120,6 +125,7 @@ class JsonlSearch:
         self.store = store
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
+        self._appends = 0  # saves through this store (a search after one always checks the files)
 
     # -- writing (under the session's lock) -------------------------------------------------------
     def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
@@ -130,6 +136,7 @@ class JsonlSearch:
         next search.
         """
         path = terms_path(log_path)
+        self._appends += 1
         try:
             if start == 0:
                 out = [_line({"h": _HEADER, "tokenizer": TOKENIZER, "key": key})]
@@ -227,26 +234,34 @@ class JsonlSearch:
     # -- keeping the in-memory index up to date ---------------------------------------------------
     def _sync(self, tenant: str) -> _Tenant:
         state = self._tenants.setdefault(tenant, _Tenant())
+        now = time.monotonic()
+        if now - state.synced < _FRESH and state.appends == self._appends:
+            return state  # checked a moment ago (a search's second pass) and nothing was saved here since
+        state.synced, state.appends = now, self._appends
         folder = self.store._dir(tenant)
-        logs: dict[str, int] = {}
+        logs: dict[str, tuple[int, int]] = {}
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     name = entry.name
                     if name.endswith(".jsonl") and not name.endswith(".quarantine.jsonl") and not name.startswith("."):
-                        logs[name] = entry.stat().st_size
+                        logs[name] = (entry.stat().st_size, entry.inode())
         except FileNotFoundError:
             pass
         for name in [n for n in state.sessions if n not in logs]:
             self._drop(state, name)
-        for name, size in logs.items():
+        for name, (size, inode) in logs.items():
             session = state.sessions.get(name)
-            if session is not None and session.end == size and _same_file(folder / name, session):
-                continue
+            if session is not None and session.end == size and session.log_inode == inode:
+                continue  # (a terms file another process rebuilt since says the same: it is derived from this log)
+            if session is not None and session.log_inode not in (0, inode):
+                self._drop(state, name)  # deleted and written again by another process
             try:
                 self._catch_up(tenant, state, folder, name, size)
             except _Damaged as damage:
                 self._rebuild(tenant, state, folder, name, str(damage))
+            if name in state.sessions:
+                state.sessions[name].log_inode = inode
         return state
 
     def _catch_up(self, tenant: str, state: _Tenant, folder: Path, name: str, size: int) -> None:
@@ -420,14 +435,6 @@ def _end_of(path: Path) -> int | None:
         return 0
     offset, length = document.get("o"), document.get("n")
     return offset + length if isinstance(offset, int) and isinstance(length, int) else None
-
-
-def _same_file(log_path: Path, session: _Session) -> bool:
-    try:
-        stat = terms_path(log_path).stat()
-    except FileNotFoundError:
-        return False
-    return (stat.st_dev, stat.st_ino) == session.identity
 
 
 def _unlink(path: Path) -> None:

@@ -4,8 +4,9 @@
   key and seq, unindexed), ranked by FTS5's ``bm25()``. ``terms`` holds the retrieval terms
   (``retrieval.tokenize``: stems, CJK characters and bigrams, date tokens) separated by
   spaces, so FTS5's ``unicode61`` tokenizer splits exactly where ours did and CJK works.
-  ``scope`` holds a tenant token and a session token, so a query is limited to a tenant (or
-  some of its sessions) inside the full-text match itself.
+  Each term is prefixed with a token of the tenant, so a tenant's terms are its own (its own
+  statistics, and no tenant-wide list to intersect per query); ``scope`` holds a token of the
+  session, so a search of some sessions is limited inside the full-text match itself.
 - Postgres: a table ``sg_search`` with a ``tsvector`` of the same terms (``simple``
   configuration: no second stemming), a GIN index, ranked by ``ts_rank_cd``.
 
@@ -52,13 +53,19 @@ def _token(*parts: str) -> str:
 
 class _Sqlite(SqlSearchDialect):
     def scope(self, tenant: str, key: str) -> str:
-        return f"t{_token(tenant)} k{_token(tenant, key)}"
+        return f"k{_token(tenant, key)}"
+
+    def words(self, tenant: str, words: list[str]) -> str:
+        """Terms as indexed: each prefixed with the tenant's token, so a tenant's terms are its own
+        (its own document frequencies, no intersection with a tenant-wide list per query)."""
+        prefix = f"t{_token(tenant)[:12]}x"
+        return " ".join(prefix + w for w in words)
 
     def match(self, tenant: str, words: list[str], keys: list[str] | None) -> str:
-        scope = f"t{_token(tenant)}"
+        query = "terms : (" + " OR ".join(f'"{w}"' for w in self.words(tenant, words).split()) + ")"
         if keys is not None:
-            scope += " AND (" + " OR ".join(f"k{_token(tenant, k)}" for k in keys) + ")"
-        return "scope : (" + scope + ") AND terms : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+            query = "scope : (" + " OR ".join(f"k{_token(tenant, k)}" for k in keys) + ") AND " + query
+        return query
 
 
 class _Postgres(SqlSearchDialect):
@@ -102,7 +109,7 @@ class SqlSearch:
         store = self.store
         for statement in self.dialect.tables:
             yield _Exec(statement)
-        marker = f"search:{TOKENIZER}"
+        marker = f"search:{TOKENIZER}:{self.dialect.name}-2"
         row = yield store._x("SELECT version FROM sg_schema WHERE name = ?", (marker,), "one")
         counts = yield _Exec("SELECT (SELECT count(*) FROM sg_messages), (SELECT count(*) FROM sg_search)", (), "one")
         if row is not None and int(counts[0]) == int(counts[1]):
@@ -132,10 +139,10 @@ class SqlSearch:
             yield _Exec(self.dialect.drop_session, (tenant, key))
 
     def _row(self, tenant: str, key: str, seq: int, record: dict[str, Any]) -> tuple[Any, ...]:
-        words = " ".join(terms(record_text(record)))
-        if self.dialect.name == "sqlite":
-            return (self.dialect.scope(tenant, key), words, tenant, key, seq)
-        return (tenant, key, seq, words)
+        found = terms(record_text(record))
+        if isinstance(self.dialect, _Sqlite):
+            return (self.dialect.scope(tenant, key), self.dialect.words(tenant, found), tenant, key, seq)
+        return (tenant, key, seq, " ".join(found))
 
     # -- searching --------------------------------------------------------------------------------
     def _rank_flow(self, tenant: str, words: list[str], limit: int, keys: list[str] | None,
