@@ -251,8 +251,8 @@ def _p(values: list[float], q: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=50)
-    parser.add_argument("--turns", type=int, default=20, help="user/assistant turns per session")
+    parser.add_argument("--sessions", type=int, default=80)
+    parser.add_argument("--turns", type=int, default=30, help="user/assistant turns per session")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="skip the 100,000-message size")
     parser.add_argument("--queries", type=int, default=100)

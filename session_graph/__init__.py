@@ -25,6 +25,8 @@ from session_graph.memo import ModelMemoUpdater
 from session_graph.messages import to_message
 from session_graph.policy import Decision, default_policy
 from session_graph.resize_run import ResizeEvent
+from session_graph.retrieval.dense import DenseIndex
+from session_graph.retrieval.search import SearchOptions
 from session_graph.session import Session
 from session_graph.settings import DEFAULT_MEMO_INSTRUCT, Limits, SessionSettings
 from session_graph.sizing import message_chars
@@ -67,6 +69,7 @@ __all__ = [
     "ConfigurationError",
     "CostRules",
     "Decision",
+    "DenseIndex",
     "DocumentError",
     "DocumentTypeError",
     "GraphDrawing",
@@ -87,6 +90,7 @@ __all__ = [
     "ResizeEvent",
     "ResizeTrace",
     "SearchHit",
+    "SearchOptions",
     "Session",
     "SessionGraphError",
     "SessionInfo",

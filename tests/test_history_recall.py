@@ -94,7 +94,8 @@ def test_search_history_tool_across_sessions_within_budget_and_tenant(tmp_path: 
 
 def test_middleware_gives_the_model_recalled_messages_and_the_tool() -> None:
     session = folded("memo")
-    middleware = SessionMiddleware(session)
+    assert SessionMiddleware(Session()).tools == []  # the tool is opt-in: a model that cannot bind tools still works
+    middleware = SessionMiddleware(session, history=HistoryRecall(tool=True))
     assert [t.name for t in middleware.tools] == ["search_history"]
     llm = model(iter([AIMessage(content="In June.")]))
     agent = create_agent(llm, tools=[lookup, *middleware.tools], middleware=[middleware], checkpointer=InMemorySaver(),

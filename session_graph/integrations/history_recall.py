@@ -40,6 +40,8 @@ class HistoryRecall:
             session's token budget).
         around: messages either side of each recalled one.
         lite: recall in lite mode too (off by default there).
+        tool: give the agent the ``search_history`` tool (``SessionMiddleware``; off by default,
+            since an agent whose model cannot bind tools would fail with one added).
         tool_chars: the character budget of the ``search_history`` tool's answers.
     """
 
@@ -47,6 +49,7 @@ class HistoryRecall:
     chars: int = 1200
     around: int = 0
     lite: bool = False
+    tool: bool = False
     tool_chars: int = 2000
 
     def __post_init__(self) -> None:

@@ -49,8 +49,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         recall_chars: the most characters recalled memories take.
         history: recall from the whole history (``HistoryRecall``): before each model call the
             evicted messages most relevant to the newest user message join the system message
-            (memo and summary modes; lite mode with ``HistoryRecall(lite=True)``), and the agent
-            gets the tool ``search_history``. None: neither.
+            (memo and summary modes; lite mode with ``HistoryRecall(lite=True)``); with
+            ``HistoryRecall(tool=True)`` the agent also gets the tool ``search_history``. None: off.
         **options: ``manager`` (one session per ``thread_id``, from its store), ``key_prefix``,
             ``on_memory_error``, ``share_across_threads``: see ``SessionBinding``.
     """
@@ -73,7 +73,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
             raise ConfigurationError(f"history must be a HistoryRecall or None, got {type(history).__name__}.")
         self.history = history
         self.tools = memory_tools(memory) if memory is not None else []
-        if history is not None:
+        if history is not None and history.tool:
             self.tools.extend(history_tools(self.binding, history))
 
     # -- before each model call: the step, then a state of one turn ----------------------------
