@@ -8,7 +8,10 @@
   statistics, and no tenant-wide list to intersect per query); ``scope`` holds a token of the
   session, so a search of some sessions is limited inside the full-text match itself.
 - Postgres: a table ``sg_search`` with a ``tsvector`` of the same terms (``simple``
-  configuration: no second stemming), a GIN index, ranked by ``ts_rank_cd``.
+  configuration: no second stemming) and a GIN index; a query is ranked in the database by
+  the sum over its terms of the term's idf (from GIN counts among the tenant's messages) times
+  ``ts_rank`` of the term (its frequency, normalised by the message's length): ``ts_rank_cd``
+  alone has no idf and ranks a common word like a rare name.
 
 Rows are written in the transaction that appends the messages (O(new messages)), dropped
 with them on ``reset`` and ``delete``. At open, an index made by another tokenizer version, or
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from session_graph.retrieval.tokenize import TOKENIZER, terms
@@ -89,8 +93,8 @@ POSTGRES_SEARCH = _Postgres(
      "CREATE INDEX IF NOT EXISTS sg_search_terms ON sg_search USING GIN (terms)"),
     "INSERT INTO sg_search (tenant, key, seq, terms) VALUES (%s, %s, %s, to_tsvector('simple', %s))",
     "DELETE FROM sg_search WHERE tenant = %s AND key = %s",
-    "SELECT s.key, s.seq, ts_rank_cd(s.terms, q) AS score FROM sg_search s{join}, to_tsquery('simple', %s) q"
-    " WHERE s.tenant = %s AND s.terms @@ q{where} ORDER BY score DESC LIMIT %s",
+    "SELECT s.key, s.seq, {score} AS score FROM sg_search s{join}, to_tsquery('simple', %s) q"
+    " WHERE s.tenant = %s AND s.terms @@ q{where} ORDER BY score DESC, s.key, s.seq LIMIT %s",
 )
 
 
@@ -166,11 +170,28 @@ class SqlSearch:
         sql = self.dialect.rank.replace("{join}", join).replace("{where}", where)
         query = self.dialect.match(tenant, words, keys)
         if self.dialect.name == "sqlite":
-            head = [query]
+            rows = yield _Exec(sql, (query, *params, limit), "all")
         else:
-            head = [query, tenant]
-        rows = yield _Exec(sql, (*head, *params, limit), "all")
+            weights = yield from self._idf_flow(tenant, words)
+            if not weights:
+                return []
+            score = " + ".join("%s * ts_rank(s.terms, to_tsquery('simple', %s), 1)" for _ in weights)
+            sql = sql.replace("{score}", score)
+            terms_params = [v for word, idf in weights for v in (idf, f"'{word}'")]
+            rows = yield _Exec(sql, (*terms_params, query, tenant, *params, limit), "all")
         return [((k, int(s)), float(score)) for k, s, score in rows]
+
+    def _idf_flow(self, tenant: str, words: list[str]) -> Flow:
+        """Postgres: each query term's BM25 idf among the tenant's messages (GIN counts), since
+        ``ts_rank`` alone weighs a common word like a rare name; terms no message has are dropped."""
+        from session_graph.stores.sql import _Exec
+
+        counts = " , ".join("(SELECT count(*) FROM sg_search WHERE tenant = %s AND terms @@ to_tsquery('simple', %s))"
+                            for _ in words)
+        row = yield _Exec(f"SELECT (SELECT COALESCE(sum(message_count), 0) FROM sg_sessions WHERE tenant = %s), {counts}",
+                          (tenant, *[v for w in words for v in (tenant, f"'{w}'")]), "one")
+        total = max(int(row[0]), 1)
+        return [(w, math.log(1 + (total - int(df) + 0.5) / (int(df) + 0.5))) for w, df in zip(words, row[1:], strict=True) if int(df)]
 
     def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
              since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
