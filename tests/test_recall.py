@@ -254,3 +254,79 @@ def test_score_fusion_keeps_a_strong_single_list_hit() -> None:
     assert [item for item, _ in fuse_scores([lexical, dense])][:2] == ["solo", "x"]
     assert fuse_ranks([lexical, dense])[0][0] == "both-a"  # rank fusion rewards agreement instead
     assert fuse_ranks([lexical, dense], k=1)[1][0] == "solo"  # a small k keeps a list's top close behind
+
+
+# -- dense retrieval and reranking: what our code does with the models' replies ----------------------
+class ConceptEmbeddings:
+    """A tiny LangChain-style Embeddings: one dimension per concept, synonyms share one."""
+
+    concepts = {"mov": 0, "relocat": 0, "sofa": 1, "porto": 2, "spring": 3, "weather": 4}
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * 5
+        for term in terms(text):
+            if term in self.concepts:
+                vector[self.concepts[term]] += 1.0
+        return vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += len(texts)
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_dense_retrieval_finds_a_synonym_and_embeds_each_message_once(kind: str, tmp_path: Path) -> None:
+    from session_graph import DenseIndex
+
+    manager = SessionManager(make_store(kind, tmp_path), tenant=fresh_tenant())
+    session = manager.get_or_create("s")
+    for text in ["My friend helped me move the sofa upstairs.", "I'm relocating to Porto in the spring.", "Nice weather today."]:
+        session.append_message({"role": "user", "content": text})
+    manager.save(session)
+    assert [h.seq for h in manager.search("Where am I moving?")] == [0]  # BM25 alone: only the word form
+    embeddings = ConceptEmbeddings()
+    dense = DenseIndex(embeddings)
+    hits = manager.search("Where am I moving?", k=2, dense=dense)
+    assert {h.seq for h in hits} == {0, 1}
+    manager.search("moving", dense=dense)
+    assert embeddings.calls == 3  # the second search embedded nothing again
+
+
+def test_dense_index_rejects_a_bad_model_reply() -> None:
+    from session_graph import DenseIndex
+
+    class Short(ConceptEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0]]  # one vector for many texts
+
+    session = Session()
+    for text in ("a move", "a sofa"):
+        session.append_message({"role": "user", "content": text})
+    with pytest.raises(ConfigurationError, match="1 vectors for 2 texts"):
+        session.search("move", dense=DenseIndex(Short()))
+    with pytest.raises(ConfigurationError, match="not a LangChain Embeddings"):
+        DenseIndex(object())
+
+
+def test_reranker_orders_the_candidates_and_bad_replies_are_named() -> None:
+    session = Session()
+    for text in ("billing failed on Friday", "billing works again", "billing meeting moved"):
+        session.append_message({"role": "user", "content": text})
+    by_length = session.search("billing", reranker=lambda query, texts: [len(t) for t in texts])
+    assert [h.text for h in by_length] == ["billing failed on Friday", "billing meeting moved", "billing works again"]
+
+    class CrossEncoder:
+        def predict(self, pairs: list[tuple[str, str]]) -> list[float]:
+            return [1.0 if "works" in text else 0.0 for _, text in pairs]
+
+    assert session.search("billing", k=1, reranker=CrossEncoder())[0].text == "billing works again"
+    with pytest.raises(ConfigurationError, match="returned 1 scores for 3 texts"):
+        session.search("billing", reranker=lambda query, texts: [1.0])
+    with pytest.raises(ConfigurationError, match="not a list of numbers"):
+        session.search("billing", reranker=lambda query, texts: ["high", "low", "mid"])
