@@ -330,3 +330,33 @@ def test_reranker_orders_the_candidates_and_bad_replies_are_named() -> None:
         session.search("billing", reranker=lambda query, texts: [1.0])
     with pytest.raises(ConfigurationError, match="not a list of numbers"):
         session.search("billing", reranker=lambda query, texts: ["high", "low", "mid"])
+
+
+def test_a_read_only_store_searches_without_writing(tmp_path: Path) -> None:
+    root = tmp_path / "j"
+    fill(SessionManager(JsonlStore(root)))
+    for path in root.rglob("*.terms"):
+        path.unlink()
+    for path in root.rglob("*.lock"):
+        path.unlink()
+    before = sorted(p.name for p in root.rglob("*"))
+    reader = SessionManager(JsonlStore(root, create=False))
+    assert reader.search("lease viewings", k=1)[0].key == "trip"
+    assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def test_cli_search_is_ranked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from session_graph.cli import main
+
+    fill(SessionManager(tmp_path / "j"))
+    assert main(["sessions", "--store", str(tmp_path / "j"), "search", "lease viewings", "-k", "1", "--around", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("trip#2\t") and lines[0].startswith("  trip#1") and lines[2].startswith("  trip#3")
+
+
+def test_async_search_matches_sync(tmp_path: Path) -> None:
+    import asyncio
+
+    manager = SessionManager(tmp_path / "j")
+    fill(manager)
+    assert asyncio.run(manager.asearch("lease viewings", 3, around=1)) == manager.search("lease viewings", 3, around=1)

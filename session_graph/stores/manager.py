@@ -390,6 +390,12 @@ class SessionManager(SessionInterop):
         return search(self._search_source(), self.tenant, query, k, keys=None if key is None else [key],
                       options=make_options(options, settings))
 
+    async def asearch(self, query: str, k: int = 10, **options: Any) -> list[SearchHit]:
+        """Async twin of ``search`` (run in a worker thread, so the event loop never waits on the index)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.search, query, k, **options)
+
     def search_sessions(self, query: str, k: int = 5, *, options: Any = None, **settings: Any) -> list[tuple[str, float]]:
         """The ``k`` stored sessions of this tenant that best match ``query``, as ``(key, score)``."""
         from session_graph.retrieval.search import make_options, search_sessions

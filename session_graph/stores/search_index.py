@@ -19,6 +19,7 @@ search never pages a session's middle into memory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import contextlib
 import json
 import logging
 import os
@@ -327,7 +328,7 @@ class JsonlSearch:
     def _complete(self, tenant: str, state: _Tenant, folder: Path, name: str) -> None:
         """Index the log lines past the terms file's end, under the session's lock."""
         session = state.sessions[name]
-        with self.store._locked(tenant, session.key or _key_of(folder, name)):
+        with self._writing(tenant, session.key or _key_of(folder, name)):
             path = terms_path(folder / name)
             with open(path, "rb") as handle:  # another writer may have caught up meanwhile
                 handle.seek(session.consumed)
@@ -335,8 +336,12 @@ class JsonlSearch:
             self._apply(state, name, session, chunk[: chunk.rfind(b"\n") + 1])
             out = list(_scan(folder / name, session.end, session.seq))
             if out:
-                with open(path, "ab") as handle:
-                    handle.write(b"".join(out))
+                if self.store.create:
+                    try:
+                        with open(path, "ab") as handle:
+                            handle.write(b"".join(out))
+                    except OSError as error:
+                        log.warning("could not extend the search index %s (%s); searching from memory", path, error)
                 self._apply(state, name, session, b"".join(out))
             log.info("search index of %s caught up with %d log line(s)", folder / name, len(out))
 
@@ -345,22 +350,30 @@ class JsonlSearch:
         self._drop(state, name)
         session = _Session(key="")
         key = _key_of(folder, name)
-        with self.store._locked(tenant, key):
+        with self._writing(tenant, key):
             log_path = folder / name
             if not log_path.exists():
                 return
             path = terms_path(log_path)
             if why != "missing":
                 log.warning("the search index %s is %s; rebuilding it from %s", path, why, log_path)
-            temporary = path.with_name(path.name + ".tmp")
             lines = [_line({"h": _HEADER, "tokenizer": TOKENIZER, "key": key}), *_scan(log_path, 0, 0)]
-            with open(temporary, "wb") as handle:
-                handle.write(b"".join(lines))
-            os.replace(temporary, path)
-            stat = path.stat()
-            session.identity = (stat.st_dev, stat.st_ino)
+            if self.store.create:  # a store opened for reading only indexes in memory and writes nothing
+                temporary = path.with_name(path.name + ".tmp")
+                try:
+                    with open(temporary, "wb") as handle:
+                        handle.write(b"".join(lines))
+                    os.replace(temporary, path)
+                    stat = path.stat()
+                    session.identity = (stat.st_dev, stat.st_ino)
+                except OSError as error:
+                    log.warning("could not write the search index %s (%s); searching from memory", path, error)
             self._apply(state, name, session, b"".join(lines))
             state.sessions[name] = session
+
+    def _writing(self, tenant: str, key: str) -> Any:
+        """The session's lock, when this store may write (a read-only one takes none: it writes nothing)."""
+        return self.store._locked(tenant, key) if self.store.create else contextlib.nullcontext()
 
     def _drop(self, state: _Tenant, name: str) -> None:
         session = state.sessions.pop(name, None)
