@@ -24,6 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from session_graph.retrieval.tokenize import TOKENIZER, terms
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["POSTGRES_SEARCH", "SQLITE_SEARCH", "SqlSearch", "SqlSearchDialect"]
 
 Ref = tuple[str, int]
+_DF_SECONDS = 60.0
 
 
 class SqlSearchDialect:
@@ -104,6 +107,8 @@ class SqlSearch:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.dialect: SqlSearchDialect = store.search_dialect
+        self._df: dict[tuple[str, str], tuple[int, float]] = {}  # (tenant, term) -> (messages with it, when counted)
+        self._df_lock = threading.Lock()
 
     # -- flows the store's own operations run -----------------------------------------------------
     def setup_flow(self) -> Flow:
@@ -172,26 +177,49 @@ class SqlSearch:
         if self.dialect.name == "sqlite":
             rows = yield _Exec(sql, (query, *params, limit), "all")
         else:
-            weights = yield from self._idf_flow(tenant, words)
+            weights, total = yield from self._idf_flow(tenant, words)
             if not weights:
                 return []
             score = " + ".join("%s * ts_rank(s.terms, to_tsquery('simple', %s), 1)" for _ in weights)
             sql = sql.replace("{score}", score)
-            terms_params = [v for word, idf in weights for v in (idf, f"'{word}'")]
+            terms_params = [v for word, idf, _ in weights for v in (idf, f"'{word}'")]
+            # match on the selective terms only, when there are some: a message with none of them
+            # could only rank on common words, and scoring every such row is what costs
+            rare = [w for w, _, df in weights if df <= max(50, total // 20)]
+            query = self.dialect.match(tenant, rare or [w for w, _, _ in weights], keys)
             rows = yield _Exec(sql, (*terms_params, query, tenant, *params, limit), "all")
+            if rare and len(rare) < len(weights) and not rows:  # none (a time or session filter): every term
+                query = self.dialect.match(tenant, [w for w, _, _ in weights], keys)
+                rows = yield _Exec(sql, (*terms_params, query, tenant, *params, limit), "all")
         return [((k, int(s)), float(score)) for k, s, score in rows]
 
     def _idf_flow(self, tenant: str, words: list[str]) -> Flow:
         """Postgres: each query term's BM25 idf among the tenant's messages (GIN counts), since
-        ``ts_rank`` alone weighs a common word like a rare name; terms no message has are dropped."""
+        ``ts_rank`` alone weighs a common word like a rare name; terms no message has are dropped.
+
+        Counting a common term's messages is the slow part of a query (a bitmap heap scan of
+        all of them), so counts are kept for ``_DF_SECONDS`` per (tenant, term) in the process:
+        a document frequency a minute old ranks as well as an exact one.
+        """
         from session_graph.stores.sql import _Exec
 
-        counts = " , ".join("(SELECT count(*) FROM sg_search WHERE tenant = %s AND terms @@ to_tsquery('simple', %s))"
-                            for _ in words)
-        row = yield _Exec(f"SELECT (SELECT COALESCE(sum(message_count), 0) FROM sg_sessions WHERE tenant = %s), {counts}",
-                          (tenant, *[v for w in words for v in (tenant, f"'{w}'")]), "one")
+        now = time.monotonic()
+        with self._df_lock:
+            known = {w: self._df[(tenant, w)][0] for w in words
+                     if (tenant, w) in self._df and now - self._df[(tenant, w)][1] < _DF_SECONDS}
+        missing = [w for w in words if w not in known]
+        counts = "".join(", (SELECT count(*) FROM sg_search WHERE tenant = %s AND terms @@ to_tsquery('simple', %s))"
+                         for _ in missing)
+        row = yield _Exec(f"SELECT (SELECT COALESCE(sum(message_count), 0) FROM sg_sessions WHERE tenant = %s){counts}",
+                          (tenant, *[v for w in missing for v in (tenant, f"'{w}'")]), "one")
         total = max(int(row[0]), 1)
-        return [(w, math.log(1 + (total - int(df) + 0.5) / (int(df) + 0.5))) for w, df in zip(words, row[1:], strict=True) if int(df)]
+        with self._df_lock:
+            for word, df in zip(missing, row[1:], strict=True):
+                known[word] = int(df)
+                self._df[(tenant, word)] = (int(df), now)
+            if len(self._df) > 100_000:
+                self._df.clear()
+        return [(w, math.log(1 + (total - known[w] + 0.5) / (known[w] + 0.5)), known[w]) for w in words if known[w]], total
 
     def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
              since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+import functools
 import json
 from pathlib import Path
 import sqlite3
@@ -134,7 +135,7 @@ class SqlStore(StoreBase):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._where!r})"
 
-    @property
+    @functools.cached_property
     def search_index(self) -> SqlSearch:
         """Ranked search, inside the database (``stores.search_sql``)."""
         return SqlSearch(self)
