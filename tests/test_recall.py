@@ -360,3 +360,19 @@ def test_async_search_matches_sync(tmp_path: Path) -> None:
     manager = SessionManager(tmp_path / "j")
     fill(manager)
     assert asyncio.run(manager.asearch("lease viewings", 3, around=1)) == manager.search("lease viewings", 3, around=1)
+
+
+def test_a_torn_terms_line_is_replaced_when_the_index_catches_up(tmp_path: Path) -> None:
+    root = tmp_path / "j"
+    manager = SessionManager(JsonlStore(root))
+    fill(manager)
+    path = terms_path(next(root.rglob("trip.jsonl")))
+    whole = path.read_bytes()
+    path.write_bytes(whole[: whole.rfind(b"\n", 0, len(whole) - 1) + 20])  # the last line torn mid-write
+    session = manager.get_or_create("trip")
+    session.append_message({"role": "user", "content": "The landlord fixed the heating."})
+    manager.save(session)  # the terms file is behind: this save leaves it to the next search
+    assert manager.search("landlord heating", k=1)[0].seq == 4
+    assert manager.search("signed lease viewings", k=1)[0].seq == 2
+    assert all(line[9:10] == b"{" for line in path.read_bytes().splitlines())  # no merged, torn line left
+    assert JsonlStore(root).search_index.stats("default") == _rebuilt(root, "default", [])[0]

@@ -378,6 +378,8 @@ class SessionManager(SessionInterop):
         """
         from session_graph.retrieval.search import make_options, search
 
+        if "limit" in settings:  # the name ``k`` had before ranking
+            k = settings.pop("limit")
         if key is not None:
             check_key(key)
         if mode == "substring":

@@ -338,7 +338,9 @@ class JsonlSearch:
             if out:
                 if self.store.create:
                     try:
-                        with open(path, "ab") as handle:
+                        with open(path, "r+b") as handle:  # past a torn last line (a crash mid-append), if any
+                            handle.truncate(session.consumed)
+                            handle.seek(session.consumed)
                             handle.write(b"".join(out))
                     except OSError as error:
                         log.warning("could not extend the search index %s (%s); searching from memory", path, error)
