@@ -35,11 +35,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from recall_data import Benchmark, generate  # noqa: E402
+from recall_data import Benchmark, generate
 
-from session_graph import SessionManager  # noqa: E402
-from session_graph.retrieval.tokenize import terms  # noqa: E402
-from session_graph.stores import JsonlStore, PostgresStore, SqliteStore  # noqa: E402
+from session_graph import SessionManager
+from session_graph.retrieval.tokenize import terms
+from session_graph.stores import JsonlStore, PostgresStore, SqliteStore
 
 
 def _stores(root: Path, name: str) -> dict[str, Any]:

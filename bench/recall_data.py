@@ -24,24 +24,15 @@ import random
 
 __all__ = ["Benchmark", "Question", "generate"]
 
-NAMES = """Emma Priya Marco Aiko Lukas Sofia Omar Chloe Mateo Hana Noah Zara Felix Ines Kenji Leila Oscar Maya Tariq Greta
-Ravi Elena Jonas Amara Diego Yuki Nadia Hugo Lina Samir Ada Bruno Carmen Dmitri Esther Farid Gemma Hector Ida Javier
-Kaia Lorenzo Mira Nils Olga Pablo Quinn Rosa Stefan Tomas Ursula Viktor Wanda Xavier Yara Zoltan Alba Boris Clara
-Dario Elif Fatima Gustav Helga Igor Jana Karim Lotte Milan Nora Otto Paula Rafael Selma Timo Uma Vera Wilhelm Yusuf
-Zofia Anouk Basil Celine Dafne Emil Flora Gideon Hilde Ivo Jasper Kira Leon Magnus Nina Orla Pedro Rhea Silas Thea
-Ugo Valentina Wim Xenia Yannick Zeno Agnes Benedikt Cosima Dorian Edda Florin Gisela Henrik Irene Joost Klara""".split()
+NAMES = ["Emma", "Priya", "Marco", "Aiko", "Lukas", "Sofia", "Omar", "Chloe", "Mateo", "Hana", "Noah", "Zara", "Felix", "Ines", "Kenji", "Leila", "Oscar", "Maya", "Tariq", "Greta", "Ravi", "Elena", "Jonas", "Amara", "Diego", "Yuki", "Nadia", "Hugo", "Lina", "Samir", "Ada", "Bruno", "Carmen", "Dmitri", "Esther", "Farid", "Gemma", "Hector", "Ida", "Javier", "Kaia", "Lorenzo", "Mira", "Nils", "Olga", "Pablo", "Quinn", "Rosa", "Stefan", "Tomas", "Ursula", "Viktor", "Wanda", "Xavier", "Yara", "Zoltan", "Alba", "Boris", "Clara", "Dario", "Elif", "Fatima", "Gustav", "Helga", "Igor", "Jana", "Karim", "Lotte", "Milan", "Nora", "Otto", "Paula", "Rafael", "Selma", "Timo", "Uma", "Vera", "Wilhelm", "Yusuf", "Zofia", "Anouk", "Basil", "Celine", "Dafne", "Emil", "Flora", "Gideon", "Hilde", "Ivo", "Jasper", "Kira", "Leon", "Magnus", "Nina", "Orla", "Pedro", "Rhea", "Silas", "Thea", "Ugo", "Valentina", "Wim", "Xenia", "Yannick", "Zeno", "Agnes", "Benedikt", "Cosima", "Dorian", "Edda", "Florin", "Gisela", "Henrik", "Irene", "Joost", "Klara"]
 CITIES = ["Lisbon", "Porto", "Tokyo", "Osaka", "Berlin", "Munich", "Toronto", "Denver", "Nairobi", "Hanoi", "Oslo",
           "Seville", "Krakow", "Austin", "Melbourne", "Dublin", "Valencia", "Kyoto", "Boston", "Lyon"]
 RELATIONS = ["sister", "brother", "colleague", "neighbour", "cousin", "friend", "manager", "roommate"]
-COMPANIES = """Acme Globex Initech Umbrella Hooli Vandelay Stark Wayne Tyrell Cyberdyne Soylent Massive Aperture Gringotts
-Monarch Nakatomi Oscorp Pied Piper Prestige Sirius Virtucon Wonka Zorg Gekko Duff Krusty Dunder Bluth Sterling Pendant
-Axiom Contoso Fabrikam Northwind Tailspin Litware Proseware Adatum Woodgrove Lucerne Margie Humongous""".split()
+COMPANIES = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay", "Stark", "Wayne", "Tyrell", "Cyberdyne", "Soylent", "Massive", "Aperture", "Gringotts", "Monarch", "Nakatomi", "Oscorp", "Pied", "Piper", "Prestige", "Sirius", "Virtucon", "Wonka", "Zorg", "Gekko", "Duff", "Krusty", "Dunder", "Bluth", "Sterling", "Pendant", "Axiom", "Contoso", "Fabrikam", "Northwind", "Tailspin", "Litware", "Proseware", "Adatum", "Woodgrove", "Lucerne", "Margie", "Humongous"]
 JOBS = ["designer", "data analyst", "product manager", "nurse", "teacher", "backend engineer", "accountant", "architect"]
 BREEDS = ["beagle", "corgi", "poodle", "labrador", "husky", "dachshund", "greyhound", "spaniel"]
 PETNAMES = ["Biscuit", "Pepper", "Mochi", "Waffles", "Noodle", "Ziggy", "Bramble", "Clover", "Pickles", "Juniper"]
-BOOKS = """Dune Middlemarch Neuromancer Beloved Solaris Rebecca Ulysses Persuasion Hyperion Frankenstein Dracula Lolita
-Watership Rebecca Siddhartha Candide Walden Ivanhoe Kidnapped Matilda Coraline Stardust Shogun Gilead Atonement Possession
-Orlando Nostromo Germinal Oblomov Demian Pnin Kokoro Sula Quo Vadis Babbitt Arrowsmith Trilby Zazie Momo""".split()
+BOOKS = ["Dune", "Middlemarch", "Neuromancer", "Beloved", "Solaris", "Rebecca", "Ulysses", "Persuasion", "Hyperion", "Frankenstein", "Dracula", "Lolita", "Watership", "Rebecca", "Siddhartha", "Candide", "Walden", "Ivanhoe", "Kidnapped", "Matilda", "Coraline", "Stardust", "Shogun", "Gilead", "Atonement", "Possession", "Orlando", "Nostromo", "Germinal", "Oblomov", "Demian", "Pnin", "Kokoro", "Sula", "Quo", "Vadis", "Babbitt", "Arrowsmith", "Trilby", "Zazie", "Momo"]
 FOODS = ["peanuts", "shellfish", "sesame", "kiwi", "mustard", "celery", "lupin", "almonds"]
 HOBBIES = ["pottery", "bouldering", "sailing", "birdwatching", "salsa dancing", "woodworking", "chess", "calligraphy"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",

@@ -15,7 +15,13 @@ from session_graph import Session, SessionManager
 from session_graph.errors import ConfigurationError
 from session_graph.integrations import SessionMiddleware, session_node, session_pre_model_hook
 from session_graph.integrations.binding import SessionBinding
-from session_graph.integrations.history_recall import RECALL_HEADER, HistoryRecall, format_hits, history_tools, recall_view
+from session_graph.integrations.history_recall import (
+    RECALL_HEADER,
+    HistoryRecall,
+    format_hits,
+    history_tools,
+    recall_view,
+)
 from session_graph.retrieval.hits import SearchHit
 
 FACT = "My passport number ends in 4417 and it expires in June."
@@ -54,7 +60,7 @@ def test_recall_is_off_in_lite_mode_unless_asked_and_off_when_none() -> None:
     assert recall_view(session, HistoryRecall()) == list(session.view().messages)
     assert any("4417" in m.text for m in recall_view(session, HistoryRecall(lite=True)) if isinstance(m, SystemMessage))
     assert recall_view(session, None) == list(session.view().messages)
-    with pytest.raises(ConfigurationError, match="HistoryRecall.k"):
+    with pytest.raises(ConfigurationError, match=r"HistoryRecall\.k"):
         HistoryRecall(k=-1)
 
 

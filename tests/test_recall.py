@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
+from typing import ClassVar
 import zlib
 
 import pytest
+from stores_util import BACKENDS, fresh_tenant, make_store
 
 from session_graph import Session, SessionManager
 from session_graph.errors import ConfigurationError
@@ -16,7 +19,6 @@ from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
 from session_graph.retrieval.tokenize import query_terms, stem, terms
 from session_graph.stores import JsonlStore, SqliteStore
 from session_graph.stores.search_index import terms_path
-from stores_util import BACKENDS, fresh_tenant, make_store
 
 CONVERSATIONS = {
     "trip": [
@@ -86,7 +88,7 @@ def test_ranked_search_finds_the_evidence_first(manager: SessionManager, query: 
     hits = manager.search(query, k=3)
     assert hits and (hits[0].key, hits[0].seq) == expected
     assert hits[0].score > 0 and hits[0].message_id and hits[0].ts and hits[0].role == "user"
-    assert all(a.score >= b.score for a, b in zip(hits, hits[1:], strict=False))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
 
 
 def test_search_brings_neighbours_and_limits_to_a_session(manager: SessionManager) -> None:
@@ -260,7 +262,7 @@ def test_score_fusion_keeps_a_strong_single_list_hit() -> None:
 class ConceptEmbeddings:
     """A tiny LangChain-style Embeddings: one dimension per concept, synonyms share one."""
 
-    concepts = {"mov": 0, "relocat": 0, "sofa": 1, "porto": 2, "spring": 3, "weather": 4}
+    concepts: ClassVar[dict[str, int]] = {"mov": 0, "relocat": 0, "sofa": 1, "porto": 2, "spring": 3, "weather": 4}
 
     def __init__(self) -> None:
         self.calls = 0
@@ -376,3 +378,25 @@ def test_a_torn_terms_line_is_replaced_when_the_index_catches_up(tmp_path: Path)
     assert manager.search("signed lease viewings", k=1)[0].seq == 2
     assert all(line[9:10] == b"{" for line in path.read_bytes().splitlines())  # no merged, torn line left
     assert JsonlStore(root).search_index.stats("default") == _rebuilt(root, "default", [])[0]
+
+
+def test_a_store_without_an_index_is_searched_from_what_it_reads(tmp_path: Path) -> None:
+    from session_graph import StoreBase
+
+    class Plain(StoreBase):  # a user's store: the protocol only, no search_index
+        def __init__(self) -> None:
+            self.inner = JsonlStore(tmp_path / "plain")
+
+        def __getattr__(self, name: str):
+            if name in ("update", "read", "version", "delete", "list", "search", "close"):
+                return getattr(self.inner, name)
+            raise AttributeError(name)
+
+    manager = SessionManager(Plain(), tenant="me")
+    fill(manager)
+    assert not hasattr(manager.store, "search_index")
+    hit = manager.search("lease viewings", k=1, around=1)[0]
+    assert (hit.key, hit.seq, [n.seq for n in hit.neighbours]) == ("trip", 2, [1, 3])
+    manager.delete("trip")
+    assert all(h.key != "trip" for h in manager.search("lease viewings"))
+    assert manager.search("billing", key="work", since="2999-01-01") == []

@@ -25,7 +25,7 @@ from session_graph.errors import ConfigurationError
 from session_graph.retrieval.hits import SearchHit
 from session_graph.session import Session
 
-__all__ = ["RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "recall_text", "recall_view"]
+__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "recall_text", "recall_view"]
 
 RECALL_HEADER = "Earlier messages of this conversation that may be relevant (not in the window above):\n"
 
@@ -57,6 +57,10 @@ class HistoryRecall:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigurationError(f"HistoryRecall.{name} must be a whole number >= 0, got {value!r}.")
+
+
+DEFAULT_RECALL = HistoryRecall()
+"""What the plug points use unless told otherwise (frozen: one shared instance is safe)."""
 
 
 def _line(hit: SearchHit, with_key: bool, width: int, mark: str = "- ") -> str:

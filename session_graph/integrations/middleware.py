@@ -22,7 +22,7 @@ from langgraph.types import Overwrite
 
 from session_graph.errors import ConfigurationError
 from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
-from session_graph.integrations.history_recall import HistoryRecall, history_tools, recall_text
+from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, history_tools, recall_text
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.recall import format_memories, recall, remember
 from session_graph.session import Session
@@ -59,7 +59,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     def __init__(
         self, session: Session | None = None, *, memory: MemoryConfig | None = None, recall_k: int = 5,
-        recall_chars: int = 1600, history: HistoryRecall | None = HistoryRecall(), **options: Unpack[BindingOptions],
+        recall_chars: int = 1600, history: HistoryRecall | None = DEFAULT_RECALL, **options: Unpack[BindingOptions],
     ) -> None:
         super().__init__()
         if memory is not None and not isinstance(memory, MemoryConfig):

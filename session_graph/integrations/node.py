@@ -22,7 +22,7 @@ from langgraph.types import Command, Overwrite
 
 from session_graph.graph import build_resize_graph
 from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
-from session_graph.integrations.history_recall import HistoryRecall, recall_view
+from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, recall_view
 from session_graph.session import Session
 
 __all__ = ["session_node", "session_pre_model_hook"]
@@ -33,7 +33,7 @@ def session_node(
     *,
     messages_key: str = "messages",
     goto: str | None = None,
-    history: HistoryRecall | None = HistoryRecall(),
+    history: HistoryRecall | None = DEFAULT_RECALL,
     **options: Unpack[BindingOptions],
 ) -> Any:
     """A graph node (sync and async) ``(state, config) -> {messages_key: Overwrite(view)}`` (or a Command).
@@ -70,7 +70,7 @@ def session_node(
     return RunnableLambda(session_step, afunc=asession_step, name="session_step")
 
 
-def session_pre_model_hook(session: Session | None = None, *, history: HistoryRecall | None = HistoryRecall(),
+def session_pre_model_hook(session: Session | None = None, *, history: HistoryRecall | None = DEFAULT_RECALL,
                            **options: Unpack[BindingOptions]) -> Any:
     """A ``pre_model_hook`` (sync and async) for LangGraph's prebuilt ``create_react_agent``.
 

@@ -109,6 +109,15 @@ class Bm25Index:
             self.remove(key)
         return len(gone)
 
+    @property
+    def ids(self) -> int:
+        """How many document ids were given out (removed ones included): the length of a ``mask``."""
+        return len(self._keys)
+
+    def key_of(self, doc: int) -> Hashable:
+        """The key of document id ``doc`` (a removed one's too)."""
+        return self._keys[doc]
+
     def keys(self) -> list[Hashable]:
         """The keys of the indexed documents, in the order they were added."""
         return [k for d, k in enumerate(self._keys) if self._alive[d]]

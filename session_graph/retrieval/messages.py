@@ -72,7 +72,7 @@ class MessageSource:
              since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
         allow = None
         if since is not None or until is not None:
-            times = [self._ts(key[1]) for key in self.index._keys]
+            times = [self._ts(self.index.key_of(d)[1]) for d in range(self.index.ids)]
             allow = self.index.mask((since is None or t >= since) and (until is None or t < until) for t in times)
         return self.index.search(words, limit, allow=allow)  # type: ignore[return-value]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-import re
 from datetime import UTC, datetime
+import re
 from typing import Any, Protocol
 
 from session_graph.errors import ConfigurationError

@@ -41,16 +41,7 @@ _DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE
 _SLASHED = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
 _CJK_DATE = re.compile(r"(?:(\d{4})年)?(\d{1,2})月(?:(\d{1,2})[日号])?")
 
-_STOP = frozenset("""
-a about above after again against all am an and any are aren as at be because been before being below between both
-but by can could couldn did didn do does doesn doing don down during each few for from further had hadn has hasn
-have haven having he her here hers herself him himself his how i if in into is isn it its itself just let ll me
-mine more most my myself no nor not now of off on once only or other our ours ourselves out over own re s same she
-should so some such t than that the their theirs them themselves then there these they this those through to too
-under until up very was wasn we were weren what when where which while who whom why will with won would wouldn you
-your yours yourself yourselves ve d m o y tell remind recall remember know said say says told ask asked mention
-mentioned again ever also still yes ok okay oh hi hey please thanks thank
-""".split())
+_STOP = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "couldn", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "few", "for", "from", "further", "had", "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "ll", "me", "mine", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "re", "s", "same", "she", "should", "so", "some", "such", "t", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn", "we", "were", "weren", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "won", "would", "wouldn", "you", "your", "yours", "yourself", "yourselves", "ve", "d", "m", "o", "y", "tell", "remind", "recall", "remember", "know", "said", "say", "says", "told", "ask", "asked", "mention", "mentioned", "again", "ever", "also", "still", "yes", "ok", "okay", "oh", "hi", "hey", "please", "thanks", "thank"])
 _CJK_STOP = frozenset("的了是在和吗呢吧啊也就都而及与着或个这那么什我你他她它们有没不很还要会说")
 
 

@@ -18,8 +18,8 @@ search never pages a session's middle into memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import contextlib
+from dataclasses import dataclass, field
 import json
 import logging
 import os
@@ -27,12 +27,22 @@ from pathlib import Path
 import threading
 import time
 from typing import TYPE_CHECKING, Any
-import zlib
 
 from session_graph.retrieval.bm25 import Bm25Index
-from session_graph.retrieval.tokenize import TOKENIZER, terms
 from session_graph.retrieval.hits import SearchHit
+from session_graph.retrieval.tokenize import TOKENIZER
 from session_graph.stores.files import decode_name
+from session_graph.stores.search_terms import (
+    HEADER,
+    end_of,
+    entry_line,
+    header_line,
+    parse_line,
+    record_text,
+    reset_line,
+    scan_log,
+    terms_path,
+)
 
 if TYPE_CHECKING:
     from session_graph.stores.jsonl import JsonlStore
@@ -45,54 +55,8 @@ except ImportError:  # pragma: no cover
 __all__ = ["JsonlSearch", "record_text", "terms_path"]
 
 log = logging.getLogger("session_graph")
-_HEADER = "sg-search-1"
 _FRESH = 0.005  # seconds a check of the files stays good for (a search's second pass reuses it)
 Ref = tuple[str, int]
-
-
-def record_text(record: dict[str, Any]) -> str:
-    """The searchable text of a stored message record: its text parts, and the names and
-    arguments of its tool calls (an assistant turn that only calls a tool still says what for)."""
-    message = record.get("message")
-    data = message.get("data") if isinstance(message, dict) else None
-    if not isinstance(data, dict):
-        return ""
-    content = data.get("content")
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        parts = [p if isinstance(p, str) else str(p.get("text", "")) for p in content
-                 if isinstance(p, str) or (isinstance(p, dict) and p.get("type") == "text")]
-    else:
-        parts = []
-    for call in data.get("tool_calls") or ():
-        if isinstance(call, dict):
-            parts.append(f"{call.get('name', '')} {json.dumps(call.get('args', {}), ensure_ascii=False)}")
-    return "\n".join(p for p in parts if p)
-
-
-def terms_path(log_path: Path) -> Path:
-    """The terms file of a log (``x.jsonl`` -> ``x.terms``)."""
-    return log_path.with_name(log_path.name[: -len(".jsonl")] + ".terms")
-
-
-def _line(document: dict[str, Any]) -> bytes:
-    body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-    return b"%08x " % zlib.crc32(body) + body + b"\n"
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
-    """A terms line's document, or None when it is damaged."""
-    if len(line) < 10 or line[8:9] != b" ":
-        return None
-    body = line[9:].rstrip(b"\n")
-    try:
-        if int(line[:8], 16) != zlib.crc32(body):
-            return None
-        document = _loads(body)
-    except ValueError:
-        return None
-    return document if isinstance(document, dict) else None
 
 
 class _Damaged(Exception):
@@ -140,17 +104,17 @@ class JsonlSearch:
         self._appends += 1
         try:
             if start == 0:
-                out = [_line({"h": _HEADER, "tokenizer": TOKENIZER, "key": key})]
-            elif _end_of(path) == start:
+                out = [header_line(key)]
+            elif end_of(path) == start:
                 out = []
             else:
                 return  # missing or behind: the next search rebuilds or catches up from the log
             position, seq, texts = start, first_seq, iter(records)
             for raw in lines:
                 if reset and raw is lines[0]:
-                    out.append(_line({"reset": 1, "o": position, "n": len(raw)}))
+                    out.append(reset_line(position, len(raw)))
                 else:
-                    out.append(_entry(next(texts), seq, position, len(raw)))
+                    out.append(entry_line(next(texts), seq, position, len(raw)))
                     seq += 1
                 position += len(raw)
             with open(path, "wb" if start == 0 else "ab") as handle:
@@ -292,12 +256,12 @@ class JsonlSearch:
     def _apply(self, state: _Tenant, name: str, session: _Session, chunk: bytes) -> None:
         start = 0
         for raw in chunk.splitlines(keepends=True):
-            document = _parse(raw)
+            document = parse_line(raw)
             if document is None:
                 raise _Damaged(f"a damaged line at byte {session.consumed + start}")
             start += len(raw)
             if "h" in document:
-                if session.consumed + start != len(raw) or document.get("tokenizer") != TOKENIZER or document.get("h") != _HEADER:
+                if session.consumed + start != len(raw) or document.get("tokenizer") != TOKENIZER or document.get("h") != HEADER:
                     raise _Damaged("made by another version" if session.consumed == 0 else "a header in the middle")
                 session.key = str(document.get("key") or decode_name(name[: -len(".jsonl")]) or "")
                 continue
@@ -334,7 +298,7 @@ class JsonlSearch:
                 handle.seek(session.consumed)
                 chunk = handle.read()
             self._apply(state, name, session, chunk[: chunk.rfind(b"\n") + 1])
-            out = list(_scan(folder / name, session.end, session.seq))
+            out = list(scan_log(folder / name, session.end, session.seq))
             if out:
                 if self.store.create:
                     try:
@@ -359,7 +323,7 @@ class JsonlSearch:
             path = terms_path(log_path)
             if why != "missing":
                 log.warning("the search index %s is %s; rebuilding it from %s", path, why, log_path)
-            lines = [_line({"h": _HEADER, "tokenizer": TOKENIZER, "key": key}), *_scan(log_path, 0, 0)]
+            lines = [header_line(key), *scan_log(log_path, 0, 0)]
             if self.store.create:  # a store opened for reading only indexes in memory and writes nothing
                 temporary = path.with_name(path.name + ".tmp")
                 try:
@@ -395,61 +359,6 @@ def _key_of(folder: Path, name: str) -> str:
         return str(json.loads((folder / f"{stem}.meta.json").read_bytes()).get("key") or stem)
     except (OSError, ValueError, AttributeError):
         return stem
-
-
-def _entry(record: dict[str, Any], seq: int, offset: int, size: int) -> bytes:
-    return _line({"s": seq, "o": offset, "n": size, "id": record.get("id"), "r": record.get("role", ""),
-                  "ts": record.get("ts", ""), "t": " ".join(terms(record_text(record)))})
-
-
-def _scan(log_path: Path, start: int, seq: int) -> list[bytes]:
-    """Terms lines for the complete log lines from byte ``start`` on (seq numbering from ``seq``)."""
-    with open(log_path, "rb") as handle:
-        handle.seek(start)
-        raw = handle.read()
-    raw = raw[: raw.rfind(b"\n") + 1]
-    out, position = [], start
-    for line in raw.splitlines(keepends=True):
-        try:
-            record = _loads(line)
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and record.get("_type") == "reset":
-            out.append(_line({"reset": 1, "o": position, "n": len(line)}))
-            seq = 0
-        elif isinstance(record, dict) and isinstance(record.get("message"), dict):
-            out.append(_entry(record, seq, position, len(line)))
-            seq += 1
-        else:  # a corrupt line the store quarantines: covered, not indexed
-            out.append(_line({"skip": 1, "o": position, "n": len(line)}))
-        position += len(line)
-    return out
-
-
-def _end_of(path: Path) -> int | None:
-    """The log byte the terms file covers up to, from its last line (None: missing or damaged)."""
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size == 0:
-                return None
-            back = min(size, 65536)
-            while True:
-                handle.seek(size - back)
-                tail = handle.read(back)
-                cut = tail.rfind(b"\n", 0, len(tail) - 1)
-                if cut >= 0 or back == size:
-                    break
-                back = min(size, back * 4)
-    except FileNotFoundError:
-        return None
-    document = _parse(tail[cut + 1 :])
-    if document is None or not tail.endswith(b"\n"):
-        return None
-    if "h" in document:
-        return 0
-    offset, length = document.get("o"), document.get("n")
-    return offset + length if isinstance(offset, int) and isinstance(length, int) else None
 
 
 def _unlink(path: Path) -> None:

@@ -56,7 +56,7 @@ class ScanSource:
             index, _, records = self._sync(tenant)
             allow = None
             if since is not None or until is not None:
-                stamps = [str(records.get(ref, {}).get("ts", "")) for ref in index._keys]  # type: ignore[call-overload]
+                stamps = [str(records.get(index.key_of(d), {}).get("ts", "")) for d in range(index.ids)]  # type: ignore[call-overload]
                 allow = index.mask((since is None or t >= since) and (until is None or t < until) for t in stamps)
             return index.search(words, limit, owners=keys, allow=allow)  # type: ignore[return-value]
 

@@ -28,8 +28,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from session_graph.retrieval.tokenize import TOKENIZER, terms
 from session_graph.retrieval.hits import SearchHit
+from session_graph.retrieval.tokenize import TOKENIZER, terms
 from session_graph.stores.search_index import record_text
 
 if TYPE_CHECKING:
