@@ -87,7 +87,7 @@ SQLITE_SEARCH = _Sqlite(
     "INSERT INTO sg_search (scope, terms, tenant, key, seq) VALUES (?, ?, ?, ?, ?)",
     "DELETE FROM sg_search WHERE sg_search MATCH ?",
     "SELECT s.key, s.seq, -bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) AS score FROM sg_search s"
-    "{join} WHERE sg_search MATCH ?{where} ORDER BY bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) LIMIT ?",
+    "{join} WHERE sg_search MATCH ? AND s.tenant = ?{where} ORDER BY bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) LIMIT ?",
 )
 POSTGRES_SEARCH = _Postgres(
     "postgres",
@@ -175,7 +175,7 @@ class SqlSearch:
         sql = self.dialect.rank.replace("{join}", join).replace("{where}", where)
         query = self.dialect.match(tenant, words, keys)
         if self.dialect.name == "sqlite":
-            rows = yield _Exec(sql, (query, *params, limit), "all")
+            rows = yield _Exec(sql, (query, tenant, *params, limit), "all")  # the tenant twice: in the terms and here
         else:
             weights, total = yield from self._idf_flow(tenant, words)
             if not weights:
