@@ -133,8 +133,9 @@ def test_session_search_in_memory_covers_evicted_messages() -> None:
         session.search("x", arround=1)
 
 
-def test_lazy_session_search_leaves_the_middle_in_the_store(tmp_path: Path) -> None:
-    manager = SessionManager(JsonlStore(tmp_path / "j"))
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_lazy_session_search_leaves_the_middle_in_the_store(kind: str, tmp_path: Path) -> None:
+    manager = SessionManager(make_store(kind, tmp_path))
     session = manager.get_or_create("long")
     session.append_message({"role": "system", "content": "You are helpful."})
     for i in range(30):
@@ -143,7 +144,7 @@ def test_lazy_session_search_leaves_the_middle_in_the_store(tmp_path: Path) -> N
     session.use_lite(messages=10)
     session.resize(force="lite")
     manager.save(session)
-    lazy = SessionManager(JsonlStore(tmp_path / "j")).get_or_create("long")
+    lazy = SessionManager(make_store(kind, tmp_path)).get_or_create("long")
     assert not lazy.full_chat_history.loaded
     hits = lazy.search("quarterly report due", k=3)
     assert hits[0].seq == 7 and "quarterly" in hits[0].text

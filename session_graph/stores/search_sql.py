@@ -242,15 +242,13 @@ class SqlSearch:
         from session_graph.stores.sql import _json
 
         plain: dict[Ref, SearchHit] = {}
-        for key, seq in refs:
-            rows = yield self.store._x(
-                "SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ? AND seq <= ?",
-                (tenant, key, seq - around, seq + around), "all")
-            for s, id_, ts, role, data in rows:
-                ref = (key, int(s))
-                if ref not in plain:
-                    text = record_text({"message": _json(data, f"{self.store._where} session {key!r} message {s}")})
-                    plain[ref] = SearchHit(key, int(s), role, text, ts, id_, score.get(ref, 0.0))
+        ranges = " OR ".join("(key = ? AND seq >= ? AND seq <= ?)" for _ in refs)  # one round trip for every hit
+        rows = yield self.store._x(f"SELECT key, seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND ({ranges})",
+                                   (tenant, *[v for key, seq in refs for v in (key, seq - around, seq + around)]), "all")
+        for key, s, id_, ts, role, data in rows:
+            ref = (key, int(s))
+            text = record_text({"message": _json(data, f"{self.store._where} session {key!r} message {s}")})
+            plain[ref] = SearchHit(key, int(s), role, text, ts, id_, score.get(ref, 0.0))
         return _assemble(refs, plain, around)
 
     def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
