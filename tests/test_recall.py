@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import ClassVar
 import zlib
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import pytest
 from stores_util import BACKENDS, fresh_tenant, make_store
 
@@ -401,3 +403,27 @@ def test_a_store_without_an_index_is_searched_from_what_it_reads(tmp_path: Path)
     manager.delete("trip")
     assert all(h.key != "trip" for h in manager.search("lease viewings"))
     assert manager.search("billing", key="work", since="2999-01-01") == []
+
+
+WORDS = ["lisbon", "lease", "billing", "priya", "puppy", "march", "marathon", "猫", "北京", "sofa"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["append", "append", "append", "clear", "delete"]), st.sampled_from(["a", "b", "c"]),
+                          st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)), min_size=1, max_size=12))
+def test_incremental_index_equals_rebuilt_for_any_history(tmp_path_factory: pytest.TempPathFactory, steps: list) -> None:
+    root = tmp_path_factory.mktemp("prop") / "j"
+    manager = SessionManager(JsonlStore(root))
+    live = manager.store.search_index
+    for action, key, words in steps:
+        if action == "delete":
+            manager.delete(key)
+            continue
+        session = manager.get_or_create(key)
+        if action == "clear":
+            session.clear()
+        session.append_message({"role": "user", "content": " ".join(words)})
+        manager.save(session)
+        live.rank("default", ["lisbon"], 5)  # interleave searches with the writes
+    query = query_terms(" ".join(WORDS))
+    assert (live.stats("default"), live.rank("default", query, 50)) == _rebuilt(root, "default", query)

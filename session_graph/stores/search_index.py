@@ -125,6 +125,7 @@ class JsonlSearch:
 
     def deleted(self, log_path: Path) -> None:
         """Drop the terms file of a deleted session (called under its lock)."""
+        self._appends += 1  # the next search checks the files again
         _unlink(terms_path(log_path))
 
     # -- reading ----------------------------------------------------------------------------------
