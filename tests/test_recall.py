@@ -108,9 +108,10 @@ def test_search_by_time_range(manager: SessionManager) -> None:
     assert manager.search("lease", until=newest) == [h for h in hits if h.ts < newest]
 
 
-def test_tenants_never_see_each_other(tmp_path: Path) -> None:
-    for store in (JsonlStore(tmp_path / "j"), SqliteStore(tmp_path / "s.db")):
-        alice, bob = SessionManager(store, tenant="alice"), SessionManager(store, tenant="bob")
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_tenants_never_see_each_other(kind: str, tmp_path: Path) -> None:
+    for store in (make_store(kind, tmp_path),):
+        alice, bob = SessionManager(store, tenant=fresh_tenant()), SessionManager(store, tenant=fresh_tenant())
         fill(alice)
         session = bob.get_or_create("trip")
         session.append_message({"role": "user", "content": "Bob's own Lisbon lease"})
