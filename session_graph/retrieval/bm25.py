@@ -182,9 +182,19 @@ class Bm25Index:
             return []
         values = scores[candidates]
         take = min(limit, len(candidates))
-        top = np.argpartition(-values, take - 1)[:take] if take < len(candidates) else np.arange(len(candidates))
-        top = top[np.lexsort((candidates[top], -values[top]))]  # best first; ties: the older document first
-        return [(self._keys[d], float(scores[d])) for d in candidates[top]]
+        if take < len(candidates):  # the best `take`, and every document tied with the last of them
+            cut = np.partition(-values, take - 1)[take - 1]
+            tied = candidates[-values <= cut]
+            if len(tied) > take + 1000:  # a huge tie (one common word): the first `take` by id, in numpy
+                top = np.argpartition(-values, take - 1)[:take]
+                tied = candidates[top[np.lexsort((candidates[top], -values[top]))]]
+            candidates = tied
+        ranked = [(self._keys[d], float(scores[d])) for d in candidates]
+        try:  # ties by key, so the order never depends on the order documents were added
+            ranked.sort(key=lambda pair: (-pair[1], pair[0]))
+        except TypeError:
+            ranked.sort(key=lambda pair: (-pair[1], repr(pair[0])))
+        return ranked[:take]
 
     def mask(self, keep: Iterable[bool]) -> np.ndarray:
         """A boolean mask by document id (for ``search(allow=...)``) from one flag per id."""

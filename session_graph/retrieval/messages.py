@@ -56,16 +56,25 @@ class MessageSource:
         self._history: Any = None
         self._times: dict[str, str] = {}
 
-    def sync(self, history: Any, held: Iterable[tuple[int, BaseMessage]], times: dict[str, str]) -> None:
-        """Index what ``history`` holds now (``held``: (position, message)); O(new) after appends."""
-        pairs = dict(held)
-        same = history is self._history and all(pairs.get(p) is m for p, m in self._held.items())
+    def sync(self, history: Any, times: dict[str, str]) -> None:
+        """Index what ``history`` holds now: O(new messages) after appends (the same list, its
+        first and last indexed messages still in place), a rebuild when it was replaced."""
+        n = len(history)
+        start = getattr(history, "start", 0)  # a lazy history holds 0 and start..n-1 until its middle is read
+        last = max(self._held, default=-1)
+        same = (history is self._history and last < n and self._held.get(0) is (history[0] if n else None)
+                and (last < 0 or history[last] is self._held[last]))
         if not same:
             self.index, self._held, self._history = Bm25Index(), {}, history
-        for position, message in pairs.items():
-            if position not in self._held:
-                self.index.add((self.key, position), terms(message_text(message)), owner=self.key)
-                self._held[position] = message
+            last = -1
+        if start >= 2:
+            fresh: Iterable[int] = [p for p in (0, *range(max(start, last + 1), n)) if p not in self._held]
+        else:
+            fresh = [p for p in range(n) if p not in self._held] if len(self._held) != last + 1 else range(last + 1, n)
+        for position in fresh:
+            message = history[position]
+            self.index.add((self.key, position), terms(message_text(message)), owner=self.key)
+            self._held[position] = message
         self._times = times
 
     def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
@@ -112,18 +121,18 @@ def bind_store(session: Any, index: Any, tenant: str) -> None:
 def session_search(session: Any, query: str, k: int = 10, options: SearchOptions | None = None) -> list[SearchHit]:
     """The ``k`` best messages of the session's whole history (window, evicted, archived)."""
     history = session.full_chat_history
-    held = list(history.held()) if hasattr(history, "held") else list(enumerate(history))
     with _lock:
         source = _sources.get(session)
         if source is None or source.key != session.id:
             source = _sources[session] = MessageSource(session.id)
         bound = _stores.get(session)
-    source.sync(history, held, session.arrived_at)
+    source.sync(history, session.arrived_at)
     hits = search(source, "", query, k, options=options)
     start = getattr(history, "start", 0)
     if start >= 2 and bound is not None:  # the middle (1 .. start - 1) is in the store: ask its index
         index, tenant = bound
-        stored = [h for h in search(index, tenant, query, k + len(held), keys=[session.id], options=options) if 1 <= h.seq < start]
+        stored = [h for h in search(index, tenant, query, k + len(history) - start + 1, keys=[session.id], options=options)
+                  if 1 <= h.seq < start]
         hits = sorted([*hits, *stored], key=lambda h: -h.score)
     return hits[:k]
 

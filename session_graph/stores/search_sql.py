@@ -87,7 +87,7 @@ SQLITE_SEARCH = _Sqlite(
     "INSERT INTO sg_search (scope, terms, tenant, key, seq) VALUES (?, ?, ?, ?, ?)",
     "DELETE FROM sg_search WHERE sg_search MATCH ?",
     "SELECT s.key, s.seq, -bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) AS score FROM sg_search s"
-    "{join} WHERE sg_search MATCH ? AND s.tenant = ?{where} ORDER BY bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) LIMIT ?",
+    "{join} WHERE sg_search MATCH ? AND s.tenant = ?{where} ORDER BY bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0), s.key, s.seq LIMIT ?",
 )
 POSTGRES_SEARCH = _Postgres(
     "postgres",
