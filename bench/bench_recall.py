@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from typing import Any
+import uuid
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -40,6 +41,15 @@ from recall_data import Benchmark, generate
 from session_graph import SessionManager
 from session_graph.retrieval.tokenize import terms
 from session_graph.stores import JsonlStore, PostgresStore, SqliteStore
+
+RUN = uuid.uuid4().hex[:8]  # tenants of this run: a Postgres database outlives it
+
+
+def _clean(manager: SessionManager) -> None:
+    """Delete what a run stored (the files go with the temporary directory; Postgres keeps rows)."""
+    if isinstance(manager.store, PostgresStore):
+        for info in manager.list_sessions():
+            manager.delete(info.key)
 
 
 def _stores(root: Path, name: str) -> dict[str, Any]:
@@ -98,7 +108,7 @@ def quality(bench: Benchmark, root: Path, with_baseline: bool) -> None:
           f"({', '.join(f'{k} {v}' for k, v in sorted(_count(bench).items()))}) ==")
     systems: dict[str, Any] = {}
     for name, store in _stores(root, "quality").items():
-        manager = SessionManager(store, tenant="bench")
+        manager = SessionManager(store, tenant=f"bench-{RUN}")
         _load(manager, bench)
         systems[f"ours ({name})"] = manager
     if with_baseline:
@@ -131,6 +141,7 @@ def quality(bench: Benchmark, root: Path, with_baseline: bool) -> None:
             print(f"{name:<26}{kind:<12}{means[0]:>8.3f}{means[1]:>9.3f}{means[2]:>8.3f}{aggr:>12}")
     for system in systems.values():
         if isinstance(system, SessionManager):
+            _clean(system)
             system.close()
 
 
@@ -174,7 +185,7 @@ def append_cost(root: Path, rounds: int, batch: int) -> None:
     bench = generate(sessions=1, turns=1000, seed=3)
     talk = next(iter(bench.sessions.values()))
     for name, store in _stores(root, "append").items():
-        manager = SessionManager(store, tenant="append")
+        manager = SessionManager(store, tenant=f"append-{RUN}")
         session = manager.get_or_create("s")
         for role, text in talk:
             session.append_message({"role": role, "content": text})
@@ -195,6 +206,7 @@ def append_cost(root: Path, rounds: int, batch: int) -> None:
         on = [statistics.fmean(t[i] for t in times[True]) * 1000 for i in range(2)]
         off = [statistics.fmean(t[i] for t in times[False]) * 1000 for i in range(2)]
         print(f"{name:<10}{on[0]:>16.3f}{off[0]:>9.3f}{on[0] / off[0]:>7.2f}{on[1]:>18.3f}{off[1]:>9.3f}{on[1] / off[1]:>7.2f}")
+        _clean(manager)
         manager.close()
     started, count = time.process_time(), 0
     for _, text in talk:
@@ -214,10 +226,10 @@ def latency(root: Path, sizes: list[int], queries: int, with_baseline: bool) -> 
         while len(asked) < queries:
             asked += asked[: queries - len(asked)]
         for name, store in _stores(root, f"size{size}").items():
-            manager = SessionManager(store, tenant=f"size{size}")
+            manager = SessionManager(store, tenant=f"size{size}-{RUN}")
             load = _load(manager, bench)
             manager.close()
-            reopened = SessionManager(_reopen(store), tenant=f"size{size}")  # a new process's view: nothing in memory
+            reopened = SessionManager(_reopen(store), tenant=f"size{size}-{RUN}")  # a new process's view: nothing in memory
             wall = time.perf_counter()
             reopened.search(asked[0], k=10)  # JSONL: reads the terms files into memory once
             first = (time.perf_counter() - wall) * 1000
@@ -229,6 +241,7 @@ def latency(root: Path, sizes: list[int], queries: int, with_baseline: bool) -> 
                 wall_times.append((time.perf_counter() - wall) * 1000)
             print(f"{'ours (' + name + ')':<24}{bench.messages:>9}{load:>8.1f}{first:>11.1f}{_p(cpu_times, 50):>9.2f}"
                   f"{_p(cpu_times, 95):>9.2f}{_p(wall_times, 50):>9.2f}{_p(wall_times, 95):>9.2f}")
+            _clean(reopened)
             reopened.close()
         if with_baseline:
             baseline = _Baseline(bench, _whitespace)
