@@ -145,21 +145,28 @@ class JsonlSearch:
         messages either side as ``neighbours``."""
         with self._lock:
             state = self._tenants.get(tenant) or self._sync(tenant)
-            wanted = {ref for key, seq in refs for ref in ((key, s) for s in range(seq - around, seq + around + 1))
+            wanted = {ref: state.where[ref] for key, seq in refs for ref in ((key, s) for s in range(seq - around, seq + around + 1))
                       if ref in state.where}
         folder = self.store._dir(tenant)
         plain: dict[Ref, SearchHit] = {}
+        by_log: dict[str, list[Ref]] = {}
         for ref in sorted(wanted):
-            name, offset, size, message_id, role, ts = state.where[ref]
+            by_log.setdefault(wanted[ref][0], []).append(ref)
+        for name, group in by_log.items():
             try:
-                with open(folder / name, "rb") as handle:
-                    handle.seek(offset)
-                    record = _loads(handle.read(size))
-            except (OSError, ValueError):
-                continue  # changed under us (deleted, reset): leave it out
-            if not isinstance(record, dict) or record.get("seq") != ref[1]:
-                continue
-            plain[ref] = SearchHit(ref[0], ref[1], role, record_text(record), ts, message_id, score.get(ref, 0.0))
+                handle = open(folder / name, "rb")  # noqa: SIM115 - one open per log, closed below
+            except OSError:
+                continue  # deleted under us: leave its hits out
+            with handle:
+                for ref in group:
+                    _, offset, size, message_id, role, ts = wanted[ref]
+                    try:
+                        handle.seek(offset)
+                        record = _loads(handle.read(size))
+                    except (OSError, ValueError):
+                        continue  # changed under us (a reset): leave it out
+                    if isinstance(record, dict) and record.get("seq") == ref[1]:
+                        plain[ref] = SearchHit(ref[0], ref[1], role, record_text(record), ts, message_id, score.get(ref, 0.0))
         hits = []
         for ref in refs:
             hit = plain.get(ref)
