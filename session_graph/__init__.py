@@ -40,6 +40,8 @@ from session_graph.resize.run import ResizeEvent
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import ResizeTrace, TraceRecord
 from session_graph.resize.view import SessionView
+from session_graph.retrieval.dense import DenseIndex
+from session_graph.retrieval.search import SearchOptions
 from session_graph.session import Session
 from session_graph.settings import DEFAULT_MEMO_INSTRUCT, Limits, SessionSettings
 from session_graph.stores import (
@@ -67,6 +69,7 @@ __all__ = [
     "ConfigurationError",
     "CostRules",
     "Decision",
+    "DenseIndex",
     "DocumentError",
     "DocumentTypeError",
     "GraphDrawing",
@@ -87,6 +90,7 @@ __all__ = [
     "ResizeEvent",
     "ResizeTrace",
     "SearchHit",
+    "SearchOptions",
     "Session",
     "SessionGraphError",
     "SessionInfo",

@@ -7,7 +7,7 @@
     session-graph sessions list [--json]            (--store PATH|DSN, --tenant T: before or after the command)
     session-graph sessions show KEY [--last N | --all]
     session-graph sessions export KEY [--format json|yaml|md|txt] [--last N]
-    session-graph sessions search TEXT
+    session-graph sessions search TEXT [-k N] [--key KEY] [--around N] [--substring]
     session-graph sessions delete KEY
     session-graph sessions import-nanobot PATH [--skip-existing | --replace] [--key-map FILE]
 
@@ -82,7 +82,12 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("key")
     export.add_argument("--format", choices=["json", "yaml", "md", "txt"], default="md")
     export.add_argument("--last", type=int, default=None, metavar="N", help="only the newest N messages")
-    actions.add_parser("search", parents=[common], help="messages containing TEXT").add_argument("text")
+    search = actions.add_parser("search", parents=[common], help="the messages that best match TEXT (ranked)")
+    search.add_argument("text")
+    search.add_argument("-k", type=int, default=10, metavar="N", help="how many hits (default 10)")
+    search.add_argument("--key", default=None, help="only this session")
+    search.add_argument("--around", type=int, default=0, metavar="N", help="show N messages either side of each hit")
+    search.add_argument("--substring", action="store_true", help="messages containing TEXT, in store order")
     actions.add_parser("delete", parents=[common], help="remove a session").add_argument("key")
     nanobot = actions.add_parser("import-nanobot", parents=[common], help="import nanobot session files (0.1.x-0.3.x)",
                                  description="Import nanobot sessions: a file, a sessions folder, or 0.3.x's sessions root.")
@@ -210,11 +215,19 @@ def _delete(manager: SessionManager, args: argparse.Namespace) -> int:
 
 
 def _search(manager: SessionManager, args: argparse.Namespace) -> int:
-    hits = manager.search(args.text)
+    if args.substring:
+        hits = manager.search(args.text, args.k, key=args.key, mode="substring")
+    else:
+        hits = manager.search(args.text, args.k, key=args.key, around=args.around)
     for hit in hits:
-        print(f"{hit.key}#{hit.seq}\t{hit.role}\t{hit.ts}\t{hit.text[:120]!r}")
+        score = "" if args.substring else f"{hit.score:.3f}\t"
+        for near in (n for n in hit.neighbours if n.seq < hit.seq):
+            print(f"  {near.key}#{near.seq}\t{near.role}\t{near.ts}\t{near.text[:120]!r}")
+        print(f"{hit.key}#{hit.seq}\t{score}{hit.role}\t{hit.ts}\t{hit.text[:120]!r}")
+        for near in (n for n in hit.neighbours if n.seq > hit.seq):
+            print(f"  {near.key}#{near.seq}\t{near.role}\t{near.ts}\t{near.text[:120]!r}")
     if not hits:
-        print(f"no message contains {args.text!r}")
+        print(f"no message contains {args.text!r}" if args.substring else f"no message matches {args.text!r}")
     return 0
 
 

@@ -479,6 +479,25 @@ class Session:
         self.revision += 1
         return self
 
+    def search(self, query: str, k: int = 10, *, mode: str = "ranked", options: Any = None, **settings: Any) -> list[Any]:
+        """The ``k`` messages of the whole history (window, evicted, archived) that best match ``query``.
+
+        Ranked by BM25 over stemmed, CJK-aware terms (``session_graph.retrieval``); a session a
+        ``SessionManager`` loaded lazily asks the store's index for the part still in the store
+        instead of reading it. ``mode="substring"``: the messages containing ``query``
+        (case-insensitive), oldest first. ``settings`` (``around``, ``since``, ``until``,
+        ``dense``, ``reranker``...) or ``options`` are a ``retrieval.search.SearchOptions``.
+        Returns ``SearchHit``s (``key`` is the session id, ``seq`` the position in the history).
+        """
+        from session_graph.retrieval.messages import session_search, substring_search
+        from session_graph.retrieval.search import make_options
+
+        if mode == "substring":
+            return substring_search(self, query, k)
+        if mode != "ranked":
+            raise ConfigurationError(f"mode must be 'ranked' or 'substring', got {mode!r}.")
+        return session_search(self, query, k, make_options(options, settings))
+
     def get_history(self, max_messages: int | None = None, *, compat: str | None = None) -> list[dict[str, Any]]:
         """The newest window messages as OpenAI-style dicts for an LLM (tool fields kept).
 

@@ -41,7 +41,7 @@ def test_list_show_export_search_delete(store: str, capsys: pytest.CaptureFixtur
     for fmt, marker in (("md", "# Session `web:1`"), ("txt", "] assistant: a1"), ("json", '"key": "web:1"')):
         code, out, _ = run(capsys, "sessions", "--store", store, "export", "web:1", "--format", fmt)
         assert code == 0 and marker in out
-    code, out, _ = run(capsys, "sessions", "--store", store, "search", "A2...")
+    code, out, _ = run(capsys, "sessions", "--store", store, "search", "A2...", "--substring")
     assert code == 0 and out.startswith("telegram:42#5\tassistant")
     code, out, _ = run(capsys, "sessions", "--store", store, "delete", "web:1")
     assert code == 0 and out.strip() == "deleted web:1"

@@ -22,6 +22,7 @@ from langgraph.types import Overwrite
 
 from session_graph.errors import ConfigurationError
 from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
+from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, history_tools, recall_text
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.recall import format_memories, recall, remember
 from session_graph.session import Session
@@ -46,6 +47,10 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
             ``remember`` (which stores through the commit's de-duplicating apply step).
         recall_k: memories recalled per model call (0: none, the tools stay).
         recall_chars: the most characters recalled memories take.
+        history: recall from the whole history (``HistoryRecall``): before each model call the
+            evicted messages most relevant to the newest user message join the system message
+            (memo and summary modes; lite mode with ``HistoryRecall(lite=True)``); with
+            ``HistoryRecall(tool=True)`` the agent also gets the tool ``search_history``. None: off.
         **options: ``manager`` (one session per ``thread_id``, from its store), ``key_prefix``,
             ``on_memory_error``, ``share_across_threads``: see ``SessionBinding``.
     """
@@ -54,7 +59,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     def __init__(
         self, session: Session | None = None, *, memory: MemoryConfig | None = None, recall_k: int = 5,
-        recall_chars: int = 1600, **options: Unpack[BindingOptions],
+        recall_chars: int = 1600, history: HistoryRecall | None = DEFAULT_RECALL, **options: Unpack[BindingOptions],
     ) -> None:
         super().__init__()
         if memory is not None and not isinstance(memory, MemoryConfig):
@@ -64,7 +69,12 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
                 raise ConfigurationError(f"{name} must be a whole number >= 0, got {value!r}.")
         self.binding = SessionBinding(session, **options)
         self.memory, self.recall_k, self.recall_chars = memory, recall_k, recall_chars
+        if history is not None and not isinstance(history, HistoryRecall):
+            raise ConfigurationError(f"history must be a HistoryRecall or None, got {type(history).__name__}.")
+        self.history = history
         self.tools = memory_tools(memory) if memory is not None else []
+        if history is not None and history.tool:
+            self.tools.extend(history_tools(self.binding, history))
 
     # -- before each model call: the step, then a state of one turn ----------------------------
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
@@ -107,12 +117,13 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         return session if session is not None else self.binding.session()
 
     def _recalled(self, session: Session) -> str:
-        """The memories recalled for the newest user message, as prompt text ("" when none)."""
+        """The memories and evicted messages recalled for the newest user message, as prompt text ("" when none)."""
+        earlier = recall_text(session, self.history)
         if self.memory is None or not self.recall_k:
-            return ""
+            return earlier
         query = next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
         found = format_memories(recall(self.memory, query, self.recall_k), self.recall_chars)
-        return f"Relevant long-term memories:\n{found}" if found else ""
+        return "\n\n".join(p for p in (f"Relevant long-term memories:\n{found}" if found else "", earlier) if p)
 
     @staticmethod
     def _with_view(session: Session, request: ModelRequest, recalled: str = "") -> ModelRequest:

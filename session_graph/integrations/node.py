@@ -21,6 +21,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Overwrite
 
 from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
+from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, recall_view
 from session_graph.resize.graph import build_resize_graph
 from session_graph.session import Session
 
@@ -32,9 +33,13 @@ def session_node(
     *,
     messages_key: str = "messages",
     goto: str | None = None,
+    history: HistoryRecall | None = DEFAULT_RECALL,
     **options: Unpack[BindingOptions],
 ) -> Any:
     """A graph node (sync and async) ``(state, config) -> {messages_key: Overwrite(view)}`` (or a Command).
+
+    ``history``: automatic recall of evicted messages into the context message (see
+    ``integrations.history_recall``; memo and summary modes by default); None: off.
 
     Example:
         >>> from langgraph.graph import StateGraph, MessagesState
@@ -51,7 +56,7 @@ def session_node(
     )
 
     def update(current: Session) -> Any:
-        out = {messages_key: Overwrite(list(current.view().messages))}
+        out = {messages_key: Overwrite(recall_view(current, history))}
         return Command(update=out, goto=goto) if goto else out
 
     def session_step(state: dict[str, Any], config: RunnableConfig) -> Any:
@@ -65,17 +70,18 @@ def session_node(
     return RunnableLambda(session_step, afunc=asession_step, name="session_step")
 
 
-def session_pre_model_hook(session: Session | None = None, **options: Unpack[BindingOptions]) -> Any:
+def session_pre_model_hook(session: Session | None = None, *, history: HistoryRecall | None = DEFAULT_RECALL,
+                           **options: Unpack[BindingOptions]) -> Any:
     """A ``pre_model_hook`` (sync and async) for LangGraph's prebuilt ``create_react_agent``.
 
     It keeps the state to the current turn (``messages``: ``Overwrite``; the store holds the
     rest) and hands the model the session's view (``llm_input_messages``: system prompt, memo
-    or summary, window within the budget).
+    or summary with the evicted messages ``history`` recalls, window within the budget).
     """
     binding = SessionBinding(session, **options)
 
     def update(current: Session, turn: list[Any]) -> dict[str, Any]:
-        return {"messages": Overwrite(turn), "llm_input_messages": current.view().messages}
+        return {"messages": Overwrite(turn), "llm_input_messages": recall_view(current, history)}
 
     def pre_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         turn = current_turn(state["messages"])

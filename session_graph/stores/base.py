@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from session_graph._base.ids import utc_now
 from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
+from session_graph.retrieval.hits import SearchHit
 
 __all__ = [
     "MAX_KEY_LENGTH",
@@ -118,17 +119,6 @@ class SessionInfo:
     updated_at: str
     message_count: int
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """A message that contains the searched text."""
-
-    key: str
-    seq: int
-    role: str
-    text: str
-    ts: str
 
 
 def resets(state: dict[str, Any] | None) -> int:

@@ -46,6 +46,7 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.search_index import JsonlSearch
 
 __all__ = ["JsonlStore"]
 
@@ -85,6 +86,7 @@ class JsonlStore(StoreBase):
         self.root = root
         self.fsync = fsync
         self.create = create
+        self.search_index = JsonlSearch(self)  # ranked search: a terms file per log, kept on append
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self.root)!r})"
@@ -129,7 +131,7 @@ class JsonlStore(StoreBase):
             if offsets is None:  # written by an older version, or lines came after the last state: index the log once
                 offsets = _scan_offsets(log)
             lines: list[bytes] = []
-            position = size
+            position = start = size
             if change.reset:
                 lines.append((json.dumps({"_type": _RESET, "ts": state.get("updated_at")}) + "\n").encode())
                 position += len(lines[-1])
@@ -147,6 +149,7 @@ class JsonlStore(StoreBase):
                     if self.fsync:
                         os.fsync(handle.fileno())
                 size = log.stat().st_size
+                self.search_index.appended(log, key, start, lines, count - len(change.records), change.records, change.reset)
             version = stored + 1
             document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version,
                         "resets": resets(old) + change.reset, "offsets": offsets if size == position else []}
@@ -192,6 +195,7 @@ class JsonlStore(StoreBase):
                 if path.exists():
                     path.unlink()
                     found = True
+            self.search_index.deleted(log)
             return found
 
     def list(self, tenant: str) -> list[SessionInfo]:

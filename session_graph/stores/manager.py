@@ -35,6 +35,7 @@ from session_graph.memory.apply import owner_lock
 from session_graph.memory.config import MemoryConfig
 from session_graph.resize.history import is_loaded, prefix
 from session_graph.resize.trace import ResizeTrace, saved_trace
+from session_graph.retrieval.messages import bind_store
 from session_graph.session import Session
 from session_graph.stores.base import (
     SearchHit,
@@ -364,11 +365,53 @@ class SessionManager(SessionInterop):
         """Messages by role, duration and average reply length of a stored session."""
         return snapshot_stats(self._snapshot(key), check_progress(progress))
 
-    def search(self, text: str, limit: int = 100) -> list[SearchHit]:
-        """Messages of this tenant's sessions containing ``text`` (case-insensitive)."""
-        if not isinstance(text, str) or not text:
-            raise ValueError("search needs a non-empty string.")
-        return self.store.search(self.tenant, text, limit)
+    def search(self, query: str, k: int = 10, *, key: str | None = None, mode: str = "ranked", options: Any = None,
+               **settings: Any) -> list[SearchHit]:
+        """The ``k`` messages of this tenant's stored sessions (or of session ``key``) that best
+        match ``query``, best first; never another tenant's.
+
+        Ranked (BM25 over stemmed, CJK- and date-aware terms) by the store's own index (JSONL
+        terms files, SQLite FTS5, Postgres ``tsvector``), updated on every save: no session is
+        loaded. ``mode="substring"``: messages containing ``query`` (case-insensitive), in store
+        order. ``settings`` (``around``, ``since``, ``until``, ``dense``, ``reranker``...) or
+        ``options``: a ``retrieval.search.SearchOptions``. Messages not saved yet are not found.
+        """
+        from session_graph.retrieval.search import make_options, search
+
+        if "limit" in settings:  # the name ``k`` had before ranking
+            k = settings.pop("limit")
+        if key is not None:
+            check_key(key)
+        if mode == "substring":
+            if not isinstance(query, str) or not query:
+                raise ValueError("search needs a non-empty string.")
+            hits = self.store.search(self.tenant, query, k if key is None else max(k, 10_000))
+            return [h for h in hits if key is None or h.key == key][:k]
+        if mode != "ranked":
+            raise ConfigurationError(f"mode must be 'ranked' or 'substring', got {mode!r}.")
+        return search(self._search_source(), self.tenant, query, k, keys=None if key is None else [key],
+                      options=make_options(options, settings))
+
+    async def asearch(self, query: str, k: int = 10, **options: Any) -> list[SearchHit]:
+        """Async twin of ``search`` (run in a worker thread, so the event loop never waits on the index)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.search, query, k, **options)
+
+    def search_sessions(self, query: str, k: int = 5, *, options: Any = None, **settings: Any) -> list[tuple[str, float]]:
+        """The ``k`` stored sessions of this tenant that best match ``query``, as ``(key, score)``."""
+        from session_graph.retrieval.search import make_options, search_sessions
+
+        return search_sessions(self._search_source(), self.tenant, query, k, options=make_options(options, settings))
+
+    def _search_source(self) -> Any:
+        """The store's search index, or (a store without one) an index built by reading it."""
+        index = getattr(self.store, "search_index", None)
+        if index is None:
+            from session_graph.stores.search_scan import ScanSource
+
+            index = self.__dict__.get("_scan") or self.__dict__.setdefault("_scan", ScanSource(self.store))
+        return index
 
     def _write_new(self, session: Session, records: list[dict[str, Any]], created: str, updated: str) -> None:
         """Write a session the store does not hold (an import), with its own times, and cache it."""
@@ -407,6 +450,8 @@ class SessionManager(SessionInterop):
                  len(state.full_chat_history), time.perf_counter() - started)
         session = entry.session if entry is not None else self.session_factory(key)
         session.restore(state)
+        if middle is not None and getattr(self.store, "search_index", None) is not None:
+            bind_store(session, self.store.search_index, self.tenant)  # Session.search asks the store for the middle
         session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
         session.metadata = metadata
         arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}

@@ -15,6 +15,7 @@ from typing import Any
 from session_graph.errors import StoreError
 from session_graph.stores.base import SearchHit, SessionInfo, Snapshot, UpdateFn
 from session_graph.stores.dsn import redact, scrub
+from session_graph.stores.search_sql import POSTGRES_SEARCH
 from session_graph.stores.sql import Dialect, Flow, SqlStore, adrive_sql, drive_sql
 
 __all__ = ["PostgresStore"]
@@ -34,6 +35,7 @@ class PostgresStore(SqlStore):
         create: False creates no table (reading only; a database without them reads as empty).
     """
 
+    search_dialect = POSTGRES_SEARCH
     dialect = Dialect(mark="%s", begin=None, lock_row=" FOR UPDATE", contains="strpos(lower(text), %s) > 0",
                        has_table="SELECT to_regclass('sg_sessions')")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+import functools
 import json
 from pathlib import Path
 import sqlite3
@@ -38,6 +39,7 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.search_sql import SQLITE_SEARCH, SqlSearch, SqlSearchDialect
 
 __all__ = ["Dialect", "Flow", "SqlStore", "SqliteStore", "adrive_sql", "drive_sql"]
 
@@ -126,11 +128,17 @@ class SqlStore(StoreBase):
     """The shared implementation; subclasses give connections and a dialect."""
 
     dialect: Dialect
+    search_dialect: SqlSearchDialect  # how this database keeps and ranks search rows (stores.search_sql)
     _where: str
     _empty = False  # opened for reading with no tables yet: reads find nothing, writes are refused
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._where!r})"
+
+    @functools.cached_property
+    def search_index(self) -> SqlSearch:
+        """Ranked search, inside the database (``stores.search_sql``)."""
+        return SqlSearch(self)
 
     def _q(self, sql: str) -> str:
         return sql.replace("?", self.dialect.mark)
@@ -160,6 +168,8 @@ class SqlStore(StoreBase):
                 f"{self._where} was written by a newer session_graph (schema {row[0]}, this one reads up to "
                 f"{SCHEMA_VERSION}); upgrade session_graph to open it. Nothing was changed."
             )
+        if create:
+            yield from self.search_index.setup_flow()
 
     def _update_flow(self, tenant: str, key: str, fn: UpdateFn, since: int | None) -> Flow:
         from session_graph.stores.codec import message_text, record_message
@@ -194,7 +204,9 @@ class SqlStore(StoreBase):
         state = change.state
         if change.reset:
             yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
+            yield from self.search_index.drop_flow(tenant, key)
             count = 0
+        yield from self.search_index.insert_flow(tenant, key, count, change.records)
         rows = []
         for record in change.records:
             text = message_text(record_message(record, self._where)).replace("\x00", "")  # search text; the data keeps it
@@ -250,6 +262,7 @@ class SqlStore(StoreBase):
 
     def _delete_flow(self, tenant: str, key: str) -> Flow:
         yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
+        yield from self.search_index.drop_flow(tenant, key)
         found = yield self._x("DELETE FROM sg_sessions WHERE tenant = ? AND key = ? RETURNING key", (tenant, key), "one")
         return found is not None
 
@@ -306,6 +319,7 @@ class SqliteStore(SqlStore):
     Its async methods run the sync ones in a worker thread (SQLite has no async driver).
     """
 
+    search_dialect = SQLITE_SEARCH
     dialect = Dialect(mark="?", begin="BEGIN IMMEDIATE", lock_row="", contains="instr(lower(text), ?) > 0",
                        has_table="SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'sg_sessions'")
 

@@ -159,7 +159,7 @@ def test_export_search_stats(store: SessionStore, tenant: str) -> None:
     assert text.count("\n") == 8 and "] user: question 0" in text and "[calls lookup" in text
     document = json.loads(manager.export("chat:1", "json"))
     assert document["key"] == "chat:1" and len(document["messages"]) == 8
-    hits = manager.search("RESULT 1")
+    hits = manager.search("RESULT 1", mode="substring")
     assert [(h.key, h.seq, h.role) for h in hits] == [("chat:1", 6, "tool")]
     stats = manager.stats("chat:1")
     assert stats.by_role == {"user": 2, "assistant": 4, "tool": 2}

@@ -1,0 +1,173 @@
+"""Recall from the whole history for agents: a ``search_history`` tool, and automatic recall.
+
+Once a message leaves the window the model only sees what the memo or summary kept of it.
+``search_history`` lets the agent look further back (ranked search over every stored message
+of the user's sessions, or of this session without a manager), with dates and the turns
+around each hit, within a character budget. Automatic recall (``HistoryRecall``) does it before
+each model call for the newest user message: the best evicted messages go into the context
+message (beside the memo or summary), within the token budget (they count against it like the
+agent's own system prompt) and never repeating what the window or the memo already shows. It
+is off in lite mode unless asked for (a lite session keeps no memo, and an agent that resizes
+only by pruning usually wants the recent window alone); turn it on there with
+``HistoryRecall(lite=True)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import json
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool, StructuredTool
+
+from session_graph.errors import ConfigurationError
+from session_graph.retrieval.hits import SearchHit
+from session_graph.session import Session
+
+__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "recall_text", "recall_view"]
+
+RECALL_HEADER = "Earlier messages of this conversation that may be relevant (not in the window above):\n"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRecall:
+    """Automatic recall of evicted messages before each model call.
+
+    Attributes:
+        k: the most messages recalled per model call (0: none; the tool stays).
+        chars: the most characters the recalled messages take (they also count against the
+            session's token budget).
+        around: messages either side of each recalled one.
+        lite: recall in lite mode too (off by default there).
+        tool: give the agent the ``search_history`` tool (``SessionMiddleware``; off by default,
+            since an agent whose model cannot bind tools would fail with one added).
+        tool_chars: the character budget of the ``search_history`` tool's answers.
+    """
+
+    k: int = 4
+    chars: int = 1200
+    around: int = 0
+    lite: bool = False
+    tool: bool = False
+    tool_chars: int = 2000
+
+    def __post_init__(self) -> None:
+        for name in ("k", "chars", "around", "tool_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"HistoryRecall.{name} must be a whole number >= 0, got {value!r}.")
+
+
+DEFAULT_RECALL = HistoryRecall()
+"""What the plug points use unless told otherwise (frozen: one shared instance is safe)."""
+
+
+def _line(hit: SearchHit, with_key: bool, width: int, mark: str = "- ") -> str:
+    when = hit.ts[:16].replace("T", " ") if hit.ts else "undated"
+    where = f"{hit.key}#{hit.seq} " if with_key else ""
+    text = " ".join(hit.text.split())
+    if len(text) > width:
+        text = text[: max(0, width - 1)] + "\u2026"
+    return f"{mark}[{where}{when}] {hit.role}: {text}"
+
+
+def format_hits(hits: list[SearchHit], chars: int, *, with_key: bool = True) -> str:
+    """Hits (and their neighbours, indented) as lines, at most ``chars`` characters in all.
+
+    Each hit gets an equal share of the budget (texts are cut with an ellipsis); hits that do
+    not fit at all are left out, never cut into a broken line.
+    """
+    if chars <= 0 or not hits:
+        return ""
+    lines_per_hit = [1 + len(hit.neighbours) for hit in hits]
+    share = max(40, chars // max(1, sum(lines_per_hit)) - 30)
+    out: list[str] = []
+    used = 0
+    for hit in hits:
+        block = [_line(n, with_key, share, "    ") for n in hit.neighbours if n.seq < hit.seq]
+        block.append(_line(hit, with_key, share))
+        block += [_line(n, with_key, share, "    ") for n in hit.neighbours if n.seq > hit.seq]
+        text = "\n".join(block)
+        cost = len(text) + (1 if out else 0)
+        if used + cost > chars:
+            break
+        out.append(text)
+        used += cost
+    return "\n".join(out)
+
+
+def _newest_user_text(session: Session) -> str:
+    return next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
+
+
+def recall_text(session: Session, recall: HistoryRecall | None) -> str:
+    """The recalled evicted messages for the newest user message, as context text ("" for none)."""
+    if recall is None or not recall.k or not recall.chars:
+        return ""
+    if session.settings.resolved().mode == "lite" and not recall.lite:
+        return ""
+    query = _newest_user_text(session)
+    if not query.strip():
+        return ""
+    window = {m.id for m in session.current_chat_history}
+    memo = json.dumps(session.memo, ensure_ascii=False, default=str).casefold() if session.memo else ""
+    try:
+        hits = session.search(query, k=recall.k + len(window), around=recall.around)
+    except ValueError:
+        return ""
+    chosen = [h for h in hits if h.message_id not in window
+              and not (memo and " ".join(h.text.split()).casefold()[:200] in memo)][: recall.k]
+    chosen = [h if not h.neighbours else _without_window(h, window) for h in chosen]
+    body = format_hits(chosen, recall.chars - len(RECALL_HEADER), with_key=False)
+    return RECALL_HEADER + body if body else ""
+
+
+def _without_window(hit: SearchHit, window: set[str | None]) -> SearchHit:
+    near = tuple(n for n in hit.neighbours if n.message_id not in window)
+    return SearchHit(hit.key, hit.seq, hit.role, hit.text, hit.ts, hit.message_id, hit.score, near)
+
+
+def recall_view(session: Session, recall: HistoryRecall | None, *, outside_tokens: int = 0) -> list[BaseMessage]:
+    """The session's view with recalled messages joined to its context message (the memo or
+    summary message; a new system message after the leading ones when there is none). The
+    recalled text counts against the token budget; without recall, exactly ``session.view()``."""
+    text = recall_text(session, recall)
+    if not text:
+        return list(session.view(outside_tokens=outside_tokens).messages)
+    extra = SystemMessage(content=text, id=f"{session.id}:recall", response_metadata={"session_graph": {"context": "recall"}})
+    view = list(session.view(outside_tokens=outside_tokens + session.tokens_of(extra)).messages)
+    lead = 0
+    while lead < len(view) and isinstance(view[lead], SystemMessage):
+        lead += 1
+    for index in range(lead):
+        marks = view[index].response_metadata.get("session_graph") or {}
+        if marks.get("context") in ("memo", "summary"):
+            joined = view[index].model_copy(update={"content": f"{view[index].text}\n\n{text}"})
+            return [*view[:index], joined, *view[index + 1 :]]
+    return [*view[:lead], extra, *view[lead:]]
+
+
+def history_tools(binding: Any, recall: HistoryRecall | None = None) -> list[BaseTool]:
+    """``search_history`` over a ``SessionBinding``'s sessions: with a manager, every stored
+    session of its tenant (``session`` narrows it to one key); else the bound session."""
+    chars = (recall or HistoryRecall()).tool_chars
+
+    def search_history(query: str, k: int = 5, since: str | None = None, until: str | None = None,
+                       session: str | None = None) -> str:
+        """Search everything said earlier in the user's conversations, including what no longer fits the
+        context. Returns the best matching messages with their dates and the messages around them.
+        ``since`` / ``until``: ISO dates (e.g. 2024-03-01) to limit when they were said; ``session``: one
+        conversation's key."""
+        k = max(1, min(int(k), 20))
+        try:
+            if binding.manager is not None:
+                hits = binding.manager.search(query, k, key=session or None, since=since or None, until=until or None, around=1)
+            else:
+                hits = binding.fixed.search(query, k, since=since or None, until=until or None, around=1)
+        except (ValueError, ConfigurationError) as error:
+            return f"Search failed: {error}"
+        found = format_hits(hits, chars, with_key=binding.manager is not None)
+        return found or "No earlier message matches."
+
+    return [StructuredTool.from_function(search_history, name="search_history")]

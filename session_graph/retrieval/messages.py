@@ -1,0 +1,152 @@
+"""Search over one session's messages in memory (``Session.search``).
+
+``MessageSource`` is a ``retrieval.search.Source`` over the messages a session holds: it
+indexes each message once (O(new messages) per search after appends) and rebuilds only when
+the history was replaced (``clear``, ``restore``). A session loaded lazily holds its first
+message and its window; its middle stays in the store, and ``session_search`` asks the
+store's index for that part (bound by the ``SessionManager`` with ``bind_store``) instead
+of paging it in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+import json
+import threading
+from typing import Any
+import weakref
+
+from langchain_core.messages import BaseMessage
+
+from session_graph.retrieval.bm25 import Bm25Index
+from session_graph.retrieval.hits import SearchHit
+from session_graph.retrieval.search import SearchOptions, search
+from session_graph.retrieval.tokenize import terms
+
+__all__ = ["MessageSource", "bind_store", "message_text", "session_search", "substring_search"]
+
+Ref = tuple[str, int]
+_sources: weakref.WeakKeyDictionary[Any, MessageSource] = weakref.WeakKeyDictionary()
+_stores: weakref.WeakKeyDictionary[Any, tuple[Any, str]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def message_text(message: BaseMessage) -> str:
+    """The searchable text of a message: its text parts and its tool calls' names and arguments."""
+    content = message.content
+    parts = [content] if isinstance(content, str) else [
+        p if isinstance(p, str) else str(p.get("text", "")) for p in content
+        if isinstance(p, str) or (isinstance(p, dict) and p.get("type") == "text")]
+    for call in getattr(message, "tool_calls", None) or ():
+        parts.append(f"{call.get('name', '')} {json.dumps(call.get('args', {}), ensure_ascii=False, default=str)}")
+    return "\n".join(p for p in parts if p)
+
+
+def _role(message: BaseMessage) -> str:
+    return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+
+
+class MessageSource:
+    """A ``Source`` over positions of one message list (the key is the session id)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.index = Bm25Index()
+        self._held: dict[int, BaseMessage] = {}
+        self._history: Any = None
+        self._times: dict[str, str] = {}
+
+    def sync(self, history: Any, times: dict[str, str]) -> None:
+        """Index what ``history`` holds now: O(new messages) after appends (the same list, its
+        first and last indexed messages still in place), a rebuild when it was replaced."""
+        n = len(history)
+        start = getattr(history, "start", 0)  # a lazy history holds 0 and start..n-1 until its middle is read
+        last = max(self._held, default=-1)
+        same = (history is self._history and last < n and self._held.get(0) is (history[0] if n else None)
+                and (last < 0 or history[last] is self._held[last]))
+        if not same:
+            self.index, self._held, self._history = Bm25Index(), {}, history
+            last = -1
+        if start >= 2:
+            fresh: Iterable[int] = [p for p in (0, *range(max(start, last + 1), n)) if p not in self._held]
+        else:
+            fresh = [p for p in range(n) if p not in self._held] if len(self._held) != last + 1 else range(last + 1, n)
+        for position in fresh:
+            message = history[position]
+            self.index.add((self.key, position), terms(message_text(message)), owner=self.key)
+            self._held[position] = message
+        self._times = times
+
+    def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
+             since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
+        allow = None
+        if since is not None or until is not None:
+            times = [self._ts(self.index.key_of(d)[1]) for d in range(self.index.ids)]
+            allow = self.index.mask((since is None or t >= since) and (until is None or t < until) for t in times)
+        return self.index.search(words, limit, allow=allow)  # type: ignore[return-value]
+
+    def _ts(self, position: int) -> str:
+        message = self._held.get(position)
+        return self._times.get(message.id or "", "") if message is not None else ""
+
+    def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
+        def hit(position: int, value: float = 0.0) -> SearchHit | None:
+            message = self._held.get(position)
+            if message is None:
+                return None
+            return SearchHit(self.key, position, _role(message), message_text(message), self._ts(position), message.id, value)
+
+        hits = []
+        for ref in refs:
+            found = hit(ref[1], score.get(ref, 0.0))
+            if found is None:
+                continue
+            if around:
+                near = tuple(h for s in range(ref[1] - around, ref[1] + around + 1) if s != ref[1] and (h := hit(s)) is not None)
+                found = SearchHit(found.key, found.seq, found.role, found.text, found.ts, found.message_id, found.score, near)
+            hits.append(found)
+        return hits
+
+    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
+        return [((self.key, p), m.id, self._ts(p)) for p, m in sorted(self._held.items())]
+
+
+def bind_store(session: Any, index: Any, tenant: str) -> None:
+    """Let ``session_search`` ask ``index`` (a store's ``search_index``) for the part of the
+    session's history that stays in the store (what a ``SessionManager`` does on load)."""
+    with _lock:
+        _stores[session] = (index, tenant)
+
+
+def session_search(session: Any, query: str, k: int = 10, options: SearchOptions | None = None) -> list[SearchHit]:
+    """The ``k`` best messages of the session's whole history (window, evicted, archived)."""
+    history = session.full_chat_history
+    with _lock:
+        source = _sources.get(session)
+        if source is None or source.key != session.id:
+            source = _sources[session] = MessageSource(session.id)
+        bound = _stores.get(session)
+    source.sync(history, session.arrived_at)
+    hits = search(source, "", query, k, options=options)
+    start = getattr(history, "start", 0)
+    if start >= 2 and bound is not None:  # the middle (1 .. start - 1) is in the store: ask its index
+        index, tenant = bound
+        stored = [h for h in search(index, tenant, query, k + len(history) - start + 1, keys=[session.id], options=options)
+                  if 1 <= h.seq < start]
+        hits = sorted([*hits, *stored], key=lambda h: -h.score)
+    return hits[:k]
+
+
+def substring_search(session: Any, query: str, k: int = 10) -> list[SearchHit]:
+    """The first ``k`` messages of the history containing ``query`` (case-insensitive), oldest
+    first (reads a lazily loaded session's middle)."""
+    if not isinstance(query, str) or not query:
+        raise ValueError(f"search needs a non-empty query string, got {query!r:.60}.")
+    needle, hits = query.casefold(), []
+    for position, message in enumerate(session.full_chat_history):
+        text = message_text(message)
+        if needle in text.casefold():
+            hits.append(SearchHit(session.id, position, _role(message), text, session.arrived_at.get(message.id or "", ""), message.id))
+            if len(hits) >= k:
+                break
+    return hits

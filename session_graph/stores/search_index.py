@@ -1,0 +1,378 @@
+"""The JSONL store's search index: one ``<name>.terms`` file next to each ``<name>.jsonl`` log.
+
+Writing: ``JsonlStore.update`` hands each append to ``JsonlSearch.appended`` under the
+session's lock, which adds one line per new log line (its seq, byte offset and length in the
+log, id, role, ts and retrieval terms) to the terms file: O(new messages), no fsync (the
+index can always be derived from the log again). A reset marker gets a reset line.
+
+Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
+query, brings each session up to date from the end of its terms file (a stat per session when
+nothing changed). Every terms line carries a CRC-32 and the offsets must tile the log without
+gaps, so a damaged, foreign or stale file is never trusted: it is rebuilt from the log, under
+the session's lock, and reported. A terms file behind its log (a crash between the two
+appends, or a log written by an older version) is caught up from the log's tail.
+
+Hits read their text back from the log (one seek each); nothing else reads the log, so a
+search never pages a session's middle into memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+import json
+import logging
+import os
+from pathlib import Path
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from session_graph._base.files import decode_name
+from session_graph.retrieval.bm25 import Bm25Index
+from session_graph.retrieval.hits import SearchHit
+from session_graph.retrieval.tokenize import TOKENIZER
+from session_graph.stores.search_terms import (
+    HEADER,
+    end_of,
+    entry_line,
+    header_line,
+    parse_line,
+    record_text,
+    reset_line,
+    scan_log,
+    terms_path,
+)
+
+if TYPE_CHECKING:
+    from session_graph.stores.jsonl import JsonlStore
+
+try:
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
+__all__ = ["JsonlSearch", "record_text", "terms_path"]
+
+log = logging.getLogger("session_graph")
+_FRESH = 0.005  # seconds a check of the files stays good for (a search's second pass reuses it)
+Ref = tuple[str, int]
+
+
+class _Damaged(Exception):
+    """A terms file that cannot be trusted (rebuild it)."""
+
+
+@dataclass
+class _Session:
+    key: str
+    consumed: int = 0  # bytes of the terms file applied
+    end: int = 0  # bytes of the log the index covers
+    seq: int = 0  # the next seq expected
+    identity: tuple[int, int] = (0, 0)  # (device, inode) of the terms file applied
+    log_inode: int = 0
+
+
+@dataclass
+class _Tenant:
+    index: Bm25Index = field(default_factory=Bm25Index)
+    sessions: dict[str, _Session] = field(default_factory=dict)  # by log file name
+    where: dict[Ref, tuple[str, int, int, str | None, str, str]] = field(default_factory=dict)  # name, offset, bytes, id, role, ts
+    times: list[str] = field(default_factory=list)  # ts by document id
+    synced: float = -1.0  # time.monotonic() of the last check of the files
+    appends: int = 0  # JsonlSearch._appends at that check
+
+
+class JsonlSearch:
+    """The search index of one ``JsonlStore`` (see the module docstring)."""
+
+    def __init__(self, store: JsonlStore) -> None:
+        self.store = store
+        self._tenants: dict[str, _Tenant] = {}
+        self._lock = threading.RLock()
+        self._appends = 0  # saves through this store (a search after one always checks the files)
+
+    # -- writing (under the session's lock) -------------------------------------------------------
+    def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
+                 records: list[dict[str, Any]], reset: bool) -> None:
+        """Index lines just appended to ``log_path`` at byte ``start`` (called by ``update``).
+
+        Never fails the save: an index that cannot be written is removed, and rebuilt on the
+        next search.
+        """
+        path = terms_path(log_path)
+        self._appends += 1
+        try:
+            if start == 0:
+                out = [header_line(key)]
+            elif end_of(path) == start:
+                out = []
+            else:
+                return  # missing or behind: the next search rebuilds or catches up from the log
+            position, seq, texts = start, first_seq, iter(records)
+            for raw in lines:
+                if reset and raw is lines[0]:
+                    out.append(reset_line(position, len(raw)))
+                else:
+                    out.append(entry_line(next(texts), seq, position, len(raw)))
+                    seq += 1
+                position += len(raw)
+            with open(path, "wb" if start == 0 else "ab") as handle:
+                handle.write(b"".join(out))
+        except (OSError, ValueError, TypeError) as error:
+            log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
+            _unlink(path)
+
+    def deleted(self, log_path: Path) -> None:
+        """Drop the terms file of a deleted session (called under its lock)."""
+        self._appends += 1  # the next search checks the files again
+        _unlink(terms_path(log_path))
+
+    # -- reading ----------------------------------------------------------------------------------
+    def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
+             since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
+        """The best ``limit`` (``(key, seq)``, BM25 score) of a tenant's messages (of ``keys``, in
+        the time range ``since <= ts < until`` when given), best first."""
+        with self._lock:
+            state = self._sync(tenant)
+            allow = None
+            if since is not None or until is not None:
+                allow = state.index.mask((since is None or ts >= since) and (until is None or ts < until) for ts in state.times)
+            return state.index.search(words, limit, owners=keys, allow=allow)  # type: ignore[return-value]
+
+    def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
+        """The hits for ``refs`` (text read back from the logs), each with up to ``around``
+        messages either side as ``neighbours``."""
+        with self._lock:
+            state = self._tenants.get(tenant) or self._sync(tenant)
+            wanted = {ref: state.where[ref] for key, seq in refs for ref in ((key, s) for s in range(seq - around, seq + around + 1))
+                      if ref in state.where}
+        folder = self.store._dir(tenant)
+        plain: dict[Ref, SearchHit] = {}
+        by_log: dict[str, list[Ref]] = {}
+        for ref in sorted(wanted):
+            by_log.setdefault(wanted[ref][0], []).append(ref)
+        for name, group in by_log.items():
+            try:
+                handle = open(folder / name, "rb")  # noqa: SIM115 - one open per log, closed below
+            except OSError:
+                continue  # deleted under us: leave its hits out
+            with handle:
+                for ref in group:
+                    _, offset, size, message_id, role, ts = wanted[ref]
+                    try:
+                        handle.seek(offset)
+                        record = _loads(handle.read(size))
+                    except (OSError, ValueError):
+                        continue  # changed under us (a reset): leave it out
+                    if isinstance(record, dict) and record.get("seq") == ref[1]:
+                        plain[ref] = SearchHit(ref[0], ref[1], role, record_text(record), ts, message_id, score.get(ref, 0.0))
+        hits = []
+        for ref in refs:
+            hit = plain.get(ref)
+            if hit is None:
+                continue
+            if around:
+                near = tuple(plain[(ref[0], s)] for s in range(ref[1] - around, ref[1] + around + 1)
+                             if s != ref[1] and (ref[0], s) in plain)
+                hit = SearchHit(hit.key, hit.seq, hit.role, hit.text, hit.ts, hit.message_id, hit.score, near)
+            hits.append(hit)
+        return hits
+
+    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
+        """``((key, seq), message id, ts)`` of every indexed message of a tenant (for a dense index)."""
+        with self._lock:
+            state = self._sync(tenant)
+            wanted = None if keys is None else set(keys)
+            return [(ref, w[3], w[5]) for ref, w in state.where.items() if wanted is None or ref[0] in wanted]
+
+    def count(self, tenant: str) -> int:
+        """How many messages of a tenant the index holds (after bringing it up to date)."""
+        with self._lock:
+            return len(self._sync(tenant).index)
+
+    def stats(self, tenant: str) -> dict[str, Any]:
+        """The statistics that define a tenant's scores (a test compares them with a rebuilt index's)."""
+        with self._lock:
+            return self._sync(tenant).index.stats()
+
+    def forget(self, tenant: str | None = None) -> None:
+        """Drop the in-memory index (of one tenant, or all); the next search reloads the terms files."""
+        with self._lock:
+            if tenant is None:
+                self._tenants.clear()
+            else:
+                self._tenants.pop(tenant, None)
+
+    # -- keeping the in-memory index up to date ---------------------------------------------------
+    def _sync(self, tenant: str) -> _Tenant:
+        state = self._tenants.setdefault(tenant, _Tenant())
+        now = time.monotonic()
+        if now - state.synced < _FRESH and state.appends == self._appends:
+            return state  # checked a moment ago (a search's second pass) and nothing was saved here since
+        state.synced, state.appends = now, self._appends
+        folder = self.store._dir(tenant)
+        logs: dict[str, tuple[int, int]] = {}
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.endswith(".jsonl") and not name.endswith(".quarantine.jsonl") and not name.startswith("."):
+                        logs[name] = (entry.stat().st_size, entry.inode())
+        except FileNotFoundError:
+            pass
+        for name in [n for n in state.sessions if n not in logs]:
+            self._drop(state, name)
+        for name, (size, inode) in logs.items():
+            session = state.sessions.get(name)
+            if session is not None and session.end == size and session.log_inode == inode:
+                continue  # (a terms file another process rebuilt since says the same: it is derived from this log)
+            if session is not None and session.log_inode not in (0, inode):
+                self._drop(state, name)  # deleted and written again by another process
+            try:
+                self._catch_up(tenant, state, folder, name, size)
+            except _Damaged as damage:
+                self._rebuild(tenant, state, folder, name, str(damage))
+            if name in state.sessions:
+                state.sessions[name].log_inode = inode
+        return state
+
+    def _catch_up(self, tenant: str, state: _Tenant, folder: Path, name: str, size: int) -> None:
+        """Apply the new lines of a terms file; a terms file behind its log is completed under the lock."""
+        path = terms_path(folder / name)
+        session = state.sessions.get(name)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            raise _Damaged("missing") from None
+        if session is not None and (stat.st_dev, stat.st_ino) != session.identity:
+            self._drop(state, name)  # replaced (rebuilt by another process): read it again
+            session = None
+        if session is None:
+            session = _Session(key="", identity=(stat.st_dev, stat.st_ino))
+        with open(path, "rb") as handle:
+            handle.seek(session.consumed)
+            chunk = handle.read()
+        usable = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is left for later
+        self._apply(state, name, session, usable)
+        state.sessions[name] = session
+        if session.end > size:
+            raise _Damaged("longer than its log")
+        if session.end < size:
+            self._complete(tenant, state, folder, name)
+
+    def _apply(self, state: _Tenant, name: str, session: _Session, chunk: bytes) -> None:
+        start = 0
+        for raw in chunk.splitlines(keepends=True):
+            document = parse_line(raw)
+            if document is None:
+                raise _Damaged(f"a damaged line at byte {session.consumed + start}")
+            start += len(raw)
+            if "h" in document:
+                if session.consumed + start != len(raw) or document.get("tokenizer") != TOKENIZER or document.get("h") != HEADER:
+                    raise _Damaged("made by another version" if session.consumed == 0 else "a header in the middle")
+                session.key = str(document.get("key") or decode_name(name[: -len(".jsonl")]) or "")
+                continue
+            if not session.key:
+                raise _Damaged("no header")
+            offset, size = document.get("o"), document.get("n")
+            if offset != session.end or not isinstance(size, int) or size <= 0:
+                raise _Damaged(f"a gap at log byte {session.end}")
+            session.end += size
+            if "reset" in document:
+                state.index.remove_owner(session.key)
+                for ref in [r for r in state.where if r[0] == session.key]:
+                    del state.where[ref]
+                session.seq = 0
+                continue
+            if "skip" in document:
+                continue
+            seq = document.get("s")
+            if seq != session.seq:
+                raise _Damaged(f"seq {seq} where {session.seq} was expected")
+            session.seq += 1
+            ref = (session.key, seq)
+            state.index.add(ref, str(document.get("t", "")).split(), owner=session.key)
+            state.times.append(str(document.get("ts", "")))  # by document id: every add takes the next id
+            state.where[ref] = (name, offset, size, document.get("id"), str(document.get("r", "")), str(document.get("ts", "")))
+        session.consumed += start
+
+    def _complete(self, tenant: str, state: _Tenant, folder: Path, name: str) -> None:
+        """Index the log lines past the terms file's end, under the session's lock."""
+        session = state.sessions[name]
+        with self._writing(tenant, session.key or _key_of(folder, name)):
+            path = terms_path(folder / name)
+            with open(path, "rb") as handle:  # another writer may have caught up meanwhile
+                handle.seek(session.consumed)
+                chunk = handle.read()
+            self._apply(state, name, session, chunk[: chunk.rfind(b"\n") + 1])
+            out = list(scan_log(folder / name, session.end, session.seq))
+            if out:
+                if self.store.create:
+                    try:
+                        with open(path, "r+b") as handle:  # past a torn last line (a crash mid-append), if any
+                            handle.truncate(session.consumed)
+                            handle.seek(session.consumed)
+                            handle.write(b"".join(out))
+                    except OSError as error:
+                        log.warning("could not extend the search index %s (%s); searching from memory", path, error)
+                self._apply(state, name, session, b"".join(out))
+            log.info("search index of %s caught up with %d log line(s)", folder / name, len(out))
+
+    def _rebuild(self, tenant: str, state: _Tenant, folder: Path, name: str, why: str) -> None:
+        """Write a session's terms file again from its log (atomically), under its lock, and load it."""
+        self._drop(state, name)
+        session = _Session(key="")
+        key = _key_of(folder, name)
+        with self._writing(tenant, key):
+            log_path = folder / name
+            if not log_path.exists():
+                return
+            path = terms_path(log_path)
+            if why != "missing":
+                log.warning("the search index %s is %s; rebuilding it from %s", path, why, log_path)
+            lines = [header_line(key), *scan_log(log_path, 0, 0)]
+            if self.store.create:  # a store opened for reading only indexes in memory and writes nothing
+                temporary = path.with_name(path.name + ".tmp")
+                try:
+                    with open(temporary, "wb") as handle:
+                        handle.write(b"".join(lines))
+                    os.replace(temporary, path)
+                    stat = path.stat()
+                    session.identity = (stat.st_dev, stat.st_ino)
+                except OSError as error:
+                    log.warning("could not write the search index %s (%s); searching from memory", path, error)
+            self._apply(state, name, session, b"".join(lines))
+            state.sessions[name] = session
+
+    def _writing(self, tenant: str, key: str) -> Any:
+        """The session's lock, when this store may write (a read-only one takes none: it writes nothing)."""
+        return self.store._locked(tenant, key) if self.store.create else contextlib.nullcontext()
+
+    def _drop(self, state: _Tenant, name: str) -> None:
+        session = state.sessions.pop(name, None)
+        if session is not None and session.key:
+            state.index.remove_owner(session.key)
+            for ref in [r for r in state.where if r[0] == session.key]:
+                del state.where[ref]
+
+
+
+def _key_of(folder: Path, name: str) -> str:
+    stem = name[: -len(".jsonl")]
+    key = decode_name(stem)
+    if key is not None:
+        return key
+    try:
+        return str(json.loads((folder / f"{stem}.meta.json").read_bytes()).get("key") or stem)
+    except (OSError, ValueError, AttributeError):
+        return stem
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        log.warning("could not remove the search index %s: %s", path, error)
