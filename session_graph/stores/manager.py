@@ -211,6 +211,9 @@ class SessionManager(SessionInterop):
         session = yield from self._get_flow(key, progress)
         if session is not None:
             return session
+        made = self._cache.get(key)  # another task made it while this one waited on the store: share it
+        if made is not None:
+            return made.session
         session = self.session_factory(key)
         if session.id != key:
             raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
@@ -403,6 +406,9 @@ class SessionManager(SessionInterop):
             return None
         middle = self._middle(key, snapshot) if window else None
         state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle))
+        raced = self._cache.get(key)
+        if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
+            return (yield from self._get_flow(key, progress))
         log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
                  len(state.full_chat_history), time.perf_counter() - started)
         session = entry.session if entry is not None else self.session_factory(key)
