@@ -15,13 +15,15 @@ in metadata, a folder found on disk) into a path goes through here:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
+from typing import IO
 
 from session_graph.errors import DocumentError, StoreError
 
-__all__ = ["folder_name", "inside", "plain_name", "read_text", "replace_text"]
+__all__ = ["folder_name", "fresh_file", "inside", "plain_name", "read_text", "replace_text"]
 
 MAX_NAME_BYTES = 200  # below every common file system's 255, leaving room for a suffix
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -113,6 +115,15 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], what: 
         raise StoreError(f"the {what} {full} is not UTF-8 text ({error}); convert or remove it.") from None
 
 
+def fresh_file(path: str | os.PathLike[str]) -> IO[str]:
+    """A new UTF-8 text file at ``path`` for writing; whatever was at that name (a leftover
+    temporary file, a link planted there) is removed first, and the open never follows a link."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+    return open(descriptor, "w", encoding="utf-8", newline="")
+
+
 def replace_text(root: str | os.PathLike[str], path: str | os.PathLike[str], text: str, what: str = "file") -> Path:
     """Write ``text`` to ``root/path`` atomically, creating folders, never through a link."""
     full = inside(root, path, what)
@@ -120,9 +131,8 @@ def replace_text(root: str | os.PathLike[str], path: str | os.PathLike[str], tex
         full.parent.mkdir(parents=True, exist_ok=True)
         inside(root, path, what)  # nothing raced a link in while the folders were made
         temporary = full.with_name(f".{full.name}.{os.getpid()}.tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644)
         try:
-            with open(descriptor, "w", encoding="utf-8", newline="") as handle:
+            with fresh_file(temporary) as handle:
                 handle.write(text)
             os.replace(temporary, full)
         except BaseException:
