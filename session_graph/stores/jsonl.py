@@ -476,7 +476,13 @@ def _is_record(record: Any) -> bool:
     if record.get("_type") == _RESET:
         return True
     message = record.get("message")
-    return isinstance(message, dict) and isinstance(message.get("type"), str) and isinstance(message.get("data"), dict)
+    return isinstance(message, dict) and message.get("type") in _MESSAGE_TYPES and isinstance(message.get("data"), dict)
+
+
+_MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "function", "chat", "HumanMessageChunk", "AIMessageChunk",
+                            "SystemMessageChunk", "ToolMessageChunk", "FunctionMessageChunk", "ChatMessageChunk"})
+"""The message types langchain-core loads; a record of any other type (a newer library's, a
+hand edit) is quarantined like a damaged line instead of making the whole session unloadable."""
 
 
 def _is_reset(line: bytes) -> bool:
