@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+import contextlib
 from dataclasses import dataclass
 import logging
 import os
@@ -59,6 +60,7 @@ from session_graph.stores.flows import Blocking, Call, Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.interop import FOREIGN_FORMATS, SessionInterop
 from session_graph.stores.jsonl import JsonlStore
+from session_graph.stores.lease import CommitLease
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 from session_graph.stores.postgres import PostgresStore
 from session_graph.stores.sql import SqliteStore
@@ -310,10 +312,19 @@ class SessionManager(SessionInterop):
         if session.memory is None:
             raise ConfigurationError("commit() needs long-term memory: SessionManager(..., memory=MemoryConfig(...)).")
         self.save(session)  # what the commit archives is stored first
-        # one commit of a session at a time, across processes sharing the (default, file) memory store
-        with owner_lock(session.memory.memory_store, ("session", f"{self.tenant}/{session.id}")):
+        # one commit of a session at a time, across processes: the file memory store's lock, or
+        # for any other memory store a lease in the session store (see stores/lease.py)
+        store = session.memory.memory_store
+        shared = contextlib.nullcontext() if hasattr(store, "owner_lock") else CommitLease(self.store, self.tenant, session.id)
+        with shared as lease, owner_lock(store, ("session", f"{self.tenant}/{session.id}")):
             self.get(session.id)  # another process's commit or messages, merged in
-            result = session.commit(dry_run=dry_run, wait=wait, checkpoint=None if dry_run else (lambda _: self.save(session)))
+
+            def checkpoint(_: Any) -> None:
+                self.save(session)
+                if lease is not None:
+                    lease.renew()
+
+            result = session.commit(dry_run=dry_run, wait=wait, checkpoint=None if dry_run else checkpoint)
             if not dry_run:
                 self.save(session)
         return result
