@@ -18,6 +18,7 @@ from session_graph.errors import (
     SettingsError,
     StoreConflictError,
     StoreError,
+    StoreUnavailableError,
     UnknownResizeTypeError,
 )
 from session_graph.graph import NODE_NAMES, build_resize_graph
@@ -103,6 +104,7 @@ __all__ = [
     "StoreChange",
     "StoreConflictError",
     "StoreError",
+    "StoreUnavailableError",
     "StoredSession",
     "TiktokenCounter",
     "TokenCounter",
