@@ -26,10 +26,12 @@ from session_graph.memory import MemoryConfig
 
 SUMMARY = "# Session Summary\n**Overview**: fast tests | done"
 PREF = {"category": "preferences", "key": "testing", "abstract": "Prefers fast tests", "content": "Prefers fast tests."}
+EVENT = {"category": "events", "abstract": "Asked for short tests", "content": "On 2026-11-24 asked for short tests."}
 
 
 def model() -> FakeListChatModel:
-    return FakeListChatModel(responses=[SUMMARY, json.dumps({"memories": [PREF]})] * 3)
+    """Replies for two commits: the first mines a preference, the second an event (no decision needed)."""
+    return FakeListChatModel(responses=[SUMMARY, json.dumps({"memories": [PREF]}), SUMMARY, json.dumps({"memories": [EVENT]})])
 
 
 def talk(session: Session, text: str = "I like fast tests.") -> None:
@@ -82,8 +84,7 @@ def _drop_connections(dsn: str, schema: str) -> int:
     """Terminate every server connection of the test's schema (what a server restart or a proxy does)."""
     with psycopg.connect(dsn, autocommit=True) as admin:
         rows = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-                             "AND query NOT ILIKE '%pg_stat_activity%' AND backend_type = 'client backend' "
-                             "AND application_name = %s", (schema,)).fetchall()
+                             "AND backend_type = 'client backend' AND application_name = %s", (schema,)).fetchall()
     return len(rows)
 
 
