@@ -116,28 +116,31 @@ def test_a_process_that_dies_in_the_model_call_loses_no_input(tmp_path: Path) ->
 
 @pytest.mark.parametrize("existing", [False, True])
 def test_concurrent_ainvoke_on_one_thread_store_every_message_once(tmp_path: Path, existing: bool) -> None:
-    runs = 6
+    """6 concurrent ainvoke on one thread, in 4 trials (threads); before the fix about half lost a message."""
+    runs, trials = 6, 4
     store = tmp_path / "sessions"
 
     def replies():
-        for i in range(1000):
+        for i in range(10_000):
             yield AIMessage(content=f"reply {i}")
 
-    async def run() -> list:
+    async def run(thread: str) -> list:
         llm = model(replies(), delay=0.01)
         agent, _ = agent_on(store, llm, InMemorySaver())
         if existing:
-            await agent.ainvoke({"messages": [HumanMessage(content="seed")]}, config())
-        return await asyncio.gather(*(agent.ainvoke({"messages": [HumanMessage(content=f"send {i}")]}, config())
+            await agent.ainvoke({"messages": [HumanMessage(content="seed")]}, config(thread))
+        return await asyncio.gather(*(agent.ainvoke({"messages": [HumanMessage(content=f"send {i}")]}, config(thread))
                                       for i in range(runs)))
 
-    results = asyncio.run(run())
-    assert len(results) == runs  # every call returned normally ...
-    expected = Counter({f"send {i}": 1 for i in range(runs)}) + (Counter({"seed": 1}) if existing else Counter())
-    assert stored_contents(store) == expected  # ... and every message any of them accepted is stored, once
-    session = SessionManager(store).get("t1")
-    replies_stored = Counter(str(m.content) for m in session.full_chat_history if isinstance(m, AIMessage))
-    assert sum(replies_stored.values()) == runs + existing and max(replies_stored.values()) == 1
+    for trial in range(trials):
+        thread = f"t{trial}"
+        results = asyncio.run(run(thread))
+        assert len(results) == runs  # every call returned normally ...
+        expected = Counter({f"send {i}": 1 for i in range(runs)}) + (Counter({"seed": 1}) if existing else Counter())
+        assert stored_contents(store, thread) == expected  # ... and every message any of them accepted is stored, once
+        session = SessionManager(store).get(thread)
+        replies_stored = Counter(str(m.content) for m in session.full_chat_history if isinstance(m, AIMessage))
+        assert sum(replies_stored.values()) == runs + existing and max(replies_stored.values()) == 1
 
 
 @pytest.mark.parametrize("stored", [False, True])
