@@ -31,6 +31,7 @@ from session_graph.errors import (
     SettingsError,
     StoreConflictError,
     StoreError,
+    StoreUnavailableError,
     UnknownResizeTypeError,
 )
 from session_graph.messages import to_message
@@ -107,6 +108,7 @@ __all__ = [
     "StoreChange",
     "StoreConflictError",
     "StoreError",
+    "StoreUnavailableError",
     "StoredSession",
     "TiktokenCounter",
     "TokenCounter",

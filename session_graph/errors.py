@@ -23,6 +23,7 @@ __all__ = [
     "SettingsError",
     "StoreConflictError",
     "StoreError",
+    "StoreUnavailableError",
     "UnknownResizeTypeError",
 ]
 
@@ -99,6 +100,17 @@ class StoreConflictError(StoreError):
     def __init__(self, message: str, *, stored_version: int | None = None) -> None:
         super().__init__(message)
         self.stored_version = stored_version
+
+
+class StoreUnavailableError(StoreError):
+    """A store's database could not be reached, or its connection broke mid-operation.
+
+    Retryable: nothing stored was lost, and what was under way can simply run again once the
+    database is back (a commit's archive stays pending and the next ``commit()`` resumes it).
+    ``retryable`` is True so generic retry code can tell it from a permanent ``StoreError``.
+    """
+
+    retryable = True
 
 
 class InvalidKeyError(SessionGraphError, ValueError):

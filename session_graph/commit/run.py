@@ -8,6 +8,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.commit.nodes.claim import NOTHING
 from session_graph.commit.state import CommitContext, CommitState
+from session_graph.memory.config import unavailable
 from session_graph.resize.state import SessionState
 
 __all__ = ["CommitContext", "CommitState", "commit_result", "run_commit", "run_commit_async"]
@@ -20,15 +21,31 @@ def _final(out: Any, start: CommitState) -> CommitState:
 
 
 def run_commit(graph: CompiledStateGraph, session: SessionState, ctx: CommitContext) -> CommitState:
-    """Run the graph from sync code; returns its final state."""
+    """Run the graph from sync code; returns its final state.
+
+    Raises:
+        StoreUnavailableError: the memory store's database connection failed (retryable).
+    """
     start = CommitState(session=session)
-    return _final(graph.invoke(start, context=ctx), start)
+    try:
+        return _final(graph.invoke(start, context=ctx), start)
+    except Exception as error:
+        clear = unavailable(error)
+        if clear is None:
+            raise
+        raise clear from error
 
 
 async def run_commit_async(graph: CompiledStateGraph, session: SessionState, ctx: CommitContext) -> CommitState:
-    """Run the graph from async code; returns its final state."""
+    """Run the graph from async code; returns its final state (errors as :func:`run_commit`)."""
     start = CommitState(session=session)
-    return _final(await graph.ainvoke(start, context=ctx), start)
+    try:
+        return _final(await graph.ainvoke(start, context=ctx), start)
+    except Exception as error:
+        clear = unavailable(error)
+        if clear is None:
+            raise
+        raise clear from error
 
 
 def commit_result(state: CommitState, ctx: CommitContext) -> dict[str, Any]:

@@ -103,7 +103,7 @@ class SessionBinding:
         self.share_across_threads = share_across_threads
         self._thread: str | None = None
         self._live: dict[str, Session] = {}
-        self._locks: weakref.WeakKeyDictionary[Session, dict[Any, Any]] = weakref.WeakKeyDictionary()
+        self._locks: weakref.WeakValueDictionary[tuple[str, Any], Any] = weakref.WeakValueDictionary()
         self._guard = threading.Lock()
 
     # -- which session -----------------------------------------------------------------------
@@ -166,22 +166,16 @@ class SessionBinding:
         ran or more than ``n`` messages are not stored yet (the caller's state still holds its
         newest ``n``); False never saves.
         """
-        flow = self._flow(self.key(config), messages, resize, save)
-        reply: Any = None
-        lock: Any = None
-        try:
+        key = self.key(config)
+        with self._lock(key, "thread", threading.RLock):  # taken before the session is read: see _lock
+            flow = self._flow(key, messages, resize, save)
+            reply: Any = None
             while True:
                 try:
                     op = flow.send(reply)
                 except StopIteration as stop:
                     return stop.value
                 reply = self._do(op)
-                if op.kind == "session" and lock is None:
-                    lock = self._lock(reply, "thread", threading.RLock)
-                    lock.acquire()
-        finally:
-            if lock is not None:
-                lock.release()
 
     async def astep(
         self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
@@ -191,33 +185,39 @@ class SessionBinding:
 
         ``locked=False``: the caller already holds ``async_lock(session)`` for a longer span.
         """
-        flow = self._flow(self.key(config), messages, resize, save)
-        reply: Any = None
-        lock: asyncio.Lock | None = None
+        key = self.key(config)
+        lock = self._lock(key, asyncio.get_running_loop(), asyncio.Lock) if locked else None
+        if lock is not None:
+            await lock.acquire()  # before the session is read: see _lock
         try:
+            flow = self._flow(key, messages, resize, save)
+            reply: Any = None
             while True:
                 try:
                     op = flow.send(reply)
                 except StopIteration as stop:
                     return stop.value
                 reply = await self._ado(op)
-                if op.kind == "session" and lock is None and locked:
-                    lock = self.async_lock(reply)
-                    await lock.acquire()
         finally:
             if lock is not None:
                 lock.release()
 
     def async_lock(self, session: Session) -> asyncio.Lock:
         """The per-session lock of the running event loop."""
-        return self._lock(session, asyncio.get_running_loop(), asyncio.Lock)
+        return self._lock(session.id, asyncio.get_running_loop(), asyncio.Lock)
 
-    def _lock(self, session: Session, owner: Any, make: Any) -> Any:
+    def _lock(self, key: str, owner: Any, make: Any) -> Any:
+        """The lock of one session key (per event loop, or one for all threads).
+
+        Keyed by the session key, not the session object, and taken before the step reads the
+        session: two runs on one new (or just changed) thread must not each load or create their
+        own object and save over each other (one user message or reply would be lost).
+        """
         with self._guard:
-            per_owner = self._locks.setdefault(session, {})
-            if owner not in per_owner:
-                per_owner[owner] = make()
-            return per_owner[owner]
+            lock = self._locks.get((key, owner))
+            if lock is None:
+                lock = self._locks[(key, owner)] = make()
+            return lock
 
     def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int) -> Generator[_Op, Any, Session]:
         session: Session = yield _Op("session", key)

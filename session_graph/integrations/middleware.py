@@ -1,8 +1,9 @@
 """SessionMiddleware: a session in front of a LangChain ``create_agent`` model, in two hooks.
 
 ``before_model`` runs the agent step (record what the session does not hold yet, judge,
-resize, save when needed) and flattens the agent's ``messages`` to the current turn: the
-session's store holds the rest, so every checkpoint stays the size of one turn.
+resize, save what is not stored yet) and flattens the agent's ``messages``: the session's
+store holds them, so every checkpoint stays the size of one turn. The save comes first, so
+the user's input is durable before the model (or anything after it) can fail or be cancelled.
 ``wrap_model_call`` hands the model the session's view (the agent's system prompt merged
 with the session's system prompt and the memo or summary into one system message, which
 every provider accepts, then the window within the token budget), and records the reply the
@@ -78,11 +79,11 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     # -- before each model call: the step, then a state of one turn ----------------------------
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = self.binding.step(state["messages"], save=len(current_turn(state["messages"])))
+        session = self.binding.step(state["messages"], save=0)  # durable before _flat drops it from the checkpoint
         return self._flat(session, state)
 
     async def abefore_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = await self.binding.astep(state["messages"], save=len(current_turn(state["messages"])))
+        session = await self.binding.astep(state["messages"], save=0)  # durable before _flat drops it from the checkpoint
         return self._flat(session, state)
 
     @staticmethod

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from difflib import get_close_matches
 import json
-from typing import Any
+import re
+from typing import Any, Self
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 import yaml
@@ -37,6 +38,7 @@ _OPTIONAL = ("schema", "memo_ahead", "trace", "archived_through", "usage", "arch
 MAX_ALIASES = 32
 MAX_NODES = 2_000_000
 MAX_NESTING = 200
+_ARCHIVE_NAME = re.compile(r"^archive_\d{1,12}$")  # what commit() and the OpenViking import name archives
 
 
 def dump_state(state: SessionState) -> dict[str, Any]:
@@ -210,6 +212,14 @@ def _commit_ledger(data: Mapping[str, Any], count: int) -> dict[str, Any]:
     archives = data.get("archives", {})
     if not isinstance(archives, Mapping) or not isinstance(archives.get("next", 0), int) or not isinstance(archives.get("pending", {}), Mapping):
         raise DocumentError("'archives' must be a dict like {'next': 3, 'pending': {...}}.")
+    for part in ("pending", "done"):
+        table = archives.get(part) or {}
+        if not isinstance(table, Mapping):
+            raise DocumentError(f"'archives.{part}' must be a dict of archive_NNN names.")
+        for name, record in table.items():
+            if not isinstance(name, str) or not _ARCHIVE_NAME.match(name) or not isinstance(record, Mapping):
+                raise DocumentError(f"'archives.{part}' names {str(name)[:80]!r}; archives are named archive_NNN (digits) "
+                                    "and hold a dict. It is not a session export.")
     return {"archived_through": through, "usage": tuple(dict(r) for r in usage), "archives": dict(archives)}
 
 

@@ -13,10 +13,32 @@ from typing import Any
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 
-from session_graph.errors import ConfigurationError
+from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.memory.filestore import FileMemoryStore
 
-__all__ = ["MemoryConfig"]
+__all__ = ["MemoryConfig", "unavailable"]
+
+_CONNECTION_ERRORS = ("OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "TooManyRequests")
+
+
+def unavailable(error: BaseException) -> StoreUnavailableError | None:
+    """A clear, retryable error for a memory store whose database connection failed (psycopg's
+    ``OperationalError`` and the like, anywhere in the chain of causes), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        kind = type(current)
+        if kind.__module__.startswith("psycopg") and any(c.__name__ in _CONNECTION_ERRORS for c in kind.__mro__):
+            return StoreUnavailableError(
+                f"the memory store's database connection failed ({kind.__name__}: {str(current).strip()[:200]}). Nothing "
+                "was lost: a commit's archive stays pending and the next commit() resumes it once the database is back. "
+                "A LangGraph PostgresStore on one psycopg connection never reconnects after a drop; build it on a pool "
+                "that checks connections: PostgresStore(ConnectionPool(dsn, kwargs={'autocommit': True, "
+                "'prepare_threshold': 0, 'row_factory': dict_row}, check=ConnectionPool.check_connection))."
+            )
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _check_owner(value: Any, what: str) -> str:
@@ -35,6 +57,10 @@ class MemoryConfig:
     Args:
         store: any LangGraph ``BaseStore`` (``InMemoryStore``, ``SqliteStore``, ``PostgresStore``);
             None: a ``FileMemoryStore`` at ``path`` in OpenViking's layout, made on first use.
+            Give a ``PostgresStore`` a ``psycopg_pool.ConnectionPool`` with
+            ``check=ConnectionPool.check_connection``, not one connection: a single connection
+            never reconnects after a drop (a commit then raises ``StoreUnavailableError``,
+            retryable, until the store is rebuilt); a pool replaces a dropped connection.
         user: the user id memories of profile, preferences, entities and events belong to.
         agent: the agent id cases and patterns belong to.
         embeddings: a LangChain ``Embeddings`` for the prefilter (fused with BM25); None: BM25 only.

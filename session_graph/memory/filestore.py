@@ -13,6 +13,12 @@ processes sharing the directory serialise their edits of one owner's memories.
 that share a term with the query; filters take exact values and ``$eq/$ne/$gt/$gte/$lt/$lte``.
 Parsed files are cached by (mtime, size), so a search over 10,000 items re-reads only what
 changed.
+
+A damaged file (no or unreadable front matter, empty, truncated, not UTF-8, a bad date, a
+value that is not a mapping, nesting too deep) or a symbolic link is skipped and reported (a
+``RuntimeWarning``, the package's logger, and ``store.damaged``: path -> reason), never
+followed or fatal: the owner's other memories and their commits go on. A put on a damaged
+item's key first moves the damaged file aside (``<name>.md.damaged``), so nothing is lost.
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ from collections.abc import Iterable, Iterator
 import contextlib
 from datetime import UTC, datetime
 import json
+import logging
 import os
 from pathlib import Path
 import threading
 from typing import Any
+import warnings
 
 from langgraph.store.base import (
     BaseStore,
@@ -41,6 +49,7 @@ from langgraph.store.base import (
 import yaml
 
 from session_graph._base.files import decode_name, encode_name, lock_file, unlock_file
+from session_graph._paths import fresh_file, inside
 from session_graph.errors import StoreError
 from session_graph.memory.bm25 import Bm25
 from session_graph.memory.items import searchable_text
@@ -48,6 +57,7 @@ from session_graph.memory.items import searchable_text
 __all__ = ["FileMemoryStore", "matches_filter"]
 
 _FENCE = "---\n"
+log = logging.getLogger("session_graph")
 
 
 def matches_filter(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:
@@ -73,8 +83,17 @@ def matches_filter(value: dict[str, Any], conditions: dict[str, Any] | None) -> 
     return True
 
 
-def _time(value: str) -> datetime:
+def _time(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"a time must be an ISO 8601 string, got {type(value).__name__}")
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _regular(stat: os.stat_result) -> bool:
+    """Whether an ``lstat`` result is a regular file (not a link, folder or device)."""
+    import stat as kinds
+
+    return kinds.S_ISREG(stat.st_mode)
 
 
 class FileMemoryStore(BaseStore):
@@ -93,6 +112,7 @@ class FileMemoryStore(BaseStore):
         self._cache: dict[Path, tuple[int, int, Item]] = {}
         self._index = Bm25()
         self._guard = threading.RLock()
+        self.damaged: dict[str, str] = {}  # path -> why it was skipped
 
     def __repr__(self) -> str:
         return f"FileMemoryStore({str(self.root)!r})"
@@ -111,6 +131,7 @@ class FileMemoryStore(BaseStore):
     def owner_lock(self, owner: tuple[str, str]) -> Iterator[None]:
         """An exclusive lock on one owner's memories that other processes respect."""
         lock = self._dir(owner) / ".lock"
+        inside(self.root, lock.relative_to(self.root), "memory lock")
         lock.parent.mkdir(parents=True, exist_ok=True)
         with open(lock, "a") as handle:
             lock_file(handle)
@@ -144,8 +165,21 @@ class FileMemoryStore(BaseStore):
 
     # -- operations --------------------------------------------------------------------------
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        item = self._load(self.path_of(tuple(namespace), key))
+        item = self._sound(self.path_of(tuple(namespace), key))
         return item if item is not None and item.namespace == tuple(namespace) and item.key == key else None
+
+    def _sound(self, path: Path) -> Item | None:
+        """The item in ``path``, or None when there is none or it is damaged (skipped and reported)."""
+        try:
+            return self._load(path)
+        except StoreError as error:
+            self._forget(path)
+            if self.damaged.get(str(path)) != str(error):
+                self.damaged[str(path)] = str(error)
+                message = f"memory store {self.root}: skipped a damaged memory file: {error}"
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+                log.warning("%s", message)
+            return None
 
     def _put(self, op: PutOp) -> None:
         namespace, path = tuple(op.namespace), self.path_of(tuple(op.namespace), op.key)
@@ -155,7 +189,10 @@ class FileMemoryStore(BaseStore):
             self._forget(path)
             return
         now = datetime.now(UTC).isoformat()
+        inside(self.root, path.relative_to(self.root), "memory file")  # never written through a linked folder
         old = self._get(namespace, op.key)
+        if old is None and (path.is_symlink() or path.exists()) and str(path) in self.damaged:
+            os.replace(path, path.with_name(path.name + ".damaged"))  # kept for a person to look at, out of search
         created = old.created_at.isoformat() if old is not None else now
         value = dict(op.value)
         content = value.pop("content", None)
@@ -166,7 +203,7 @@ class FileMemoryStore(BaseStore):
         text = _FENCE + json.dumps(head, ensure_ascii=False, indent=1) + "\n" + _FENCE + (content if isinstance(content, str) else "")
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
+        with fresh_file(temporary) as handle:
             handle.write(text)
             handle.flush()
             if self.fsync:
@@ -181,10 +218,14 @@ class FileMemoryStore(BaseStore):
 
     def _load(self, path: Path) -> Item | None:
         try:
-            stat = path.stat()
+            stat = path.lstat()
         except FileNotFoundError:
             self._forget(path)
             return None
+        if not _regular(stat):
+            raise StoreError(f"{path} is a symbolic link or not a regular file; the store never follows links. "
+                             "Replace it with the real file or delete it.")
+        inside(self.root, path.relative_to(self.root), "memory file")
         cached = self._cache.get(path)
         if cached is not None and cached[0] == stat.st_mtime_ns and cached[1] == stat.st_size:
             return cached[2]
@@ -192,7 +233,15 @@ class FileMemoryStore(BaseStore):
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
-        item = self._parse(text, path)
+        except UnicodeDecodeError as error:
+            raise StoreError(f"{path} is not UTF-8 text ({error}); fix or delete it.") from None
+        try:
+            item = self._parse(text, path)
+        except StoreError:
+            raise
+        except (ValueError, TypeError, RecursionError, yaml.YAMLError) as error:
+            raise StoreError(f"{path} has damaged front matter ({type(error).__name__}: {str(error)[:200]}); "
+                             "fix or delete it.") from None
         self._forget(path)
         self._cache[path] = (stat.st_mtime_ns, stat.st_size, item)
         self._index.add((item.namespace, item.key), searchable_text(item.value))
@@ -209,10 +258,12 @@ class FileMemoryStore(BaseStore):
         except ValueError:
             try:  # a person edited it as YAML
                 head = yaml.safe_load(raw)
-            except yaml.YAMLError as error:
-                raise StoreError(f"{path} has unreadable front matter ({error}); fix or delete it.") from None
+            except (yaml.YAMLError, RecursionError) as error:
+                raise StoreError(f"{path} has unreadable front matter ({type(error).__name__}); fix or delete it.") from None
         if not isinstance(head, dict) or not isinstance(head.get("namespace"), list) or not isinstance(head.get("key"), str):
             raise StoreError(f"{path}: the front matter needs 'namespace' (a list) and 'key'; fix or delete it.")
+        if not all(isinstance(label, str) for label in head["namespace"]) or not isinstance(head.get("value") or {}, dict):
+            raise StoreError(f"{path}: 'namespace' must list strings and 'value' must be a mapping; fix or delete it.")
         value = dict(head.get("value") or {})
         if head.get("body") == "content":
             value["content"] = body
@@ -224,7 +275,7 @@ class FileMemoryStore(BaseStore):
         base = self._dir(prefix)
         if prefix:
             beside = self._dir(prefix[:-1]) / f"{encode_name(prefix[-1])}.md"
-            if beside.is_file():
+            if beside.is_file() or beside.is_symlink():
                 yield beside
         if base.is_dir():
             for folder, _, names in os.walk(base):
@@ -235,7 +286,7 @@ class FileMemoryStore(BaseStore):
     def items(self, prefix: tuple[str, ...]) -> list[Item]:
         """Every item whose namespace starts with ``prefix``."""
         with self._guard:
-            found = (self._load(path) for path in self._files(tuple(prefix)))
+            found = (self._sound(path) for path in self._files(tuple(prefix)))
             return [item for item in found if item is not None and item.namespace[: len(prefix)] == tuple(prefix)]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover
 
 from session_graph._base.files import decode_name, encode_name, last_newline, lock_file, unlock_file
 from session_graph._base.gc import paused_gc
+from session_graph._paths import fresh_file, inside
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SearchHit,
@@ -96,8 +97,13 @@ class JsonlStore(StoreBase):
         return self.root / encode_name(check_key(tenant, "tenant"))
 
     def _paths(self, tenant: str, key: str) -> tuple[Path, Path, Path]:
+        """The log, meta and lock files of a session, checked: none is (or lies in) a symbolic
+        link, so no read or rewrite ever reaches a file outside the store."""
         base = self._dir(tenant) / encode_name(check_key(key))
-        return base.with_name(base.name + ".jsonl"), base.with_name(base.name + ".meta.json"), base.with_name(base.name + ".lock")
+        paths = (base.with_name(base.name + ".jsonl"), base.with_name(base.name + ".meta.json"), base.with_name(base.name + ".lock"))
+        for path in paths:
+            inside(self.root, path.relative_to(self.root), f"file of session {key!r}")
+        return paths
 
     @contextlib.contextmanager
     def _locked(self, tenant: str, key: str) -> Iterator[tuple[Path, Path]]:
@@ -191,6 +197,7 @@ class JsonlStore(StoreBase):
         with self._locked(tenant, key) as (log, meta):
             found = False
             quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
+            inside(self.root, quarantine.relative_to(self.root), f"quarantine of session {key!r}")
             for path in (log, meta, quarantine):
                 if path.exists():
                     path.unlink()
@@ -201,7 +208,12 @@ class JsonlStore(StoreBase):
     def list(self, tenant: str) -> list[SessionInfo]:
         folder = self._dir(tenant)
         infos = []
+        if folder.is_dir():
+            inside(self.root, folder.relative_to(self.root), f"folder of tenant {tenant!r}")
         for meta in folder.glob("*.meta.json") if folder.is_dir() else []:
+            if meta.is_symlink():
+                _recovered(f"{meta} is a symbolic link; the store never follows links, so it is not listed.", 3)
+                continue
             state = self._read_meta(meta)
             if state is None:
                 continue
@@ -248,7 +260,7 @@ class JsonlStore(StoreBase):
 
     def _replace(self, meta: Path, document: dict[str, Any]) -> None:
         temporary = meta.with_name(meta.name + ".tmp")
-        with open(temporary, "w") as handle:
+        with fresh_file(temporary) as handle:  # a link left at the temporary name is replaced, never followed
             json.dump(document, handle, ensure_ascii=False)
             handle.flush()
             if self.fsync:
@@ -403,6 +415,7 @@ class JsonlStore(StoreBase):
 
     def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]], locked: bool = False) -> None:
         quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
+        inside(self.root, quarantine.relative_to(self.root), f"quarantine of session {key!r}")
         if not self.create:  # opened for reading only: report, write nothing
             _recovered(f"{log}: {len(bad)} corrupt line(s) skipped.", 4)
             return
@@ -467,7 +480,13 @@ def _is_record(record: Any) -> bool:
     if record.get("_type") == _RESET:
         return True
     message = record.get("message")
-    return isinstance(message, dict) and isinstance(message.get("type"), str) and isinstance(message.get("data"), dict)
+    return isinstance(message, dict) and message.get("type") in _MESSAGE_TYPES and isinstance(message.get("data"), dict)
+
+
+_MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "function", "chat", "HumanMessageChunk", "AIMessageChunk",
+                            "SystemMessageChunk", "ToolMessageChunk", "FunctionMessageChunk", "ChatMessageChunk"})
+"""The message types langchain-core loads; a record of any other type (a newer library's, a
+hand edit) is quarantined like a damaged line instead of making the whole session unloadable."""
 
 
 def _is_reset(line: bytes) -> bool:

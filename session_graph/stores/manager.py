@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+import contextlib
 from dataclasses import dataclass
 import logging
 import os
@@ -61,6 +62,7 @@ from session_graph.stores.flows import Blocking, Call, Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.interop import FOREIGN_FORMATS, SessionInterop
 from session_graph.stores.jsonl import JsonlStore
+from session_graph.stores.lease import CommitLease
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 from session_graph.stores.postgres import PostgresStore
 from session_graph.stores.sql import SqliteStore
@@ -212,6 +214,9 @@ class SessionManager(SessionInterop):
         session = yield from self._get_flow(key, progress)
         if session is not None:
             return session
+        made = self._cache.get(key)  # another task made it while this one waited on the store: share it
+        if made is not None:
+            return made.session
         session = self.session_factory(key)
         if session.id != key:
             raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
@@ -308,10 +313,19 @@ class SessionManager(SessionInterop):
         if session.memory is None:
             raise ConfigurationError("commit() needs long-term memory: SessionManager(..., memory=MemoryConfig(...)).")
         self.save(session)  # what the commit archives is stored first
-        # one commit of a session at a time, across processes sharing the (default, file) memory store
-        with owner_lock(session.memory.memory_store, ("session", f"{self.tenant}/{session.id}")):
+        # one commit of a session at a time, across processes: the file memory store's lock, or
+        # for any other memory store a lease in the session store (see stores/lease.py)
+        store = session.memory.memory_store
+        shared = contextlib.nullcontext() if hasattr(store, "owner_lock") else CommitLease(self.store, self.tenant, session.id)
+        with shared as lease, owner_lock(store, ("session", f"{self.tenant}/{session.id}")):
             self.get(session.id)  # another process's commit or messages, merged in
-            result = session.commit(dry_run=dry_run, wait=wait, checkpoint=None if dry_run else (lambda _: self.save(session)))
+
+            def checkpoint(_: Any) -> None:
+                self.save(session)
+                if lease is not None:
+                    lease.renew()
+
+            result = session.commit(dry_run=dry_run, wait=wait, checkpoint=None if dry_run else checkpoint)
             if not dry_run:
                 self.save(session)
         return result
@@ -446,6 +460,9 @@ class SessionManager(SessionInterop):
             return None
         middle = self._middle(key, snapshot) if window else None
         state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle))
+        raced = self._cache.get(key)
+        if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
+            return (yield from self._get_flow(key, progress))
         log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
                  len(state.full_chat_history), time.perf_counter() - started)
         session = entry.session if entry is not None else self.session_factory(key)

@@ -18,6 +18,7 @@ session read here and written back is byte-identical.
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 import json
@@ -30,6 +31,7 @@ import warnings
 
 from langchain_core.messages import BaseMessage
 
+from session_graph._paths import inside, plain_name, read_text, replace_text
 from session_graph.errors import DocumentError, MessageError, StoreError
 from session_graph.interop.nanobot import archive_offset, nanobot_message, nanobot_record
 
@@ -106,6 +108,7 @@ def nanobot_files(path: str | os.PathLike[str]) -> list[Path]:
         for child in sorted(root.iterdir()):
             if not child.is_dir() or child.name.startswith("."):
                 continue
+            inside(root, child.name, "nanobot workspace folder")
             for file in sorted(_session_files(child)):
                 if _is_storage_name(file.stem):
                     found.append(file)
@@ -127,7 +130,10 @@ def _is_storage_name(stem: str) -> bool:
 
 
 def _session_files(folder: Path) -> Iterator[Path]:
-    return (file for file in folder.glob("*.jsonl") if file.is_file() and not file.name.startswith("."))
+    for file in folder.glob("*.jsonl"):
+        if file.is_file() and not file.name.startswith("."):
+            inside(folder, file.name, "nanobot session file")  # a link is refused, never followed
+            yield file
 
 
 def read_nanobot_session(path: str | os.PathLike[str], key_for: KeyFor | None = None) -> NanobotSessionFile:
@@ -144,10 +150,10 @@ def read_nanobot_session(path: str | os.PathLike[str], key_for: KeyFor | None = 
         DocumentError: a line is not a JSON object or not a message (naming the file and line).
     """
     source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").split("\n")  # as nanobot reads: U+2028 and the like are text
-    except (OSError, UnicodeDecodeError) as error:
-        raise StoreError(f"cannot read the nanobot session {source}: {error}") from error
+    text = read_text(source.parent, source.name, "nanobot session file")  # never through a link
+    if text is None:
+        raise StoreError(f"cannot read the nanobot session {source}: there is no such file.")
+    lines = text.split("\n")  # as nanobot reads: U+2028 and the like are text
     header: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
     messages: list[tuple[BaseMessage, str]] = []
@@ -159,6 +165,8 @@ def read_nanobot_session(path: str | os.PathLike[str], key_for: KeyFor | None = 
             data = json.loads(line)
         except json.JSONDecodeError as error:
             raise DocumentError(f"{where} is not JSON ({error}); fix or remove that line.") from error
+        except RecursionError:
+            raise DocumentError(f"{where} nests too deeply to be a nanobot record; fix or remove that line.") from None
         if not isinstance(data, dict):
             raise DocumentError(f"{where} is not a JSON object; fix or remove that line.")
         kind = data.get("_type")
@@ -171,6 +179,8 @@ def read_nanobot_session(path: str | os.PathLike[str], key_for: KeyFor | None = 
                 messages.append((nanobot_message(data, where), str(data.get("timestamp") or "")))
             except MessageError as error:
                 raise DocumentError(str(error)) from error
+            except RecursionError:
+                raise DocumentError(f"{where} nests too deeply to be a nanobot message; fix or remove that line.") from None
     version = _version(source, header)
     key = header.get("key") if isinstance(header.get("key"), str) and header.get("key") else None
     if key is None and key_for is not None:
@@ -222,7 +232,6 @@ def write_nanobot_session(
     shape (base64url name, key and ``last_archived`` in the header), which 0.2.x reads too.
     """
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
     if meta:
         header = dict(meta["header"])
         version, name, records = meta.get("version", "0.3"), meta["file"], meta.get("records") or []
@@ -232,15 +241,40 @@ def write_nanobot_session(
         version, name, records = "0.3", f"{storage_key(key)}.jsonl", []
         header = {"_type": "metadata", "key": key, "created_at": created_at, "updated_at": updated_at,
                   "metadata": metadata, "last_archived": 0, "last_consolidated": 0}
+    name = plain_name(name, "nanobot file name (kept in session.metadata['nanobot'])")
+    if not name.endswith(".jsonl"):
+        raise DocumentError(f"the nanobot file name {name[:80]!r} does not end in .jsonl; nothing was written.")
     target = folder / name
-    temporary = target.with_name(f".{target.name}.tmp")
     lines = [header, *records, *(nanobot_record(message, stamp) for message, stamp in messages)]
     ascii_only = version == "0.1"  # 0.1.x wrote json.dumps defaults; later versions ensure_ascii=False
-    try:
-        with open(temporary, "w", encoding="utf-8") as out:
-            out.writelines(json.dumps(line, ensure_ascii=ascii_only) + "\n" for line in lines)
-        os.replace(temporary, target)
-    except OSError as error:
-        temporary.unlink(missing_ok=True)
-        raise StoreError(f"cannot write the nanobot session {target}: {error}") from error
+    text = "".join(json.dumps(line, ensure_ascii=ascii_only) + "\n" for line in lines)
+    old = read_text(folder, name, "nanobot session file")
+    if old is not None and old != text and not _covered(old, text):
+        raise StoreError(
+            f"{target} changed since session_graph last read or wrote it (nanobot added to it, or it is another "
+            "session's file); nothing was written. Import it again first (import_nanobot(..., on_existing='replace')) "
+            "or export into another folder."
+        )
+    replace_text(folder, name, text, "nanobot session file")
     return target
+
+
+def _covered(old: str, new: str) -> bool:
+    """Whether writing ``new`` over ``old`` loses nothing: each of its records is in ``new`` (the
+    metadata record compared without ``updated_at``, which moves when messages are added)."""
+    def values(text: str) -> list[str] | None:
+        out = []
+        for line in text.split("\n"):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except (ValueError, RecursionError):
+                return None
+            if isinstance(value, dict) and value.get("_type") == "metadata":
+                value = {k: v for k, v in value.items() if k != "updated_at"}
+            out.append(json.dumps(value, sort_keys=True))
+        return out
+
+    mine, theirs = values(new), values(old)
+    return mine is not None and theirs is not None and not (Counter(theirs) - Counter(mine))

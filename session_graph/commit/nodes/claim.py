@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -9,20 +10,27 @@ from langgraph.runtime import Runtime
 
 from session_graph.commit.journal import pending
 from session_graph.commit.state import CommitContext, CommitState
+from session_graph.commit.trust import trusted_journal
 
 __all__ = ["NOTHING", "claim"]
 
 NOTHING = "nothing to commit"
+log = logging.getLogger("session_graph")
 
 
 def claim(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, Any]:
-    """The archive to work on: a pending one (a commit that stopped) first; else a new one
-    over ``archived_through .. end`` and the ``used()`` records not consumed yet."""
+    """The archive to work on: a pending one (a commit that stopped) first, its journal kept only
+    as far as this owner's config could have produced it (see ``commit/trust.py``); else a new
+    one over ``archived_through .. end`` and the ``used()`` records not consumed yet."""
     session = state.session
     waiting = pending(session)
     if waiting:
         name = min(waiting)
-        return {"name": name, "journal": dict(waiting[name]), "route": "resume"}
+        memory = runtime.context.memory
+        journal, reasons = trusted_journal(dict(waiting[name]), memory.memory_store, memory.user, memory.agent)
+        for reason in reasons:
+            log.warning("session %r, pending %s: %s", session.id, name, reason)
+        return {"name": name, "journal": journal, "route": "resume"}
     start = session.archived_through
     full = session.full_chat_history
     end = max(start, len(full) - runtime.context.keep_recent)

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from session_graph.commit.journal import journaled
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.apply import owner_lock
-from session_graph.memory.categories import parse_uri
+from session_graph.memory.categories import memory_namespace, parse_uri
 from session_graph.memory.items import applied, record_op
 from session_graph.memory.usage import derived_usage
 
@@ -31,6 +31,8 @@ def link_usage(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str,
         if place is None:
             continue
         namespace, key = place
+        if namespace != memory_namespace(namespace[3], ctx.memory.user, ctx.memory.agent):
+            continue  # another owner's memory (a message or record from a loaded document): never touched
         with owner_lock(store, (namespace[0], namespace[1])):
             item = store.get(namespace, key)
             if item is None:
