@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover
 
 from session_graph._base.files import decode_name, encode_name, last_newline, lock_file, unlock_file
 from session_graph._base.gc import paused_gc
-from session_graph._paths import fresh_file, inside
+from session_graph._base.paths import fresh_file, inside
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SearchHit,

@@ -31,7 +31,7 @@ import warnings
 
 from langchain_core.messages import BaseMessage
 
-from session_graph._paths import inside, plain_name, read_text, replace_text
+from session_graph._base.paths import inside, plain_name, read_text, replace_text
 from session_graph.errors import DocumentError, MessageError, StoreError
 from session_graph.interop.nanobot import archive_offset, nanobot_message, nanobot_record
 
