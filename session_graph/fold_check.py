@@ -7,8 +7,8 @@ checked: asked once more, and when the reply still ignores them the fold fails w
 (``MemoUpdateError``), so the messages stay in the window and the resize trace says why.
 
 The check is deliberately narrow, never a judge of quality: it only fires when the new
-messages carry words the previous summary does not have (a fold of "ok, thanks" may leave the
-summary as it was), and "shares none" needs at least ``MIN_NOVEL`` such words.
+messages carry at least ``MIN_NEW_WORDS`` content words the previous summary does not have (a
+fold of "ok, thanks" may leave the summary as it was), and "shares none" needs ``MIN_NOVEL``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from langchain_core.messages import BaseMessage
 from session_graph._flow import Flow, call
 from session_graph.errors import MemoUpdateError
 
-__all__ = ["MIN_NOVEL", "checked_summary_fold", "ignored_reason"]
+__all__ = ["MIN_NEW_WORDS", "MIN_NOVEL", "checked_summary_fold", "ignored_reason"]
 
+MIN_NEW_WORDS = 3
+"""New content words the fed messages must carry before an unchanged summary is called ignored."""
 MIN_NOVEL = 8
 """New content words the fed messages must carry before a reply sharing none of them is called ignored."""
 
@@ -32,7 +34,8 @@ _STOP = frozenset(
     "about above after again also because been before being below between both could does doing down "
     "during each from further have having here into itself just more most other over same should some "
     "such than that their theirs them then there these they this those through under until very what "
-    "when where which while will with would your yours okay thanks thank great sure good fine yeah".split()
+    "when where which while will with would your yours okay thanks thank great sure good fine yeah "
+    "welcome please hello right cool awesome perfect helpful appreciate".split()
 )
 
 
@@ -51,8 +54,8 @@ def _words(text: str) -> set[str]:
 def ignored_reason(previous: str, messages: list[BaseMessage], reply: str) -> str | None:
     """Why ``reply`` ignores the ``messages`` it was fed with ``previous``, or None when it does not."""
     novel = _words(" ".join(str(m.text) for m in messages)) - _words(previous)
-    if not novel:
-        return None  # nothing new to take in: an unchanged summary is a fair answer
+    if len(novel) < MIN_NEW_WORDS:
+        return None  # (almost) nothing new to take in: an unchanged summary is a fair answer
     if " ".join(reply.split()) == " ".join(previous.split()):
         return f"the reply is the previous summary unchanged although {len(messages)} new message(s) were fed"
     if len(novel) >= MIN_NOVEL and not novel & _words(reply):

@@ -78,8 +78,8 @@ def cut_reason(reply: Any) -> str | None:
     return None
 
 
-def _spans(text: str) -> tuple[list[str], bool]:
-    """The top-level ``{...}`` spans of ``text`` (strings of either quote respected), and
+def _spans(text: str, quotes: str = "\"'") -> tuple[list[str], bool]:
+    """The top-level ``{...}`` spans of ``text`` (strings in ``quotes`` respected), and
     whether an object opened and never closed (a cut reply)."""
     spans: list[str] = []
     depth, start, quote, escaped = 0, -1, "", False
@@ -92,7 +92,7 @@ def _spans(text: str) -> tuple[list[str], bool]:
             elif char == quote:
                 quote = ""
             continue
-        if depth and char in "\"'":
+        if depth and char in quotes:
             if char == "'" and text[index - 1].isalnum() and text[index + 1 : index + 2].isalpha():
                 continue  # an apostrophe in an unquoted word (not JSON anyway): not a string
             quote = char
@@ -162,6 +162,8 @@ def _objects(places: list[str]) -> tuple[list[dict[str, Any]], bool]:
     cut = False
     for place in places:
         spans, open_ = _spans(place)
+        if open_ and "'" in place:  # an apostrophe read as a quote? balanced without them: not cut
+            spans, open_ = _spans(place, '"')
         cut = cut or open_
         for span in spans:
             try:
