@@ -124,7 +124,7 @@ def _lenient(span: str) -> str:
             end, chars = index + 1, []
             while end < size and span[end] != "'":
                 if span[end] == "\\" and end + 1 < size:
-                    chars.append(span[end + 1] if span[end + 1] in "'\"" else span[end : end + 2])
+                    chars.append("'" if span[end + 1] == "'" else span[end : end + 2])
                     end += 2
                     continue
                 chars.append('\\"' if span[end] == '"' else span[end])
