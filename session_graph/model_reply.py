@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.runnables.retry import RunnableRetry
 from pydantic import BaseModel
@@ -270,17 +271,18 @@ def structured(model: Runnable, schema: type[BaseModel]) -> Runnable | None:
     """``model`` asking for ``schema`` through its structured output (``include_raw=True``),
     or None where it has none.
 
-    A ``with_retry()`` wrapper keeps retrying the structured model; in ``with_fallbacks()``
-    each model that has structured output uses it, the others answer ``{"raw": reply}`` for
-    the text parser. Other wrappers (``bind``...) are asked as text.
+    A ``with_retry()`` or ``with_config()`` wrapper wraps the structured model the same way; in
+    ``with_fallbacks()`` each model that has structured output uses it, the others answer
+    ``{"raw": reply}`` for the text parser. A ``bind(**kwargs)`` is asked as text (its
+    arguments would not reach the structured model).
     """
     if isinstance(model, BaseChatModel):
         try:
             return model.with_structured_output(schema, include_raw=True)
         except (NotImplementedError, ValueError, TypeError, ImportError):
             return None
-    if isinstance(model, RunnableRetry):
-        inner = structured(model.bound, schema)
+    if isinstance(model, RunnableBindingBase) and (isinstance(model, RunnableRetry) or not model.kwargs):
+        inner = structured(model.bound, schema)  # with_retry(), with_config(): the same wrapper around it
         return None if inner is None else model.model_copy(update={"bound": inner})
     if isinstance(model, RunnableWithFallbacks):
         models = [model.runnable, *model.fallbacks]

@@ -156,7 +156,10 @@ def test_structured_output_goes_through_with_fallbacks_mixed_with_text_models() 
     session.resize("lite")
     assert session.memo_for_model == {"city": "Bergen"} and broken.seen == 1
     assert structured(fake_model("x").with_fallbacks([fake_model("y")]), MemoReply) is None  # no structured output anywhere
-    assert structured(fake_model("x").bind(stop=["\n"]), MemoReply) is None  # other wrappers: asked as text
+    assert structured(fake_model("x").bind(stop=["\n"]), MemoReply) is None  # bound arguments: asked as text
+    configured = structured(ToolCaller(args={"memo": {"a": 1}}).with_config(tags=["t"]), MemoReply)
+    assert configured is not None and configured.config["tags"] == ["t"]  # type: ignore[attr-defined]
+    assert structured_data(configured.invoke("x"), MemoReply)[0] == MemoReply(memo={"a": 1})
 
 
 def test_structured_tool_args_of_the_other_shapes_are_read_leniently() -> None:
