@@ -20,7 +20,7 @@ cap, one summary fold that returns the previous summary unchanged).
 Printed for memo, summary and commit:
 - calls: model calls (folds, retries, compressions; commit steps);
 - refused: replies the library could not use (each with its reason below the table);
-- strict: of the same replies, how many the pre-issue-20 parser (only ``{"memo": {...}}`` /
+- strict: of the same replies, how many the previous parser (only ``{"memo": {...}}`` /
   the exact JSON key, one fenced or bare object, strict JSON) would have refused: the baseline,
   read from the same replies in the same process;
 - ignored: summary replies that ignored what they were fed / folds whose messages were kept
@@ -154,7 +154,7 @@ NEW = {"memo": parse_memo_reply, "summary": summary_text, "commit_summarize": pa
 
 
 def strict(kind: str, reply: Any) -> None:
-    """The pre-issue-20 reading: langchain-core's JSON-in-Markdown parser, the exact wrapper key."""
+    """The previous reading: langchain-core's JSON-in-Markdown parser, the exact wrapper key."""
     text = reply_text(reply)
     if kind in ("summary", "commit_summarize"):
         if not text:
@@ -279,7 +279,7 @@ def report(name: str, runs: dict[str, dict[str, Any]]) -> None:
               f"{seconds:>9.3f}")
         notes += [f"  {path}: {reason}" for reason in reasons]
         notes += [f"  {path}: commit error: {error[:200]}" for error in run.get("errors", [])]
-    print("refused = replies the library could not use; strict = the same replies under the pre-issue-20 parser;")
+    print("refused = replies the library could not use; strict = the same replies under the previous parser;")
     print("facts kept = in the final memo, summary or stored memories; in view = in what the model is shown (memo or")
     print("summary and window); commit: two commits, statuses " + str(runs.get("commit", {}).get("statuses", "-")))
     if notes:
