@@ -6,9 +6,11 @@ it would let those messages leave the window with nothing holding what they said
 checked: asked once more, and when the reply still ignores them the fold fails with the reason
 (``MemoUpdateError``), so the messages stay in the window and the resize trace says why.
 
-The check is deliberately narrow, never a judge of quality: it only fires when the new
-messages carry at least ``MIN_NEW_WORDS`` content words the previous summary does not have (a
-fold of "ok, thanks" may leave the summary as it was), and "shares none" needs ``MIN_NOVEL``.
+The check is deliberately narrow, never a judge of quality: "unchanged" only counts when the
+new messages carry at least ``MIN_NEW_WORDS`` content words the previous summary does not have
+(a fold of "ok, thanks" may leave the summary as it was), and "shares none" only when the
+reply has not one of the fed messages' content words (at least ``MIN_NOVEL`` of them): a reply
+that rewords what it knew in the words of the new messages is never called ignored.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from session_graph.errors import MemoUpdateError
 
 __all__ = ["MIN_NEW_WORDS", "MIN_NOVEL", "checked_summary_fold", "ignored_reason"]
 
-MIN_NEW_WORDS = 3
+MIN_NEW_WORDS = 12
 """New content words the fed messages must carry before an unchanged summary is called ignored."""
 MIN_NOVEL = 8
-"""New content words the fed messages must carry before a reply sharing none of them is called ignored."""
+"""Content words the fed messages must carry before a reply sharing none of them is called ignored."""
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_$%.-]*[a-z0-9%]|[a-z0-9]", re.IGNORECASE)
 _STOP = frozenset(
@@ -53,13 +55,12 @@ def _words(text: str) -> set[str]:
 
 def ignored_reason(previous: str, messages: list[BaseMessage], reply: str) -> str | None:
     """Why ``reply`` ignores the ``messages`` it was fed with ``previous``, or None when it does not."""
-    novel = _words(" ".join(str(m.text) for m in messages)) - _words(previous)
-    if len(novel) < MIN_NEW_WORDS:
-        return None  # (almost) nothing new to take in: an unchanged summary is a fair answer
-    if " ".join(reply.split()) == " ".join(previous.split()):
+    fed = _words(" ".join(str(m.text) for m in messages))
+    novel = fed - _words(previous)
+    if len(novel) >= MIN_NEW_WORDS and " ".join(reply.split()) == " ".join(previous.split()):
         return f"the reply is the previous summary unchanged although {len(messages)} new message(s) were fed"
-    if len(novel) >= MIN_NOVEL and not novel & _words(reply):
-        return f"the reply shares none of the {len(novel)} new words of the {len(messages)} message(s) fed"
+    if len(fed) >= MIN_NOVEL and not fed & _words(reply):
+        return f"the reply shares none of the {len(fed)} content words of the {len(messages)} message(s) fed"
     return None
 
 

@@ -176,9 +176,14 @@ FED = [HumanMessage(content="We move the cache to Redis on Thursday, budget $48,
 
 def test_ignored_reason_names_both_kinds_and_spares_fair_replies() -> None:
     previous = "Overview: planning a migration."
-    assert "unchanged" in (ignored_reason(previous, FED, previous + "\n") or "")
+    more = [*FED, HumanMessage(content="Tomasz measured the initial copy: nine hours. Peak traffic is Monday mornings.")]
+    assert "unchanged" in (ignored_reason(previous, more, previous + "\n") or "")
+    one_line = [HumanMessage(content="The rollback fixed the drift.")]  # too little that is new to judge
+    assert ignored_reason(previous, one_line, previous) is None
     unrelated = "Overview: the user likes tea and poetry about oceans and mountains."
     assert "shares none of the" in (ignored_reason(previous, FED * 2, unrelated) or "")
+    reworded = "Overview: the cache and the deadline are as they were."  # known facts, in the fed words
+    assert ignored_reason(previous, FED, reworded) is None
     assert ignored_reason(previous, FED, previous + " Cache moves to Redis.") is None
     assert ignored_reason(previous, [HumanMessage(content="ok, thanks!")], previous) is None
     assert ignored_reason("", [], "anything") is None
