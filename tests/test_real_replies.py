@@ -9,7 +9,7 @@ from pathlib import Path
 import re
 from typing import Any
 
-from conftest import fake_model
+from conftest import Api, fake_model
 from langchain_core.messages import AIMessage
 import pytest
 
@@ -98,13 +98,13 @@ def summary_session(entry: dict[str, Any], *replies: str) -> tuple[Session, Any]
     return session, model
 
 
-def test_the_recorded_fold_that_ignored_its_messages_is_retried_then_not_pruned() -> None:
+def test_the_recorded_fold_that_ignored_its_messages_is_retried_then_not_pruned(api: Api) -> None:
     entry = of_kind("summary_fold")[3]  # byte-identical to the previous summary, 4 new messages fed
     assert entry["reply"].strip() == previous_summary(entry).strip()
     session, model = summary_session(entry, entry["reply"], entry["reply"])
     before = list(session.current_chat_history)
     with pytest.raises(MemoUpdateError, match="ignored the messages it was fed") as caught:
-        session.resize("lite")
+        api.resize(session, "lite")
     assert len(model.prompts) == 2  # asked once more, never more
     assert session.current_chat_history == before and session.memo_cursor == 0  # nothing pruned
     assert session.memo["summary"] == previous_summary(entry)
@@ -112,11 +112,11 @@ def test_the_recorded_fold_that_ignored_its_messages_is_retried_then_not_pruned(
     assert "ignored the messages" in (session.trace[-1].error or "")  # marked in the trace
 
 
-def test_a_retry_that_takes_the_messages_in_is_kept() -> None:
+def test_a_retry_that_takes_the_messages_in_is_kept(api: Api) -> None:
     entry = of_kind("summary_fold")[3]
     better = previous_summary(entry) + "\nOpen tasks:\n- Move the cache to Redis; meet Thursday on the rehearsal plan."
     session, model = summary_session(entry, entry["reply"], better)
-    session.resize("lite")
+    api.resize(session, "lite")
     assert len(model.prompts) == 2 and session.memo["summary"] == better
     assert session.memo_cursor == len(session.full_chat_history)
 
@@ -142,3 +142,29 @@ def test_the_recorded_commit_replies() -> None:
         parse_extraction(cut)
     decisions = parse_decisions(AIMessage(content=of_kind("commit_decide")[0]["reply"]))
     assert [(d.candidate, d.op, d.targets) for d in decisions] == [(0, "update", ["m1"]), (1, "update", ["m1"])]
+
+
+def test_a_refused_memo_reply_leaves_its_reason_in_the_trace(api: Api) -> None:
+    session = Session(model=fake_model('```json\n{"memo": {"budget": "$48,500", "dead')).use_memo(messages=2)
+    for message in fed(of_kind("summary_fold")[3]):
+        session.append_message(message)
+    with pytest.raises(MemoUpdateError):
+        api.resize(session, "lite")
+    error = session.trace[-1].error or ""
+    assert "stops in the middle of a JSON object" in error and session.memo_cursor == 0
+
+
+def test_the_recorded_cut_extraction_makes_the_commit_partial_with_its_reason() -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    from session_graph.memory import MemoryConfig
+
+    store = InMemoryStore()
+    replies = [of_kind("commit_summarize")[0]["reply"], of_kind("commit_extract")[0]["reply"]]
+    session = Session(model=fake_model(*replies), memory=MemoryConfig(store=store, user="priya"))
+    for message in fed(of_kind("summary_fold")[0]):
+        session.append_message(message)
+    result = session.commit()
+    assert result["status"] == "partial" and result["memories_extracted"] == 0
+    assert any("extract" in error and "truncated JSON object" in error for error in result["errors"])
+    assert list(store.search(("user",))) == []  # nothing written from the cut reply
