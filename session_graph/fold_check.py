@@ -15,8 +15,8 @@ that rewords what it knew in the words of the new messages is never called ignor
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
+import re
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -33,11 +33,7 @@ MIN_NOVEL = 8
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_$%.-]*[a-z0-9%]|[a-z0-9]", re.IGNORECASE)
 _STOP = frozenset(
-    "about above after again also because been before being below between both could does doing down "
-    "during each from further have having here into itself just more most other over same should some "
-    "such than that their theirs them then there these they this those through under until very what "
-    "when where which while will with would your yours okay thanks thank great sure good fine yeah "
-    "welcome please hello right cool awesome perfect helpful appreciate".split()
+    ["about", "above", "after", "again", "also", "because", "been", "before", "being", "below", "between", "both", "could", "does", "doing", "down", "during", "each", "from", "further", "have", "having", "here", "into", "itself", "just", "more", "most", "other", "over", "same", "should", "some", "such", "than", "that", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "under", "until", "very", "what", "when", "where", "which", "while", "will", "with", "would", "your", "yours", "okay", "thanks", "thank", "great", "sure", "good", "fine", "yeah", "welcome", "please", "hello", "right", "cool", "awesome", "perfect", "helpful", "appreciate"]
 )
 
 

@@ -17,9 +17,9 @@ such a result and falls back to the reply's text when the structured parse faile
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -289,7 +289,7 @@ def structured(model: Runnable, schema: type[BaseModel]) -> Runnable | None:
         asked = [structured(each, schema) for each in models]
         if all(each is None for each in asked):
             return None
-        parts = [each if each is not None else (raw | RunnableLambda(_as_raw)) for raw, each in zip(models, asked)]
+        parts = [each if each is not None else (raw | RunnableLambda(_as_raw)) for raw, each in zip(models, asked, strict=True)]
         return model.model_copy(update={"runnable": parts[0], "fallbacks": parts[1:]})
     return None
 

@@ -30,7 +30,7 @@ def fed(entry: dict[str, Any]) -> list[dict[str, str]]:
     """The messages a recorded fold was fed, back from its prompt's transcript."""
     body = entry["prompt"][-1]["text"].split("New messages:\n", 1)[1]
     turns = re.split(r"^(user|assistant): ", body, flags=re.MULTILINE)[1:]
-    return [{"role": role, "content": text.strip()} for role, text in zip(turns[::2], turns[1::2])]
+    return [{"role": role, "content": text.strip()} for role, text in zip(turns[::2], turns[1::2], strict=True)]
 
 
 def previous_summary(entry: dict[str, Any]) -> str:
