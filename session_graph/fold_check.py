@@ -32,9 +32,15 @@ MIN_NOVEL = 8
 """Content words the fed messages must carry before a reply sharing none of them is called ignored."""
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_$%.-]*[a-z0-9%]|[a-z0-9]", re.IGNORECASE)
-_STOP = frozenset(
-    ["about", "above", "after", "again", "also", "because", "been", "before", "being", "below", "between", "both", "could", "does", "doing", "down", "during", "each", "from", "further", "have", "having", "here", "into", "itself", "just", "more", "most", "other", "over", "same", "should", "some", "such", "than", "that", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "under", "until", "very", "what", "when", "where", "which", "while", "will", "with", "would", "your", "yours", "okay", "thanks", "thank", "great", "sure", "good", "fine", "yeah", "welcome", "please", "hello", "right", "cool", "awesome", "perfect", "helpful", "appreciate"]
-)
+_STOP = frozenset((
+    "about", "above", "after", "again", "also", "because", "been", "before", "being", "below",
+    "between", "both", "could", "does", "doing", "down", "during", "each", "from", "further", "have",
+    "having", "here", "into", "itself", "just", "more", "most", "other", "over", "same", "should",
+    "some", "such", "than", "that", "their", "theirs", "them", "then", "there", "these", "they", "this",
+    "those", "through", "under", "until", "very", "what", "when", "where", "which", "while", "will",
+    "with", "would", "your", "yours", "okay", "thanks", "thank", "great", "sure", "good", "fine",
+    "yeah", "welcome", "please", "hello", "right", "cool", "awesome", "perfect", "helpful", "appreciate",
+))
 
 
 def _content(word: str) -> bool:
