@@ -8,6 +8,7 @@ through langchain-community's ``ChatLlamaCpp``::
     python bench/bench_real_model.py --model "openai:local" --base-url http://127.0.0.1:8080/v1 --api-key none
     python bench/bench_real_model.py --gguf ~/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
     python bench/bench_real_model.py --fake                                       # what CI and the tests run
+    python bench/bench_real_model.py --replay tests/data/real-model-replies.json  # recorded real replies again
 
 The conversation (22 messages, a platform migration) is fed turn by turn to a session in memo
 mode and one in summary mode (``limit={"messages": 4}``, resized by the policy after every
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 import sys
 import time
 from typing import Any
@@ -279,7 +281,7 @@ def report(name: str, runs: dict[str, dict[str, Any]]) -> None:
               f"{seconds:>9.3f}")
         notes += [f"  {path}: {reason}" for reason in reasons]
         notes += [f"  {path}: commit error: {error[:200]}" for error in run.get("errors", [])]
-    print("refused = replies the library could not use; strict = the same replies under the previous parser;")
+    print("refused = replies the library could not use (failed calls too); strict = the same replies under the previous parser;")
     print("facts kept = in the final memo, summary or stored memories; in view = in what the model is shown (memo or")
     print("summary and window); commit: two commits, statuses " + str(runs.get("commit", {}).get("statuses", "-")))
     if notes:
@@ -343,6 +345,26 @@ class MessyModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, response_metadata=meta))])
 
 
+def replay(path: str) -> dict[str, tuple[int, int, int, int]]:
+    """Recorded replies (``tests/data/real-model-replies.json``) read again: per kind, the
+    replies, how many the library refuses now, how many the previous parser refused, and how
+    many summary folds the fold check calls ignored (asked again, then kept in the window)."""
+    recorded = json.loads(Path(path).read_text(encoding="utf-8"))
+    kinds = {"memo_fold": "memo", "summary_fold": "summary"}
+    table: dict[str, tuple[int, int, int, int]] = {}
+    for entry in recorded["replies"]:
+        kind = kinds.get(entry["kind"], entry["kind"])
+        call = {"kind": kind, "reply": AIMessage(content=entry["reply"]), "body": entry["prompt"][-1]["text"]}
+        refused, baseline, _ = judged([call])
+        count, now, before, ignored = table.get(kind, (0, 0, 0, 0))
+        table[kind] = (count + 1, now + refused, before + baseline, ignored + ignored_replies([call]))
+    print(f"recorded replies of {recorded.get('model', '?')} ({path}), read again:")
+    print(f"{'kind':<18}{'replies':>8}{'refused':>9}{'previous parser refused':>25}{'ignored folds':>15}")
+    for kind, (count, now, before, ignored) in table.items():
+        print(f"{kind:<18}{count:>8}{now:>9}{before:>25}{ignored if kind == 'summary' else '-':>15}")
+    return table
+
+
 def chat_model(args: argparse.Namespace) -> tuple[str, Runnable]:
     if args.fake:
         return "fake (scripted messy shapes)", MessyModel()
@@ -362,11 +384,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     which.add_argument("--model", help='an init_chat_model string, e.g. "ollama:qwen2.5-coder:1.5b"')
     which.add_argument("--gguf", help="a local GGUF file, run through langchain-community's ChatLlamaCpp")
     which.add_argument("--fake", action="store_true", help="the scripted fake model (CI)")
+    which.add_argument("--replay", metavar="JSON", help="read recorded replies again (tests/data/real-model-replies.json)")
     parser.add_argument("--base-url", help="an OpenAI-compatible server (llama.cpp llama-server, vLLM)")
     parser.add_argument("--api-key", help="the server's key, if it wants one")
     parser.add_argument("--max-tokens", type=int, default=1024, help="the model's output cap (default 1024)")
     parser.add_argument("--only", choices=["memo", "summary", "commit"], action="append", help="run only these paths")
     args = parser.parse_args(argv)
+    if args.replay:
+        replay(args.replay)
+        return {}
     name, model = chat_model(args)
     paths = args.only or ["memo", "summary", "commit"]
     runs = {path: (commit_run(model) if path == "commit" else fold_run(model, path)) for path in paths}

@@ -37,3 +37,11 @@ def test_the_fake_run_reads_every_messy_shape_and_keeps_the_facts(capsys: pytest
 def test_the_bench_needs_a_model_named() -> None:
     with pytest.raises(SystemExit):
         load_bench().main([])
+
+
+def test_the_recorded_replies_read_again(capsys: pytest.CaptureFixture[str]) -> None:
+    data = Path(__file__).parent / "data" / "real-model-replies.json"
+    assert load_bench().main(["--replay", str(data)]) == {}
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[2:]}
+    assert rows["memo"] == ["6", "0", "5", "-"] and rows["summary"] == ["4", "0", "0", "1"]
+    assert rows["commit_extract"] == ["1", "1", "1", "-"]  # cut by the recording's output cap: refused, with its reason
