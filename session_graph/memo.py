@@ -107,8 +107,9 @@ class ModelMemoUpdater:
     """A memo-update handler backed by a chat model, or any chat ``Runnable``
     (``model.with_retry()``, ``model.with_fallbacks([...])``, a model with a rate limiter).
 
-    Where the model supports it, the reply is requested with ``with_structured_output``;
-    otherwise (or when the structured reply does not parse) its text is parsed as JSON.
+    Where the model supports it (also inside ``with_retry``/``with_fallbacks``/``with_config``),
+    the reply is requested with ``with_structured_output``; otherwise (or when the structured
+    reply does not validate) its text is read as real models write it (``model_reply``).
 
     Attributes:
         model: the chat model or Runnable.
