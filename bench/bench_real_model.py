@@ -52,7 +52,7 @@ from langgraph.store.memory import InMemoryStore
 
 from session_graph import MemoUpdateError, ModelReplyError, Session
 from session_graph.fold_check import ignored_reason
-from session_graph.memo import parse_memo_reply
+from session_graph.compression.memo import parse_memo_reply
 from session_graph.memory import MemoryConfig
 from session_graph.memory.replies import parse_decisions, parse_extraction, parse_summary
 from session_graph.model_reply import reply_text, summary_text

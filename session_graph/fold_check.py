@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from session_graph._flow import Flow, call
+from session_graph._base.flow import Flow, call
 from session_graph.errors import MemoUpdateError
 
 __all__ = ["MIN_NEW_WORDS", "MIN_NOVEL", "checked_summary_fold", "ignored_reason"]

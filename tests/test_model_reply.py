@@ -15,7 +15,7 @@ import pytest
 
 from session_graph import MemoUpdateError, ModelReplyError, Session
 from session_graph.fold_check import ignored_reason
-from session_graph.memo import MemoReply, ModelMemoUpdater, parse_memo_reply
+from session_graph.compression.memo import MemoReply, ModelMemoUpdater, parse_memo_reply
 from session_graph.memory.replies import Extraction, parse_decisions, parse_extraction
 from session_graph.model_reply import cut_reason, json_object, reply_text, structured, structured_data, summary_text
 

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 import pytest
 
 from session_graph import MemoryReplyError, MemoUpdateError, Session
-from session_graph.memo import parse_memo_reply
+from session_graph.compression.memo import parse_memo_reply
 from session_graph.memory.replies import parse_decisions, parse_extraction, parse_summary
 from session_graph.model_reply import summary_text
 

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage
 import pytest
 
 from session_graph import MemoryReplyError, MemoUpdateError, ModelReplyError
-from session_graph.memo import parse_memo_reply
+from session_graph.compression.memo import parse_memo_reply
 from session_graph.memory.replies import parse_decisions
 
 TEXT = st.text(st.characters(blacklist_characters="`<", blacklist_categories=("Cs",)), max_size=12)
