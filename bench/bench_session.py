@@ -79,7 +79,7 @@ class _MemoModel(FakeListChatModel):
 
     def _call(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> str:
         body = messages[-1].content
-        memo = json.loads(body.split("Current memo: ", 1)[1].split("\n\nNew messages:\n", 1)[0])
+        memo = json.loads(body.split("Current memo: ", 1)[1].split("\n\nNew messages:\n", 1)[0])["memo"]
         lines = body.split("\n\nNew messages:\n", 1)[1].splitlines()
         memo["folded"] = memo.get("folded", 0) + len(lines)
         memo["last_topic"] = lines[-1][:40] if lines else ""

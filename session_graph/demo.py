@@ -76,13 +76,16 @@ class ScriptedModel(BaseChatModel):
         calls = len(re.findall(r"-> search_docs", prompt))
         if '{"memo"' in prompt:
             previous = re.search(r"Current memo: (\{.*\})", prompt)
-            memo = json.loads(previous.group(1)) if previous else {}
+            memo = json.loads(previous.group(1)).get("memo", {}) if previous else {}
             memo["topics"] = sorted(set(memo.get("topics", [])) | set(topics))
             memo["doc_searches"] = memo.get("doc_searches", 0) + calls
             text = json.dumps({"memo": memo})
-        else:
+        else:  # like a real model, it says what the new messages added (the fold is checked for that)
+            fed = prompt.split("New messages:", 1)[-1]
+            new = sorted({t for t in _TOPICS if t in fed})
             text = (f"Overview: a team chat about {len(topics)} work topics.\nKey facts and decisions:\n"
-                    + "".join(f"- {t}: discussed\n" for t in topics[:4]) + "User intent: keep projects moving\nOpen tasks:\n- follow up")
+                    + "".join(f"- {t}: discussed\n" for t in topics[:4]) + f"- latest: {', '.join(new) or 'small talk'}, "
+                    f"{calls} document searches\nUser intent: keep projects moving\nOpen tasks:\n- follow up")
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
     @property

@@ -18,6 +18,7 @@ __all__ = [
     "MemoryReplyError",
     "MessageError",
     "MissingDependencyError",
+    "ModelReplyError",
     "PolicyResultError",
     "SessionGraphError",
     "SettingsError",
@@ -135,3 +136,19 @@ class MemoryReplyError(SessionGraphError, ValueError):
     def __init__(self, message: str, *, step: str = "") -> None:
         super().__init__(message)
         self.step = step
+
+
+class ModelReplyError(SessionGraphError, ValueError):
+    """A model's reply holds nothing of the shape its prompt asked for (no JSON object, one cut
+    off at the output cap, several different ones, the wrong shape).
+
+    The memo and summary folds report it inside their ``MemoUpdateError`` (so the resize trace
+    records it), the commit inside its ``MemoryReplyError``; nothing is stored from that reply.
+
+    Attributes:
+        reason: a short, stable name of why (``truncated JSON object``, ``no JSON object``...).
+    """
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message

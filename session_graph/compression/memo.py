@@ -2,28 +2,27 @@
 
 Any chat ``Runnable`` works (a model, ``with_retry()``, ``with_fallbacks()``). One call per
 fold: the instructions (``session.memo.instruct``) and the token budget of the memo, then the current memo as JSON and the new messages as a compact transcript. The model
-answers ``{"memo": {...}}``; the reply is validated with pydantic: anything else is an
-error, never silently the memo. A memo over its budget gets one compression request
+answers ``{"memo": {...}}``; as the spec allows, the bare memo dict is taken too, and the reply
+is read the way real models write it (:mod:`session_graph.llm.replies`: fences, prose,
+``<think>``, lenient JSON). A reply with no usable memo (cut off, several objects, a
+``"memo"`` that is not an object) is an error naming the reason, never silently the memo. A memo over its budget gets one compression request
 (:meth:`ModelMemoUpdater.compress`); the session keeps the model's whole memo either way.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from langchain_core.exceptions import OutputParserException
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
-from langchain_core.utils.json import parse_json_markdown
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import memo_json
 from session_graph.compression.transcript import transcript
-from session_graph.errors import MemoUpdateError
+from session_graph.errors import MemoUpdateError, ModelReplyError
+from session_graph.llm.replies import memo_of, reply_text, structured, structured_data, wanted_object
 from session_graph.settings import SessionSettings
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "structured_memo_model",
 ]
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _HEADER_TOKENS = 16  # the memo message's header and overhead, kept off the memo's budget
 
 
@@ -68,7 +66,8 @@ def build_memo_prompt(
         f"- Keep the memo within {budget} tokens of JSON: merge or drop what matters least.\n"
         'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.'
     )
-    body = f"Current memo: {memo_json(memo)}\n\nNew messages:\n{transcript(messages)}"
+    # the current memo is shown in the shape the answer must have: small models copy the shape they see
+    body = f'Current memo: {{"memo": {memo_json(memo)}}}\n\nNew messages:\n{transcript(messages)}'
     if attachments:
         body += "\n\nAttachments: " + json.dumps(attachments, ensure_ascii=False, default=str)
     return [SystemMessage(content=system), HumanMessage(content=body)]
@@ -84,47 +83,33 @@ def build_memo_compression_prompt(memo: dict[str, Any], budget: int, tokens: int
     return [SystemMessage(content=system), HumanMessage(content=memo_json(memo))]
 
 
-def reply_text(reply: Any) -> str:
-    """The text of a model reply, without any ``<think>`` block."""
-    text = reply.text if isinstance(reply, BaseMessage) else str(reply)
-    return _THINK.sub("", text).strip()
-
-
 def parse_memo_reply(reply: Any) -> dict[str, Any]:
-    """The memo dict from a model reply ``{"memo": {...}}`` (a Markdown fence is fine).
+    """The memo dict from a model reply: ``{"memo": {...}}`` or the bare memo dict, as real
+    models write it (see :mod:`session_graph.llm.replies`).
 
     Raises:
-        MemoUpdateError: the reply is not JSON (truncated JSON included), or not an object with a dict ``memo``.
+        MemoUpdateError: the reply holds no usable memo; its message and ``__cause__``
+            (a ``ModelReplyError``) give the reason.
     """
-    text = reply_text(reply)
     try:
-        data = parse_json_markdown(text, parser=json.loads)
-    except (OutputParserException, ValueError) as error:
-        raise MemoUpdateError(f"the memo model's reply is not JSON ({error}): {text[:200]!r}") from error
-    try:
-        return MemoReply.model_validate(data).memo
-    except ValidationError as error:
-        raise MemoUpdateError(
-            f'the memo model\'s reply must be {{"memo": {{...}}}}, got {text[:200]!r}: {error.errors()[0]["msg"]}'
-        ) from error
+        return wanted_object(reply, "memo", memo_of)
+    except ModelReplyError as error:
+        raise MemoUpdateError(str(error)) from error
 
 
 def structured_memo_model(model: Runnable) -> Runnable | None:
-    """``model.with_structured_output(MemoReply, include_raw=True)`` where the model supports it, else None."""
-    if not isinstance(model, BaseChatModel):
-        return None  # a wrapper (with_retry, with_fallbacks...): its replies are parsed as text
-    try:
-        return model.with_structured_output(MemoReply, include_raw=True)
-    except (NotImplementedError, ValueError, TypeError):
-        return None
+    """``model`` asking for a :class:`MemoReply` through its structured output (also inside
+    ``with_retry``/``with_fallbacks``), or None where it has none (see ``model_reply.structured``)."""
+    return structured(model, MemoReply)
 
 
 class ModelMemoUpdater:
     """A memo-update handler backed by a chat model, or any chat ``Runnable``
     (``model.with_retry()``, ``model.with_fallbacks([...])``, a model with a rate limiter).
 
-    Where the model supports it, the reply is requested with ``with_structured_output``;
-    otherwise (or when the structured reply does not parse) its text is parsed as JSON.
+    Where the model supports it (also inside ``with_retry``/``with_fallbacks``/``with_config``),
+    the reply is requested with ``with_structured_output``; otherwise (or when the structured
+    reply does not validate) its text is read as real models write it (``model_reply``).
 
     Attributes:
         model: the chat model or Runnable.
@@ -144,10 +129,8 @@ class ModelMemoUpdater:
         config: Any = {"tags": ["nostream"]}  # never streamed to the agent's user
         if self.structured is None:
             return parse_memo_reply((yield Invoke(self.model, prompt, config)))
-        result = yield Invoke(self.structured, prompt, config)
-        if isinstance(result, dict) and isinstance(result.get("parsed"), MemoReply):
-            return result["parsed"].memo
-        return parse_memo_reply(result.get("raw") if isinstance(result, dict) else result)
+        parsed, raw = structured_data((yield Invoke(self.structured, prompt, config)), MemoReply)
+        return parsed.memo if isinstance(parsed, MemoReply) else parse_memo_reply(raw)
 
     def flow(
         self, memo: dict[str, Any], messages: list[BaseMessage], attachments: list[dict[str, Any]], settings: SessionSettings

@@ -5,7 +5,10 @@ last fold, as a compact transcript) and structured (overview, key facts and deci
 user's intent, open tasks). The prompt states the summary's token budget; a reply over it
 gets one compression request (:meth:`ModelSummarizer.compress`). The prompt is replaceable
 through ``session.summary.prompt``, the whole fold through a summary handler
-``(summary, messages, settings) -> str``.
+``(summary, messages, settings) -> str``. A reply is read as real models write it
+(:func:`session_graph.llm.replies.summary_text`); one whose sections are missing is kept as
+written. A fold whose reply ignores what it was fed is asked again once, then refused
+(:mod:`session_graph.compression.fold_check`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import SUMMARY_HEADER
 from session_graph.compression.memo import reply_text
 from session_graph.compression.transcript import transcript
-from session_graph.errors import MemoUpdateError
+from session_graph.errors import MemoUpdateError, ModelReplyError
+from session_graph.llm.replies import summary_text
 from session_graph.settings import SessionSettings
 
 __all__ = [
@@ -83,10 +87,10 @@ class ModelSummarizer:
         self.calls += 1
         self.sent_chars += sum(len(m.text) for m in prompt)
         reply: Any = yield Invoke(self.model, prompt, {"tags": ["nostream"]})  # never streamed to the agent's user
-        text = reply_text(reply) if isinstance(reply, BaseMessage) else ""
-        if not text:
-            raise MemoUpdateError(f"the summary model's reply has no text: {reply!r:.200}")
-        return text
+        try:  # as real models write it: <think>, a fence around it all; missing sections are fine
+            return summary_text(reply if isinstance(reply, BaseMessage) else "")
+        except ModelReplyError as error:
+            raise MemoUpdateError(str(error)) from error
 
     def flow(self, summary: str, messages: list[BaseMessage], settings: SessionSettings) -> Flow[str]:
         """The fold as a flow (sync or async, see ``_flow``)."""

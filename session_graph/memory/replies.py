@@ -1,25 +1,25 @@
 """What the commit models must answer, and how a reply is read.
 
-Replies are parsed with langchain-core's JSON-in-Markdown parser (a fence or a ``<think>``
-block is fine) and validated with pydantic. Anything else (prose, truncated JSON, a wrong
+Replies are read as real models write them (:mod:`session_graph.llm.replies`: fences with any
+tag, prose around one JSON object, ``<think>``, lenient JSON, the output of structured output)
+and validated with pydantic. Anything else (no object, truncated JSON, several objects, a wrong
 shape, an unknown category, a decision naming an id it was not shown) is a
-``MemoryReplyError`` naming the step, which makes the commit ``partial``: never a silent 0.
+``MemoryReplyError`` naming the step and the reason, which makes the commit ``partial``: never
+a silent 0.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
-from langchain_core.exceptions import OutputParserException
-from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from session_graph.compression.memo import reply_text
-from session_graph.errors import MemoryReplyError
+from session_graph.errors import MemoryReplyError, ModelReplyError
+from session_graph.llm.replies import structured_data, summary_text, wanted_object
 from session_graph.memory.categories import CATEGORIES
 
-__all__ = ["Candidate", "Decision", "parse_decisions", "parse_extraction", "parse_summary"]
+__all__ = ["Candidate", "Decision", "Extraction", "parse_decisions", "parse_extraction", "parse_summary"]
 
 
 class Candidate(BaseModel):
@@ -33,7 +33,9 @@ class Candidate(BaseModel):
     content: str = Field(min_length=1)
 
 
-class _Extraction(BaseModel):
+class Extraction(BaseModel):
+    """The reply the extraction model must give (also its structured-output schema)."""
+
     memories: list[Candidate]
 
 
@@ -53,21 +55,31 @@ class _Decisions(BaseModel):
     decisions: list[Decision]
 
 
-def _json(reply: Any, step: str) -> Any:
-    text = reply_text(reply)
-    if not text:
-        raise MemoryReplyError(f"the {step} model's reply is empty.", step=step)
+def _json(reply: Any, step: str, key: str, one: tuple[str, ...], schema: type[BaseModel]) -> Any:
+    """The JSON object of a commit reply, ``{key: [...]}``; a bare list item (an object with
+    the ``one`` fields) counts as a list of one. ``reply`` may be a structured-output result."""
+    if isinstance(reply, dict) and "raw" in reply:
+        parsed, reply = structured_data(reply, schema)
+        if parsed is not None:
+            return parsed.model_dump()
+
+    def shape(data: dict[str, Any]) -> dict[str, Any]:
+        if key not in data and all(field in data for field in one):
+            return {key: [data]}
+        return data
+
     try:
-        return parse_json_markdown(text, parser=json.loads)
-    except (OutputParserException, ValueError) as error:
-        raise MemoryReplyError(f"the {step} model's reply is not JSON ({error}): {text[:200]!r}", step=step) from None
+        return wanted_object(reply, step, shape)
+    except ModelReplyError as error:
+        raise MemoryReplyError(f"{error} ({error.reason})", step=step) from None
 
 
 def parse_summary(reply: Any) -> tuple[str, str]:
     """(overview, abstract) of a summary reply: the Markdown, and its one-line overview."""
-    text = reply_text(reply)
-    if not text:
-        raise MemoryReplyError("the summarize model's reply is empty.", step="summarize")
+    try:
+        text = summary_text(reply)
+    except ModelReplyError:
+        raise MemoryReplyError("the summarize model's reply is empty.", step="summarize") from None
     abstract = ""
     for line in text.splitlines():
         stripped = line.strip()
@@ -81,9 +93,9 @@ def parse_summary(reply: Any) -> tuple[str, str]:
 
 def parse_extraction(reply: Any) -> list[Candidate]:
     """The candidates of an extraction reply ``{"memories": [...]}`` (an empty list is a valid answer)."""
-    data = _json(reply, "extract")
+    data = _json(reply, "extract", "memories", ("category", "content"), Extraction)
     try:
-        candidates = _Extraction.model_validate(data).memories
+        candidates = Extraction.model_validate(data).memories
     except ValidationError as error:
         raise MemoryReplyError(
             f'the extract model\'s reply must be {{"memories": [{{"category", "abstract", "content", ...}}]}}: '
@@ -100,7 +112,7 @@ def parse_extraction(reply: Any) -> list[Candidate]:
 
 def parse_decisions(reply: Any) -> list[Decision]:
     """The decisions of a decide reply ``{"decisions": [...]}``."""
-    data = _json(reply, "decide")
+    data = _json(reply, "decide", "decisions", ("candidate", "op"), _Decisions)
     try:
         return _Decisions.model_validate(data).decisions
     except ValidationError as error:

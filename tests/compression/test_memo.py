@@ -18,7 +18,7 @@ def sent_lines(prompt: list[Any]) -> list[str]:
 
 
 def sent_memo(prompt: list[Any]) -> dict[str, Any]:
-    return json.loads(prompt[1].content.split("Current memo: ", 1)[1].split("\n\nNew messages:")[0])
+    return json.loads(prompt[1].content.split("Current memo: ", 1)[1].split("\n\nNew messages:")[0])["memo"]
 
 
 def test_lite_folds_everything_past_the_cursor_then_prunes(api: Api) -> None:
@@ -76,10 +76,11 @@ def test_chunks_are_planned_under_the_char_limit(api: Api) -> None:
 @pytest.mark.parametrize(
     ("reply", "words"),
     [
-        ("I updated the memo!", "not JSON"),
-        ('["a", "list"]', 'must be {"memo"'),
+        ("I updated the memo!", "holds no JSON object"),
+        ('["a", "list"]', "holds no JSON object"),
         ('{"memo": "a string"}', 'must be {"memo"'),
-        ('{"facts": {"a": 1}}', 'must be {"memo"'),
+        ('```json\n{"memo": {"a": 1, "b": [', "stops in the middle of a JSON object"),
+        ('{"memo": {"a": 1}}\nor maybe\n{"memo": {"a": 2}}', "2 different JSON objects"),
     ],
 )
 def test_a_malformed_reply_is_an_error_never_the_memo(api: Api, reply: str, words: str) -> None:

@@ -60,7 +60,7 @@ def test_when_the_compression_fails_the_whole_memo_is_kept_and_shown_as_valid_js
     chat(session, 2, start=3)
     model.responses, model.i = [memo_reply(small := {"ok": 1})], 0
     api.resize(session, "lite")
-    assert json.loads(model.prompts[-1][1].content.split("Current memo: ", 1)[1].split("\n\nNew messages:")[0]) == big
+    assert json.loads(model.prompts[-1][1].content.split("Current memo: ", 1)[1].split("\n\nNew messages:")[0]) == {"memo": big}
     assert session.memo_for_model == small
 
 

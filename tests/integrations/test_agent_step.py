@@ -227,10 +227,15 @@ def test_structured_output_is_used_where_the_model_supports_it() -> None:
     session.append_message({"role": "assistant", "content": "Nice"})
     session.resize("lite")
     assert session.memo_for_model == {"city": "Oslo"} and llm.bound  # asked through with_structured_output
-    bad = Session(model=ToolCaller(args={"facts": "no memo key"})).use_memo(messages=2)
+    bare = Session(model=ToolCaller(args={"facts": "no memo key"})).use_memo(messages=2)
+    bare.append_message({"role": "user", "content": "x"})
+    bare.append_message({"role": "assistant", "content": "y"})
+    bare.resize("lite")
+    assert bare.memo_for_model == {"facts": "no memo key"}  # the spec's fallback: the raw dict is the memo
+    bad = Session(model=ToolCaller(args={"memo": ["not", "a", "dict"]})).use_memo(messages=2)
     bad.append_message({"role": "user", "content": "x"})
     bad.append_message({"role": "assistant", "content": "y"})
-    with pytest.raises(MemoUpdateError):
+    with pytest.raises(MemoUpdateError, match='its "memo" is a list'):
         bad.resize("lite")
     assert bad.memo == {}
 

@@ -10,8 +10,9 @@ from langgraph.runtime import Runtime
 from session_graph._base.flow import Flow, Invoke
 from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.state import CommitContext, CommitState
+from session_graph.llm.replies import structured
 from session_graph.memory.prompts import extract_prompt, transcript_chunks
-from session_graph.memory.replies import parse_extraction
+from session_graph.memory.replies import Extraction, parse_extraction
 
 __all__ = ["NO_CANDIDATES", "NO_MODEL", "extract"]
 
@@ -35,9 +36,10 @@ def extract(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[st
     done = journal.get("extract_chunks", 0)
     found: list[dict[str, Any]] = list(journal.get("partial_candidates") or []) if done else []
     update: dict[str, Any] = {}
+    asked = structured(ctx.model, Extraction) or ctx.model  # structured output where the model has it
     for index in range(done, len(chunks)):
         try:
-            reply = yield Invoke(ctx.model, extract_prompt(chunks[index], journal.get("overview", ""), [], ctx.memory.user))
+            reply = yield Invoke(asked, extract_prompt(chunks[index], journal.get("overview", ""), [], ctx.memory.user))
             found = _once([*found, *(c.model_dump() for c in parse_extraction(reply))])
         except Exception as error:
             where = f" (chunk {index + 1} of {len(chunks)})" if len(chunks) > 1 else ""

@@ -5,6 +5,9 @@ When the prune would drop messages the summary does not cover yet (see
 model call each, each fed the previous summary whole. A summary over its budget gets one
 compression request; the model's whole summary is kept either way (the view shortens it by
 structure, never a silent cut).
+A reply that ignores the chunk it was fed (the previous summary unchanged, or none of the
+chunk's content) is asked for again once, then the fold fails on it: those messages stay in
+the window and the trace records why (``fold_check``).
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
-from session_graph._base.flow import Flow, call
+from session_graph._base.flow import Flow
 from session_graph.compression.context import SUMMARY_HEADER
+from session_graph.compression.fold_check import checked_summary_fold
 from session_graph.errors import MemoUpdateError
 from session_graph.resize.ledger import system_prompt
 from session_graph.resize.nodes.deep_chunk import advanced, chunk_plan, fold_range
@@ -56,7 +60,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
                     "summary mode needs a chat model or a summary handler: pass Session(model=...) or "
                     "session.set_summary_handler(fn), or switch to lite mode with session.use_lite()."
                 )
-            folded = yield from call(ctx.summarize, summary, leaving[start:end], state.settings)
+            folded = yield from checked_summary_fold(ctx.summarize, summary, leaving[start:end], state.settings)
             if not isinstance(folded, str) or not folded.strip():
                 raise MemoUpdateError(f"the summary handler returned {folded!r:.80}; it must return the summary text.")
         except Exception as error:  # keep the window: nothing leaves that the summary does not cover

@@ -1,0 +1,8 @@
+"""Talking to chat models: a model named as users name it, and its reply read into what a prompt wants.
+
+``replies`` turns a model's reply into the structure each prompt asks for (fences with any tag,
+``<think>`` blocks, prose around one JSON object, lenient JSON where it is unambiguous, the wrapped
+and the bare memo dict, the model's structured output where it has one) or refuses it with a
+reason. Every model-facing caller (the memo and summary updaters, the commit's summarise, extract
+and decide steps) reads replies here. May import ``_base`` and ``errors`` only.
+"""
