@@ -26,6 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "session_graph"
 LAYERS: list[list[str]] = [
     ["errors", "settings_schema"],
     ["_base"],
+    ["llm"],
     ["messages", "settings"],
     ["accounting"],
     ["display"],
