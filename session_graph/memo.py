@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from session_graph._flow import Flow, Invoke, adrive
 from session_graph.context import memo_json
 from session_graph.errors import MemoUpdateError
+from session_graph.models import chat_model
 from session_graph.settings import SessionSettings
 from session_graph.transcript import transcript
 
@@ -132,9 +133,9 @@ class ModelMemoUpdater:
         sent_chars: characters sent to the model so far (prompt text), for measurement.
     """
 
-    def __init__(self, model: Runnable) -> None:
-        self.model = model
-        self.structured = structured_memo_model(model)
+    def __init__(self, model: Runnable | str) -> None:
+        self.model = chat_model(model, "the memo model")
+        self.structured = structured_memo_model(self.model)
         self.calls = 0
         self.sent_chars = 0
 

@@ -66,8 +66,9 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         attachment_summary_handler: ``(message) -> list[dict]``.
         memo_update_handler: ``(memo, messages, attachments, settings) -> dict``.
         model: a langchain-core chat model, or any chat Runnable (``model.with_retry()``,
-            ``model.with_fallbacks([...])``), that updates the memo in memo mode and the
-            summary in summary mode (explicit handlers take precedence).
+            ``model.with_fallbacks([...])``), or a name ``init_chat_model`` accepts
+            (``"openai:gpt-4o-mini"``; needs the ``agents`` extra), that updates the memo in memo
+            mode and the summary in summary mode (explicit handlers take precedence).
         summary_handler: ``(summary, messages, settings) -> str``, for summary mode.
         memory: a ``MemoryConfig``: where ``commit()`` writes long-term memories, and whose they are.
 
@@ -88,7 +89,7 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         resize_handlers: Mapping[str, ResizeHandler] | None = None,
         attachment_summary_handler: AttachmentSummaryHandler | None = None,
         memo_update_handler: MemoUpdateHandler | None = None,
-        model: Runnable | None = None,
+        model: Runnable | str | None = None,
         summary_handler: SummaryHandler | None = None,
         memory: MemoryConfig | None = None,
     ) -> None:

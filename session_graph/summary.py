@@ -19,6 +19,7 @@ from session_graph._flow import Flow, Invoke, adrive
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.memo import reply_text
+from session_graph.models import chat_model
 from session_graph.settings import SessionSettings
 from session_graph.transcript import transcript
 
@@ -74,8 +75,8 @@ class ModelSummarizer:
         sent_chars: characters sent to the model so far, for measurement.
     """
 
-    def __init__(self, model: Runnable) -> None:
-        self.model = model
+    def __init__(self, model: Runnable | str) -> None:
+        self.model = chat_model(model, "the summary model")
         self.calls = 0
         self.sent_chars = 0
 
