@@ -21,6 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from session_graph._flow import Flow, adrive, drive
 from session_graph._ids import new_id, utc_now
 from session_graph.context import memo_for_model
+from session_graph.counters import SessionCounter, as_token_counter
 from session_graph.errors import ConfigurationError, SessionGraphError
 from session_graph.export import SessionExport
 from session_graph.handlers import Handlers, checked_callable
@@ -44,7 +45,6 @@ from session_graph.state import (
     SessionState,
     SummaryHandler,
 )
-from session_graph.tokens import TokenCounter
 from session_graph.trace import ResizeTrace
 from session_graph.trace_recording import TraceRecorder
 from session_graph.view import SessionView, ViewBuilder, answered
@@ -71,6 +71,7 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
             mode and the summary in summary mode (explicit handlers take precedence).
         summary_handler: ``(summary, messages, settings) -> str``, for summary mode.
         memory: a ``MemoryConfig``: where ``commit()`` writes long-term memories, and whose they are.
+        token_counter: your own token counter (see ``set_token_counter``); None: the settings'.
 
     Example:
         >>> session = Session(settings={"session.limit": {"chars": 60}})
@@ -92,6 +93,7 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         model: Runnable | str | None = None,
         summary_handler: SummaryHandler | None = None,
         memory: MemoryConfig | None = None,
+        token_counter: Any = None,
     ) -> None:
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError(f"the session id must be a non-empty string, got {id!r}.")
@@ -127,6 +129,8 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
                 settings=SessionSettings(settings),
             )
         )
+        if token_counter is not None:
+            self.set_token_counter(token_counter)
 
     # -- state, as the spec names it -----------------------------------------------------
     @property
@@ -264,10 +268,26 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
 
     # -- what the model sees -------------------------------------------------------------
     @property
-    def counter(self) -> TokenCounter:
-        """The token counter in use (``counter.name`` says which; ``chars`` without a token budget)."""
+    def counter(self) -> SessionCounter:
+        """The token counter in use, with this session's cost rules (``counter.name`` says which;
+        ``chars`` without a token budget). Callable on a list of messages, so
+        ``trim_messages(messages, token_counter=session.counter, ...)`` counts as the session does."""
         self._ledger.sync(self._state, self._state.settings.resolved())
-        return self._ledger.counter
+        return SessionCounter(self._ledger.counter, self._ledger.rules)
+
+    def set_token_counter(self, counter: Any) -> Self:
+        """Count tokens with your own counter (None: back to the settings' encoding or model).
+
+        ``counter``: a function ``str -> int`` or ``list[BaseMessage] -> int``, a tokenizer with
+        ``encode`` (Hugging Face, tiktoken), a LangChain chat model (its
+        ``get_num_tokens_from_messages``), or an object with ``count_tokens`` (see
+        ``session_graph.counters.as_token_counter``). The window is recounted with it.
+        """
+        custom = as_token_counter(counter) if counter is not None else None
+        self._ledger.custom = custom
+        self._ledger.sync(self._state, self._state.settings.resolved())
+        self._view = None
+        return self
 
     def view(self, *, outside_tokens: int = 0) -> SessionView:
         """Exactly the messages to send to a model: system prompt, summary or memo, window.

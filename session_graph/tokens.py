@@ -261,8 +261,12 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
     """What one message costs: text, images, tool calls, ids, name, and the per-message overhead.
 
     With :class:`CharCounter` this is the spec's approximation (``len(role) + 1 + content``,
-    plus tool calls), so one function serves every counter.
+    plus tool calls), so one function serves every counter. A counter with its own
+    ``count_message`` (a provider's count, ``session.counter``) prices the message itself.
     """
+    count_message = getattr(counter, "count_message", None)
+    if count_message is not None:
+        return int(count_message(message))
     if isinstance(counter, CharCounter):
         from session_graph.sizing import message_chars
 
