@@ -27,12 +27,24 @@ from session_graph.settings import SessionSettings
 from session_graph.state import SessionState
 from session_graph.trace import ResizeTrace
 
-__all__ = ["SCHEMA", "SessionExport", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
+__all__ = ["SCHEMA", "SessionExport", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "register_reader",
+           "to_json", "to_yaml"]
 
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
 SCHEMA = 1
 """The document format version this library writes and reads (newer ones are refused)."""
 _OPTIONAL = ("schema", "memo_ahead", "trace", "archived_through", "usage", "archives")
+_READERS: list[Callable[[Any], dict[str, Any] | None]] = []
+
+
+def register_reader(reader: Callable[[Any], dict[str, Any] | None]) -> None:
+    """Let ``load_dict`` (and so ``from_json``/``from_yaml``) read another document shape:
+    ``reader(data)`` returns it as a session document, or None when it is not its shape.
+    ``session_graph.stores.portable`` registers the store export (``{"key", "state", "messages"}``)."""
+    if reader not in _READERS:
+        _READERS.append(reader)
+
+
 MAX_ALIASES = 32
 MAX_NODES = 2_000_000
 MAX_NESTING = 200
@@ -282,7 +294,15 @@ class SessionExport:
         return self.load_dict(parse_yaml(value))
 
     def load_dict(self, data: Any) -> Self:
-        """Replace this session's state with a parsed document; nothing changes on error."""
+        """Replace this session's state with a parsed document; nothing changes on error.
+
+        Besides ``to_dict()``'s shape, a stored session's export (``manager.export(key, "json")``,
+        ``session-graph sessions export KEY --format json``) loads too."""
+        for reader in _READERS:
+            converted = reader(data)
+            if converted is not None:
+                data = converted
+                break
         state = load_state(data, keep_id=self.id)
         trace = ResizeTrace.load(data.get("trace"))
         self._install(state)

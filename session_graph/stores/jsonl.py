@@ -49,7 +49,7 @@ from session_graph.stores.files import decode_name, encode_name, last_newline, l
 
 __all__ = ["JsonlStore"]
 
-logger = logging.getLogger("session_graph")
+logger = logging.getLogger(__name__)
 
 
 def _recovered(message: str, stacklevel: int) -> None:
