@@ -164,8 +164,9 @@ def sessions(args: argparse.Namespace) -> int:
         print(f"session-graph: {text}", file=sys.stderr)
         return 1
     finally:
-        if handler is not None:
+        if handler is not None:  # as it was before: a program calling main() keeps its own logging
             logging.getLogger("session_graph").removeHandler(handler)
+            logging.getLogger("session_graph").setLevel(handler.previous_level)  # type: ignore[attr-defined]
 
 
 def _verbose() -> logging.Handler:
@@ -173,6 +174,7 @@ def _verbose() -> logging.Handler:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(name)s: %(levelname)s %(message)s"))
     root = logging.getLogger("session_graph")
+    handler.previous_level = root.level  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     return handler

@@ -138,10 +138,12 @@ class SessionInterop:
         source = Path(path)
         try:
             data = parse_document(source.read_text(encoding="utf-8"))
+            read = read_store_export(data) if is_store_export(data) else None
+            document = session_document(data) if read is not None else data
         except (OSError, UnicodeDecodeError) as error:
             raise DocumentError(f"{source}: cannot read it ({error}); give a JSON or YAML session export.") from error
-        read = read_store_export(data) if is_store_export(data) else None
-        document = session_document(data) if read is not None else data
+        except DocumentError as error:
+            raise DocumentError(f"{source}: {error}") from None
         if not isinstance(document, dict):
             raise DocumentError(f"{source} is not a session document (a JSON/YAML object), got {type(document).__name__}.")
         name = check_key(key if key is not None else read.key if read is not None else document.get("id"))
