@@ -3,6 +3,7 @@
 import logging as _logging
 
 from session_graph.attachments import summarize_attachments
+from session_graph.counters import SessionCounter, as_token_counter
 from session_graph.errors import (
     ConfigurationError,
     DocumentError,
@@ -23,6 +24,7 @@ from session_graph.errors import (
 from session_graph.graph import NODE_NAMES, build_resize_graph
 from session_graph.memo import ModelMemoUpdater
 from session_graph.messages import to_message
+from session_graph.models import chat_model
 from session_graph.policy import Decision, default_policy
 from session_graph.resize_run import ResizeEvent
 from session_graph.session import Session
@@ -88,6 +90,7 @@ __all__ = [
     "ResizeTrace",
     "SearchHit",
     "Session",
+    "SessionCounter",
     "SessionGraphError",
     "SessionInfo",
     "SessionManager",
@@ -109,7 +112,9 @@ __all__ = [
     "TraceRecord",
     "UnknownResizeTypeError",
     "WindowTotals",
+    "as_token_counter",
     "build_resize_graph",
+    "chat_model",
     "default_policy",
     "draw",
     "message_chars",
