@@ -280,9 +280,11 @@ class SessionExport:
         return data
 
     def to_json(self) -> str:
+        """The session as JSON text (``to_dict()``, ASCII-safe); ``Session.from_json`` loads it back."""
         return to_json(self.to_dict())
 
     def to_yaml(self) -> str:
+        """The session as YAML text (``to_dict()``); ``Session.from_yaml`` loads it back."""
         return to_yaml(self.to_dict())
 
     def load_json(self, value: str) -> Self:

@@ -135,6 +135,7 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
     # -- state, as the spec names it -----------------------------------------------------
     @property
     def id(self) -> str:
+        """The session id (a store's key)."""
         return self._state.id
 
     @property
@@ -149,22 +150,27 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
 
     @property
     def memo(self) -> dict[str, Any]:
+        """The memo: structured memory (``summary`` in summary mode; ``last_resize`` records the last resize)."""
         return self._state.memo
 
     @property
     def settings(self) -> SessionSettings:
+        """The session's settings (``session.settings.resolved()`` gives the effective limits)."""
         return self._state.settings
 
     @property
     def turns(self) -> int:
+        """Assistant replies so far (a tool-calling step does not end a turn)."""
         return self._state.turns
 
     @property
     def last_resize_turn(self) -> int:
+        """The turn of the last successful resize (0: none yet)."""
         return self._state.last_resize_turn
 
     @property
     def memo_cursor(self) -> int:
+        """Index in the full history of the first message the memo has not folded yet."""
         return self._state.memo_cursor
 
     @property
@@ -244,10 +250,12 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         return self
 
     def set_attachment_summary_handler(self, attachment_summary_handler: AttachmentSummaryHandler | None) -> Self:
+        """Set how attachments are summarised for the memo, ``(message) -> list[dict]`` (None: the built-in summary)."""
         self.handlers.attachment_summary = checked_callable(attachment_summary_handler, "attachment summary handler")
         return self
 
     def set_memo_update_handler(self, memo_update_handler: MemoUpdateHandler | None) -> Self:
+        """Set the memo update, ``(memo, messages, attachments, settings) -> dict`` (None: the model's, if any)."""
         self.handlers.memo_update = checked_callable(memo_update_handler, "memo update handler")
         return self
 

@@ -89,6 +89,7 @@ class CharCounter:
     exact = False
 
     def count_text(self, text: str) -> int:
+        """Characters of ``text`` (the spec's approximation: one per character)."""
         return len(text)
 
 
@@ -102,6 +103,7 @@ class TiktokenCounter:
         self.name = f"tiktoken:{self.encoding.name}"
 
     def count_text(self, text: str) -> int:
+        """Exact tokens of ``text`` with this encoding (special-token strings count as text)."""
         if not text.isascii():
             # tiktoken reads a str through its UTF-8 form, which CPython then keeps inside the
             # str for good (more than doubling a CJK message). Count a throwaway copy instead.
@@ -133,6 +135,7 @@ class ApproxTokenCounter:
     exact = False
 
     def count_text(self, text: str) -> int:
+        """Estimated tokens of ``text`` (see the class docstring for the rules)."""
         total = 0
         for piece in _PIECES.findall(text):
             wide = len(_WIDE.findall(piece))
