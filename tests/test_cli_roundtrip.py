@@ -59,10 +59,7 @@ def test_json_and_yaml_exports_load_back(store: str, tmp_path: Path, capsys: pyt
     for fmt in ("json", "yaml"):
         code, text, _ = run(capsys, "sessions", "--store", store, "export", "web:1", "--format", fmt)
         assert code == 0
-        if fmt == "json":
-            loaded = Session.from_json(text)
-        else:
-            loaded = Session.from_yaml(text)
+        loaded = Session.from_json(text) if fmt == "json" else Session.from_yaml(text)
         assert loaded.id == "web:1" and loaded.full_chat_history == original.full_chat_history
         assert [m.id for m in loaded.current_chat_history] == [m.id for m in original.current_chat_history]
         assert loaded.turns == original.turns and loaded.memo == original.memo and len(loaded.trace) == 1

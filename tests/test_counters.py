@@ -117,7 +117,7 @@ def test_switching_back_and_bad_counters() -> None:
     assert session.window_totals.tokens == 8 * 6 and session.counter.name == "custom:count_tokens"
     session.set_token_counter(None)
     assert session.window_totals.tokens == before and session.counter.name == "tiktoken:o200k_base"
-    with pytest.raises(ConfigurationError, match="a token counter must be a function.*got int"):
+    with pytest.raises(ConfigurationError, match=r"a token counter must be a function.*got int"):
         Session(token_counter=42)
     broken = Session(settings=BUDGET, token_counter=lambda text: -1)
     with pytest.raises(ConfigurationError, match="returned -1; a counter must return a whole number"):

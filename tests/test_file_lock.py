@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import types
 from typing import Any
 
 import pytest
@@ -50,7 +49,7 @@ def windows(monkeypatch: pytest.MonkeyPatch) -> Any:
     """This process as Windows sees the lock: no fcntl, the stand-in msvcrt."""
     namespace: dict[str, Any] = {}
     real = sys.modules.get("fcntl")
-    exec(FAKE_MSVCRT, namespace)  # noqa: S102 - the stand-in above
+    exec(FAKE_MSVCRT, namespace)  # the stand-in above
     msvcrt = sys.modules["msvcrt"]
     sys.modules["fcntl"] = real  # restored by monkeypatch below, then hidden again
     monkeypatch.setitem(sys.modules, "msvcrt", msvcrt)
@@ -88,12 +87,14 @@ def test_a_held_lock_is_waited_for_not_failed(windows: Any, tmp_path: Path) -> N
 # their Windows paths at import time (subprocess's _winapi).
 HOLDER = textwrap.dedent('''
     import sys, time
-    from session_graph.stores.files import lock_file
+    from session_graph.stores.files import lock_file, unlock_file
 ''') + FAKE_MSVCRT + textwrap.dedent('''
     handle = open(sys.argv[1], "a")
     lock_file(handle)
     print("locked", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.readline()  # held until the test says so (or the process is killed)
+    print(time.time(), flush=True)  # released from here on
+    unlock_file(handle)
 ''')
 
 WAITER = textwrap.dedent('''
@@ -101,42 +102,52 @@ WAITER = textwrap.dedent('''
     from session_graph.stores.files import lock_file, unlock_file
 ''') + FAKE_MSVCRT + textwrap.dedent('''
     handle = open(sys.argv[1], "a")
-    started = time.monotonic()
+    print("trying", flush=True)
     lock_file(handle)
-    print(round(time.monotonic() - started, 2), flush=True)
+    print(time.time(), flush=True)
     unlock_file(handle)
 ''')
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def _holder(path: Path, seconds: float) -> subprocess.Popen[str]:
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parents[1])
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-    return holder
-
-
-def _wait_for_lock(path: Path) -> float:
-    done = subprocess.run([sys.executable, "-c", WAITER, str(path)], capture_output=True, text=True, timeout=60, check=True,
-                          cwd=Path(__file__).resolve().parents[1])
-    return float(done.stdout)
+def _start(script: str, lock: Path, first_line: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen([sys.executable, "-c", script, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, cwd=ROOT)
+    assert process.stdout is not None and process.stdout.readline().strip() == first_line
+    return process
 
 
 def test_another_process_waits_until_the_holder_releases(tmp_path: Path) -> None:
     lock = tmp_path / "k.lock"
-    holder = _holder(lock, 1.5)
+    holder = _start(HOLDER, lock, "locked")
+    waiter = _start(WAITER, lock, "trying")
     try:
-        assert _wait_for_lock(lock) >= 0.5  # excluded while the holder lived (started ~at its lock)
+        time.sleep(0.5)
+        assert waiter.poll() is None  # still waiting on the held lock
+        released, _ = holder.communicate("go\n", timeout=60)
+        acquired, _ = waiter.communicate(timeout=60)
+        assert float(acquired) >= float(released)  # it got the lock only once the holder let go
     finally:
-        holder.wait(timeout=60)
+        for process in (holder, waiter):
+            process.kill()
+            process.wait(timeout=60)
 
 
 def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
     lock = tmp_path / "k.lock"
-    holder = _holder(lock, 600)
-    time.sleep(0.2)
-    holder.kill()  # as when a writer dies mid-save
-    holder.wait(timeout=60)
-    assert _wait_for_lock(lock) < 5
+    holder = _start(HOLDER, lock, "locked")
+    waiter = _start(WAITER, lock, "trying")
+    try:
+        time.sleep(0.3)
+        assert waiter.poll() is None
+        holder.kill()  # as when a writer dies mid-save: the OS drops its lock
+        holder.wait(timeout=60)
+        acquired, _ = waiter.communicate(timeout=60)
+        assert float(acquired) > 0 and waiter.returncode == 0
+    finally:
+        for process in (holder, waiter):
+            process.kill()
+            process.wait(timeout=60)
 
 
 @pytest.mark.slow  # several processes: opt-in locally (SESSION_GRAPH_SLOW_TESTS=1), on in CI
@@ -155,8 +166,7 @@ def test_jsonl_writers_lose_nothing_on_the_windows_branch(tmp_path: Path) -> Non
             manager.save(session)
             manager.close()
     ''')
-    root = Path(__file__).resolve().parents[1]
-    workers = [subprocess.Popen([sys.executable, "-c", writer, str(tmp_path / "store"), name], cwd=root) for name in "abc"]
+    workers = [subprocess.Popen([sys.executable, "-c", writer, str(tmp_path / "store"), name], cwd=ROOT) for name in "abc"]
     assert [w.wait(timeout=300) for w in workers] == [0, 0, 0]
     from session_graph.stores import SessionManager
 
