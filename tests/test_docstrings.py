@@ -17,3 +17,12 @@ def test_the_lister_sees_members_and_inherited_declarations(monkeypatch: pytest.
     assert PACKAGES[0] == "session_graph" and "Session" in session_graph.__all__
     monkeypatch.setattr(session_graph.Session, "turns", property(lambda self: 0))
     assert undocumented() == ["session_graph.Session.turns"]
+
+
+@pytest.mark.parametrize("module", ["session_graph.counters", "session_graph.models", "session_graph.session"])
+def test_the_examples_in_docstrings_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
