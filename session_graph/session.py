@@ -289,7 +289,8 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         ``counter``: a function ``str -> int`` or ``list[BaseMessage] -> int``, a tokenizer with
         ``encode`` (Hugging Face, tiktoken), a LangChain chat model (its
         ``get_num_tokens_from_messages``), or an object with ``count_tokens`` (see
-        ``session_graph.counters.as_token_counter``). The window is recounted with it.
+        ``session_graph.counters.as_token_counter``). The window is recounted with it. It is
+        code, not saved with the session: a store's ``session_factory`` gives it again on load.
         """
         custom = as_token_counter(counter) if counter is not None else None
         self._ledger.custom = custom

@@ -115,6 +115,8 @@ def test_switching_back_and_bad_counters() -> None:
     before = session.window_totals.tokens
     session.set_token_counter(Client())
     assert session.window_totals.tokens == 8 * 6 and session.counter.name == "custom:count_tokens"
+    session.load_json(session.to_json())  # a reload of the state keeps the counter in use
+    assert session.counter.name == "custom:count_tokens" and session.window_totals.tokens == 8 * 6
     session.set_token_counter(None)
     assert session.window_totals.tokens == before and session.counter.name == "tiktoken:o200k_base"
     with pytest.raises(ConfigurationError, match=r"a token counter must be a function.*got int"):
