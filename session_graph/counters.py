@@ -1,6 +1,6 @@
 """Your own token counter, and the session's counter as a LangChain ``token_counter``.
 
-:func:`as_token_counter` turns what users already have into a :class:`~session_graph.tokens.TokenCounter`:
+:func:`as_token_counter` turns what users already have into a :class:`~session_graph.accounting.tokens.TokenCounter`:
 
 - a counter of this package (``TiktokenCounter``, ``ApproxTokenCounter``...), as is;
 - a tokenizer-like object with ``encode`` (a Hugging Face tokenizer, a tiktoken ``Encoding``);
@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from session_graph.errors import ConfigurationError
-from session_graph.tokens import CharCounter, CostRules, TokenCounter, message_tokens
+from session_graph.accounting.tokens import CharCounter, CostRules, TokenCounter, message_tokens
 
 __all__ = ["MessagesCounter", "SessionCounter", "TextCounter", "as_token_counter"]
 

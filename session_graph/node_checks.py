@@ -1,8 +1,8 @@
 """What a replaced node of the resize graph may return (``session.override_node``).
 
 A node is ``(state) -> update`` or ``(state, runtime) -> update``, sync or async: ``state`` is
-the :class:`~session_graph.state.SessionState`, ``runtime.context`` the run's
-:class:`~session_graph.state.ResizeContext`, and ``update`` a dict of the state fields it
+the :class:`~session_graph.resize.state.SessionState`, ``runtime.context`` the run's
+:class:`~session_graph.resize.state.ResizeContext`, and ``update`` a dict of the state fields it
 changes (``{"current_chat_history": [...]}``), or None. Built-in nodes keep the session's
 invariants by construction; a replacement's update is checked against them before the graph
 applies it, and a break is a :class:`~session_graph.errors.HandlerResultError` naming the node
@@ -27,7 +27,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from session_graph.errors import ConfigurationError, HandlerResultError
-from session_graph.state import SessionState
+from session_graph.resize.state import SessionState
 
 __all__ = ["check_node_signature", "check_node_update"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from session_graph import ConfigurationError, Session
 from session_graph.counters import MessagesCounter, TextCounter, as_token_counter
-from session_graph.tokens import TiktokenCounter, message_tokens
+from session_graph.accounting.tokens import TiktokenCounter, message_tokens
 
 BUDGET = {"session.limit": {"tokens": 400}}
 

@@ -87,7 +87,7 @@ def test_a_held_lock_is_waited_for_not_failed(windows: Any, tmp_path: Path) -> N
 # their Windows paths at import time (subprocess's _winapi).
 HOLDER = textwrap.dedent('''
     import sys, time
-    from session_graph.stores.files import lock_file, unlock_file
+    from session_graph._base.files import lock_file, unlock_file
 ''') + FAKE_MSVCRT + textwrap.dedent('''
     handle = open(sys.argv[1], "a")
     lock_file(handle)
@@ -99,7 +99,7 @@ HOLDER = textwrap.dedent('''
 
 WAITER = textwrap.dedent('''
     import sys, time
-    from session_graph.stores.files import lock_file, unlock_file
+    from session_graph._base.files import lock_file, unlock_file
 ''') + FAKE_MSVCRT + textwrap.dedent('''
     handle = open(sys.argv[1], "a")
     print("trying", flush=True)

@@ -11,8 +11,8 @@ import pytest
 from session_graph import Session, SessionManager
 
 MODULES = ["session_graph.stores.manager", "session_graph.stores.jsonl", "session_graph.stores.interop",
-           "session_graph.stores.nanobot", "session_graph.trace", "session_graph.trace_recording",
-           "session_graph.nodes.memo_update", "session_graph.integrations.binding", "session_graph.commit.run",
+           "session_graph.stores.nanobot", "session_graph.resize.trace", "session_graph.resize.trace_recording",
+           "session_graph.resize.nodes.memo_update", "session_graph.integrations.binding", "session_graph.commit.run",
            "session_graph.memory.apply", "session_graph.cli"]
 
 
@@ -41,7 +41,7 @@ def test_stores_can_be_quieted_while_resizes_still_log(tmp_path: Path, caplog: p
         logging.getLogger("session_graph.stores").setLevel(logging.NOTSET)
     names = {record.name for record in caplog.records}
     assert not any(name.startswith("session_graph.stores") for name in names)  # quieted
-    assert any(name.startswith("session_graph.trace") for name in names)  # the resize still logs
+    assert any(name.startswith("session_graph.resize.trace") for name in names)  # the resize still logs
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="session_graph"):
         manager._cache.clear()

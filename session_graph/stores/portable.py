@@ -2,7 +2,7 @@
 ``session-graph sessions export KEY --format json``) writes ``{"key", "state", "messages"}``:
 the store's own state document and message records. This module turns such a document into
 a session again, for ``Session.from_json``/``from_yaml`` (registered as a document reader in
-``session_graph.export``) and for ``SessionManager.import_document`` (``sessions import``).
+``session_graph.interop.export``) and for ``SessionManager.import_document`` (``sessions import``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from session_graph.errors import DocumentError, StoreError
-from session_graph.export import dump_state, parse_json, parse_yaml, register_reader
-from session_graph.state import SessionState
+from session_graph.interop.export import dump_state, parse_json, parse_yaml, register_reader
+from session_graph.resize.state import SessionState
 from session_graph.stores.base import Snapshot
 from session_graph.stores.codec import snapshot_state
-from session_graph.trace import ResizeTrace, saved_trace
+from session_graph.resize.trace import ResizeTrace, saved_trace
 
 __all__ = ["StoreExport", "is_store_export", "parse_document", "read_store_export", "session_document"]
 

@@ -7,7 +7,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, trim_messages
 
 from session_graph import Session, SessionManager, SessionSettings, SessionView
 from session_graph.counters import as_token_counter
-from session_graph.tokens import TokenCounter
+from session_graph.accounting.tokens import TokenCounter
 
 
 def words(text: str) -> int:
