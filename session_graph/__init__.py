@@ -3,6 +3,7 @@
 import logging as _logging
 
 from session_graph.accounting.attachments import summarize_attachments
+from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.accounting.sizing import message_chars
 from session_graph.accounting.tokens import (
     ApproxTokenCounter,
@@ -35,6 +36,7 @@ from session_graph.errors import (
     StoreUnavailableError,
     UnknownResizeTypeError,
 )
+from session_graph.llm.names import chat_model
 from session_graph.messages import to_message
 from session_graph.resize.graph import NODE_NAMES, build_resize_graph
 from session_graph.resize.policy import Decision, default_policy
@@ -95,6 +97,7 @@ __all__ = [
     "SearchHit",
     "SearchOptions",
     "Session",
+    "SessionCounter",
     "SessionGraphError",
     "SessionInfo",
     "SessionManager",
@@ -117,7 +120,9 @@ __all__ = [
     "TraceRecord",
     "UnknownResizeTypeError",
     "WindowTotals",
+    "as_token_counter",
     "build_resize_graph",
+    "chat_model",
     "default_policy",
     "draw",
     "message_chars",

@@ -7,14 +7,21 @@
     session-graph sessions list [--json]            (--store PATH|DSN, --tenant T: before or after the command)
     session-graph sessions show KEY [--last N | --all]
     session-graph sessions export KEY [--format json|yaml|md|txt] [--last N]
+    session-graph sessions export KEY --format nanobot|openviking --out DIR
     session-graph sessions search TEXT [-k N] [--key KEY] [--around N] [--substring]
+    session-graph sessions trace KEY [--json]       each resize of the stored session, one line each
+    session-graph sessions draw KEY [--out FILE.svg|FILE.mmd] [--no-route]
     session-graph sessions delete KEY
+    session-graph sessions import FILE [--key KEY] [--skip-existing | --replace]   (a json/yaml export)
     session-graph sessions import-nanobot PATH [--skip-existing | --replace] [--key-map FILE]
+    session-graph sessions import-openviking PATH [--skip-existing | --replace]
 
 The store is a directory (JSONL, default ``./.session_graph``), a ``.db``/``sqlite:///`` path,
 or a ``postgresql://`` DSN; ``SESSION_GRAPH_STORE`` sets the default. Read commands never
 create anything. Long commands show a progress bar on a terminal (tqdm when installed);
-``-v`` prints the package's log (resizes, loads, store recoveries) on stderr.
+``-v`` prints the package's log (resizes, loads, store recoveries) on stderr, each line
+naming its module's logger (``session_graph.stores.manager``...). Output piped into ``head``
+ends quietly.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import logging
 import os
 from pathlib import Path
 import sys
+import time
 from typing import Any
 import warnings
 
@@ -34,12 +42,15 @@ from session_graph._base.progress import Progress
 from session_graph.errors import DocumentError, SessionGraphError
 from session_graph.stores.base import check_key
 from session_graph.stores.dsn import redact
+from session_graph.stores.interop import FOREIGN_FORMATS
 from session_graph.stores.manager import SessionManager
 from session_graph.stores.nanobot import NanobotKeyWarning, nanobot_files
 
 __all__ = ["main"]
 
-_WRITES = ("import-nanobot",)  # every other command only reads: it never creates a store
+log = logging.getLogger(__name__)
+_WRITES = ("import", "import-nanobot", "import-openviking")  # every other command only reads: it never creates a store
+_DRAWINGS = (".svg", ".mmd", ".md")
 _SHOW_LAST = 20
 
 
@@ -71,32 +82,54 @@ def parser() -> argparse.ArgumentParser:
     common = _common()
     sessions = commands.add_parser("sessions", parents=[common], help="look after stored sessions: list, show, export...",
                                    description="Look after stored sessions.")
-    actions = sessions.add_subparsers(dest="command", required=True, metavar="{list,show,export,search,delete,import-nanobot}")
+    actions = sessions.add_subparsers(dest="command", required=True,
+                                      metavar="{list,show,export,search,trace,draw,delete,import,import-nanobot,import-openviking}")
     actions.add_parser("list", parents=[common], help="sessions, newest first").add_argument("--json", action="store_true")
     show = actions.add_parser("show", parents=[common], help=f"stats and the newest messages (--last {_SHOW_LAST})")
     show.add_argument("key")
     how_many = show.add_mutually_exclusive_group()
     how_many.add_argument("--last", type=int, default=_SHOW_LAST, metavar="N", help=f"newest N messages (default {_SHOW_LAST})")
     how_many.add_argument("--all", action="store_true", help="every message")
-    export = actions.add_parser("export", parents=[common], help="one session as json, yaml, md or txt")
+    export = actions.add_parser("export", parents=[common], help="one session as json, yaml, md or txt; or nanobot/openviking files")
     export.add_argument("key")
-    export.add_argument("--format", choices=["json", "yaml", "md", "txt"], default="md")
+    export.add_argument("--format", choices=["json", "yaml", "md", "txt", "nanobot", "openviking"], default="md",
+                        help="json and yaml load back (sessions import, Session.from_json); nanobot and openviking "
+                             "write that system's files under --out")
     export.add_argument("--last", type=int, default=None, metavar="N", help="only the newest N messages")
+    export.add_argument("--out", metavar="DIR", help="the directory nanobot/openviking files are written into")
     search = actions.add_parser("search", parents=[common], help="the messages that best match TEXT (ranked)")
     search.add_argument("text")
     search.add_argument("-k", type=int, default=10, metavar="N", help="how many hits (default 10)")
     search.add_argument("--key", default=None, help="only this session")
     search.add_argument("--around", type=int, default=0, metavar="N", help="show N messages either side of each hit")
     search.add_argument("--substring", action="store_true", help="messages containing TEXT, in store order")
+    trace = actions.add_parser("trace", parents=[common], help="each resize of a stored session: when, why, effect, cost")
+    trace.add_argument("key")
+    trace.add_argument("--json", action="store_true", help="the trace records as JSON")
+    draw = actions.add_parser("draw", parents=[common], help="a stored session's resize graph, its last resize's route drawn over it")
+    draw.add_argument("key")
+    draw.add_argument("--out", metavar="FILE", help="write .svg or .mmd (Mermaid) here; without it, print the Mermaid text")
+    draw.add_argument("--no-route", action="store_true", help="the graph alone, without the last resize's route")
     actions.add_parser("delete", parents=[common], help="remove a session").add_argument("key")
+    document = actions.add_parser("import", parents=[common], help="one session from a json/yaml export (or Session.to_json())")
+    document.add_argument("path", metavar="FILE")
+    document.add_argument("--key", default=None, help="store it under this key (default: the document's)")
+    _again(document)
+    viking = actions.add_parser("import-openviking", parents=[common], help="import OpenViking session directories")
+    viking.add_argument("path")
+    _again(viking)
     nanobot = actions.add_parser("import-nanobot", parents=[common], help="import nanobot session files (0.1.x-0.3.x)",
                                  description="Import nanobot sessions: a file, a sessions folder, or 0.3.x's sessions root.")
     nanobot.add_argument("path")
-    again = nanobot.add_mutually_exclusive_group()
-    again.add_argument("--skip-existing", action="store_true", help="leave sessions already stored as they are")
-    again.add_argument("--replace", action="store_true", help="replace sessions already stored")
+    _again(nanobot)
     nanobot.add_argument("--key-map", metavar="FILE", help="JSON {file name: key} for 0.1.x files, which hold no key")
     return top
+
+
+def _again(command: argparse.ArgumentParser) -> None:
+    again = command.add_mutually_exclusive_group()
+    again.add_argument("--skip-existing", action="store_true", help="leave sessions already stored as they are")
+    again.add_argument("--replace", action="store_true", help="replace sessions already stored")
 
 
 def _defaults(args: argparse.Namespace) -> argparse.Namespace:
@@ -110,11 +143,7 @@ def _defaults(args: argparse.Namespace) -> argparse.Namespace:
 def sessions(args: argparse.Namespace) -> int:
     """``session-graph sessions ...``; returns the exit status."""
     args = _defaults(args)
-    if args.verbose:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("session_graph: %(levelname)s %(message)s"))
-        logging.getLogger("session_graph").addHandler(handler)
-        logging.getLogger("session_graph").setLevel(logging.INFO)
+    handler = _verbose() if args.verbose else None
     try:
         for name in ("key",):  # a bad key is named before any store is opened
             if getattr(args, name, None) is not None:
@@ -124,14 +153,48 @@ def sessions(args: argparse.Namespace) -> int:
         if args.command == "import-nanobot":  # a bad path or key map is named before the store is created
             nanobot_files(args.path)
             args.key_names = _key_map(args.key_map)
+        _check_outputs(args)
+        started = time.perf_counter()
         manager = SessionManager(args.store, tenant=args.tenant, create=args.command in _WRITES)
+        log.info("store %s (%s), tenant %r", redact(args.store), type(manager.store).__name__, args.tenant)
         try:
             return _run(manager, args)
         finally:
             manager.close()
-    except (SessionGraphError, KeyError, ValueError) as error:
-        print(f"session-graph: {str(error).strip(chr(39))}", file=sys.stderr)
+            log.info("%s took %.3f s", args.command, time.perf_counter() - started)
+    except BrokenPipeError:
+        raise  # main ends quietly
+    except (SessionGraphError, KeyError, ValueError, OSError) as error:
+        text = error.args[0] if isinstance(error, KeyError) and error.args else str(error)  # no repr quotes
+        print(f"session-graph: {text}", file=sys.stderr)
         return 1
+    finally:
+        if handler is not None:  # as it was before: a program calling main() keeps its own logging
+            logging.getLogger("session_graph").removeHandler(handler)
+            logging.getLogger("session_graph").setLevel(handler.previous_level)  # type: ignore[attr-defined]
+
+
+def _verbose() -> logging.Handler:
+    """``-v``: every package logger (children of ``session_graph``) on stderr, each line naming its logger."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(name)s: %(levelname)s %(message)s"))
+    root = logging.getLogger("session_graph")
+    handler.previous_level = root.level  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return handler
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Options naming files are checked before any store is opened."""
+    if args.command == "export" and args.format in FOREIGN_FORMATS and not args.out:
+        raise ValueError(f"--format {args.format} writes files: give --out DIR.")
+    if args.command == "export" and args.out and args.format not in FOREIGN_FORMATS:
+        raise ValueError(f"--out is for --format nanobot or openviking; --format {args.format} prints to stdout.")
+    if args.command == "draw" and args.out and Path(args.out).suffix.lower() not in _DRAWINGS:
+        raise ValueError(f"--out {args.out}: write a drawing as .svg or .mmd (Mermaid text).")
+    if args.command in ("import", "import-openviking") and not Path(args.path).exists():
+        raise ValueError(f"{args.path} does not exist.")
 
 
 @contextmanager
@@ -200,9 +263,61 @@ def _show(manager: SessionManager, args: argparse.Namespace) -> int:
 
 
 def _export(manager: SessionManager, args: argparse.Namespace) -> int:
+    if args.format in FOREIGN_FORMATS:
+        if args.last is not None:
+            raise ValueError(f"--last is not available with --format {args.format}: it writes the whole session.")
+        written = manager.export(args.key, args.format, args.out)
+        print(f"wrote {written}")
+        return 0
     with _bar(args, f"exporting {args.key}") as progress:
         text = manager.export(args.key, args.format, last=args.last, progress=progress)
     print(text)
+    return 0
+
+
+def _stored(manager: SessionManager, key: str) -> Any:
+    session = manager.get(key)
+    if session is None:
+        raise KeyError(f"no stored session {key!r} for tenant {manager.tenant!r}")
+    return session
+
+
+def _trace(manager: SessionManager, args: argparse.Namespace) -> int:
+    trace = _stored(manager, args.key).trace
+    if args.json:
+        print(json.dumps(trace.records(), indent=2, ensure_ascii=False, default=str))
+        return 0
+    for record in trace:
+        print(record.describe())
+    if not len(trace):
+        print(f"no resize recorded for {args.key} (a store keeps the newest ones with each save)")
+    return 0
+
+
+def _draw(manager: SessionManager, args: argparse.Namespace) -> int:
+    session = _stored(manager, args.key)
+    route = session.trace[-1] if len(session.trace) and not args.no_route else None
+    svg = bool(args.out) and Path(args.out).suffix.lower() == ".svg"
+    drawing = session.draw(format="svg" if svg else "mermaid", highlight=route)
+    if not args.out:
+        print(drawing.mermaid)
+        return 0
+    print(f"wrote {drawing.save(args.out)}" + (f" (route of the resize at turn {route.turn})" if route is not None else ""))
+    return 0
+
+
+def _on_existing(args: argparse.Namespace) -> str:
+    return "skip" if args.skip_existing else "replace" if args.replace else "error"
+
+
+def _import(manager: SessionManager, args: argparse.Namespace) -> int:
+    importer = manager.import_openviking if args.command == "import-openviking" else \
+        (lambda path, on_existing: manager.import_document(path, key=args.key, on_existing=on_existing))
+    keys = importer(args.path, on_existing=_on_existing(args))
+    for key in keys:
+        print(f"imported {key}")
+    if not keys:
+        print("imported nothing: every session is stored already (--replace to overwrite)")
     return 0
 
 
@@ -246,7 +361,7 @@ def _key_map(path: str | None) -> dict[str, str]:
 
 def _import_nanobot(manager: SessionManager, args: argparse.Namespace) -> int:
     names = getattr(args, "key_names", None) or _key_map(args.key_map)
-    on_existing = "skip" if args.skip_existing else "replace" if args.replace else "error"
+    on_existing = _on_existing(args)
     with _bar(args, "importing") as progress, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NanobotKeyWarning)
         keys = manager.import_nanobot(args.path, key_for=lambda file: names.get(file.name) or names.get(file.stem),
@@ -262,6 +377,7 @@ def _import_nanobot(manager: SessionManager, args: argparse.Namespace) -> int:
 
 _COMMANDS: dict[str, Callable[[SessionManager, argparse.Namespace], int]] = {
     "list": _list, "show": _show, "export": _export, "delete": _delete, "search": _search, "import-nanobot": _import_nanobot,
+    "trace": _trace, "draw": _draw, "import": _import, "import-openviking": _import,
 }
 
 
@@ -274,9 +390,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["demo", *argv]  # no command: the demo (its options may come without the word)
-    args: Any = parser().parse_args(argv)
-    if args.area == "sessions":
-        return sessions(args)
-    from session_graph.demo import run
+    try:
+        args: Any = parser().parse_args(argv)
+        if args.area == "sessions":
+            code = sessions(args)
+        else:
+            from session_graph.demo import run
 
-    return run(args)
+            code = run(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return code
+    except BrokenPipeError:
+        # ``session-graph ... | head``: the reader left. Point stdout at devnull so the interpreter's
+        # final flush does not fail again, and end quietly (as the Python docs advise).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

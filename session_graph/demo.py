@@ -14,6 +14,7 @@ from collections.abc import Callable
 import json
 import random
 import re
+import sys
 import textwrap
 from typing import Any
 
@@ -21,7 +22,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from session_graph.errors import MissingDependencyError
+from session_graph.display.plots import check_figure_path
+from session_graph.errors import ConfigurationError, MissingDependencyError
 from session_graph.resize.trace import TraceRecord
 from session_graph.session import Session
 
@@ -120,15 +122,33 @@ def _line(record: TraceRecord, session: Session) -> str:
     if record.model_calls:
         line += f"; folded {record.folded} msgs ({record.model_calls} call{'s' if record.model_calls > 1 else ''})"
     if _collapsed(record, session):
-        line += (f"\n             (a pasted log took the window to {before:,} {unit}, twice the limit: only the newest "
-                 f"{record.messages_after} msg{'s' if record.messages_after > 1 else ''} fit; the full history keeps the log)")
+        limit = _limit(session)
+        msgs = f"{record.messages_after} msg{'s' if record.messages_after > 1 else ''}"
+        if after <= limit:
+            note = (f"(a pasted log took the window to {before:,} {unit}, over twice the limit: only the newest {msgs} fit; "
+                    "the full history keeps the log)")
+        else:  # the newest turn alone is over the limit: the window keeps it whole, view() cuts it for the model
+            note = (f"(a pasted log: the newest turn alone ({msgs}, {after:,} {unit}) is over the {limit:,}-{unit.rstrip('s')} limit, "
+                    "so the window keeps just that turn, whole; view() cuts it to fit the limit for the next request, "
+                    "and the full history keeps it whole)")
+        line += "\n" + textwrap.fill(note, 110, initial_indent=" " * 13, subsequent_indent=" " * 14)
     return line
+
+
+def _limit(session: Session) -> int:
+    limits = session.settings.resolved()
+    return limits.tokens or limits.chars
 
 
 def _collapsed(record: TraceRecord, session: Session) -> bool:
     limits = session.settings.resolved()
     before = record.tokens_before if limits.tokens else record.chars_before
-    return record.messages_after <= 2 and before > 2 * (limits.tokens or limits.chars)
+    return record.messages_after <= 2 and before > 2 * _limit(session)
+
+
+def _turns(session: Session) -> int:
+    """On how many turns the session resized."""
+    return len({record.turn for record in session.trace})
 
 
 def section(title: str, code: str, session: Session, messages: list[dict[str, Any]], out: Callable[[str], None] = print) -> Session:
@@ -163,11 +183,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     """Run the demo with parsed options; returns the exit status."""
     messages = conversation(args.turns, args.seed)
+    try:
+        check_figure_path(args.plot)  # a bad --plot path fails now, not after the demo
+    except (ConfigurationError, MissingDependencyError) as error:
+        print(f"session-graph: {error}", file=sys.stderr)
+        return 2
     out(f"session_graph demo: {args.turns} turns, {len(messages)} messages (tool calls, images, pasted logs), offline.")
-    out("Each line is one resize: when, why, and what it did to the window the model sees.\n")
+    out("After each assistant reply, session.judge_resize() applies the policy to the window (what the model sees):")
+    out("  over the size limit (chars or tokens)  -> a 'deep' resize: fold what leaves into the memo or summary")
+    out("                                            (when a model is set), then prune the oldest turns;")
+    out(f"  over the message limit, or every {Session().settings.resolved().every_n_turns} turns -> a 'lite' resize: fold into "
+        "the memo (when there is one), prune only what is over.")
+    out("session.resize() runs it. Each line below is one resize: when, why, and what it did to the window.\n")
+    lite_session = Session().configure(limit={"chars": 4000})
     lite = section("1. Lite mode: prune the window to a limit", 'Session().configure(limit={"chars": 4000})',
-                   Session().configure(limit={"chars": 4000}), messages, out)
-    out("  (a resize over the size limit is of type 'deep'; without a memo it prunes, like 'lite')\n")
+                   lite_session, messages, out)
+    deeper = replay(Session().configure(limit={"chars": 4000}).set_settings("session.resize.prune_to_ratio", 0.8), messages)
+    ratio = lite.settings.resolved().prune_chars / lite.settings.resolved().chars
+    why = (f"Why so many: lite mode prunes to {ratio:.0%} of the limit (session.resize.prune_to_ratio {ratio:.1f}: keep all "
+           f"that fits), so a turn or two later the window is over again: it resized on {_turns(lite)} of {args.turns} "
+           f"turns, each a cheap prune (no model call). With prune_to_ratio 0.8 (prune to "
+           f"{deeper.settings.resolved().prune_chars:,} chars) it resizes on {_turns(deeper)} turns and the window holds "
+           "less. Without a memo, a 'deep' resize prunes as 'lite' does.")
+    out(textwrap.fill(why, 110, initial_indent="  ", subsequent_indent="  ") + "\n")
     memo = section("2. Memo mode: a model folds what leaves the window into a memo (scripted, offline)",
                    'Session(model=chat_model).use_memo(chars=4000)', Session(model=ScriptedModel()).use_memo(chars=4000), messages, out)
     out(f"  memo: {textwrap.shorten(json.dumps(memo.memo_for_model), 100, placeholder=' ...')}\n")

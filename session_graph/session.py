@@ -20,6 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph._base.flow import Flow, adrive, drive
 from session_graph._base.ids import new_id, utc_now
+from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.accounting.tokens import TokenCounter
 from session_graph.accounting.window import WindowTotals
 from session_graph.commit import commit_result, run_commit, run_commit_async
@@ -81,10 +82,12 @@ class Session:
         attachment_summary_handler: ``(message) -> list[dict]``.
         memo_update_handler: ``(memo, messages, attachments, settings) -> dict``.
         model: a langchain-core chat model, or any chat Runnable (``model.with_retry()``,
-            ``model.with_fallbacks([...])``), that updates the memo in memo mode and the
-            summary in summary mode (explicit handlers take precedence).
+            ``model.with_fallbacks([...])``), or a name ``init_chat_model`` accepts
+            (``"openai:gpt-4o-mini"``; needs the ``agents`` extra), that updates the memo in memo
+            mode and the summary in summary mode (explicit handlers take precedence).
         summary_handler: ``(summary, messages, settings) -> str``, for summary mode.
         memory: a ``MemoryConfig``: where ``commit()`` writes long-term memories, and whose they are.
+        token_counter: your own token counter (see ``set_token_counter``); None: the settings'.
 
     Example:
         >>> session = Session(settings={"session.limit": {"chars": 60}})
@@ -103,9 +106,10 @@ class Session:
         resize_handlers: Mapping[str, ResizeHandler] | None = None,
         attachment_summary_handler: AttachmentSummaryHandler | None = None,
         memo_update_handler: MemoUpdateHandler | None = None,
-        model: Runnable | None = None,
+        model: Runnable | str | None = None,
         summary_handler: SummaryHandler | None = None,
         memory: MemoryConfig | None = None,
+        token_counter: Any = None,
     ) -> None:
         if id is not None and (not isinstance(id, str) or not id):
             raise ConfigurationError(f"the session id must be a non-empty string, got {id!r}.")
@@ -142,10 +146,13 @@ class Session:
                 settings=SessionSettings(settings),
             )
         )
+        if token_counter is not None:
+            self.set_token_counter(token_counter)
 
     # -- state, as the spec names it -----------------------------------------------------
     @property
     def id(self) -> str:
+        """The session id (a store's key)."""
         return self._state.id
 
     @property
@@ -160,22 +167,27 @@ class Session:
 
     @property
     def memo(self) -> dict[str, Any]:
+        """The memo: structured memory (``summary`` in summary mode; ``last_resize`` records the last resize)."""
         return self._state.memo
 
     @property
     def settings(self) -> SessionSettings:
+        """The session's settings (``session.settings.resolved()`` gives the effective limits)."""
         return self._state.settings
 
     @property
     def turns(self) -> int:
+        """Assistant replies so far (a tool-calling step does not end a turn)."""
         return self._state.turns
 
     @property
     def last_resize_turn(self) -> int:
+        """The turn of the last successful resize (0: none yet)."""
         return self._state.last_resize_turn
 
     @property
     def memo_cursor(self) -> int:
+        """Index in the full history of the first message the memo has not folded yet."""
         return self._state.memo_cursor
 
     @property
@@ -255,10 +267,12 @@ class Session:
         return self
 
     def set_attachment_summary_handler(self, attachment_summary_handler: AttachmentSummaryHandler | None) -> Self:
+        """Set how attachments are summarised for the memo, ``(message) -> list[dict]`` (None: the built-in summary)."""
         self.handlers.attachment_summary = checked_callable(attachment_summary_handler, "attachment summary handler")
         return self
 
     def set_memo_update_handler(self, memo_update_handler: MemoUpdateHandler | None) -> Self:
+        """Set the memo update, ``(memo, messages, attachments, settings) -> dict`` (None: the model's, if any)."""
         self.handlers.memo_update = checked_callable(memo_update_handler, "memo update handler")
         return self
 
@@ -279,10 +293,27 @@ class Session:
 
     # -- what the model sees -------------------------------------------------------------
     @property
-    def counter(self) -> TokenCounter:
-        """The token counter in use (``counter.name`` says which; ``chars`` without a token budget)."""
+    def counter(self) -> SessionCounter:
+        """The token counter in use, with this session's cost rules (``counter.name`` says which;
+        ``chars`` without a token budget). Callable on a list of messages, so
+        ``trim_messages(messages, token_counter=session.counter, ...)`` counts as the session does."""
         self._ledger.sync(self._state, self._state.settings.resolved())
-        return self._ledger.counter
+        return SessionCounter(self._ledger.counter, self._ledger.rules)
+
+    def set_token_counter(self, counter: Any) -> Self:
+        """Count tokens with your own counter (None: back to the settings' encoding or model).
+
+        ``counter``: a function ``str -> int`` or ``list[BaseMessage] -> int``, a tokenizer with
+        ``encode`` (Hugging Face, tiktoken), a LangChain chat model (its
+        ``get_num_tokens_from_messages``), or an object with ``count_tokens`` (see
+        ``session_graph.accounting.counters.as_token_counter``). The window is recounted with it. It is
+        code, not saved with the session: a store's ``session_factory`` gives it again on load.
+        """
+        custom = as_token_counter(counter) if counter is not None else None
+        self._ledger.custom = custom
+        self._ledger.sync(self._state, self._state.settings.resolved())
+        self._view = None
+        return self
 
     def view(self, *, outside_tokens: int = 0) -> SessionView:
         """Exactly the messages to send to a model: system prompt, summary or memo, window.
@@ -537,9 +568,11 @@ class Session:
         return export.session_document(self._state, self.trace)
 
     def to_json(self) -> str:
+        """The session as JSON text (``to_dict()``, ASCII-safe); ``Session.from_json`` loads it back."""
         return export.to_json(self.to_dict())
 
     def to_yaml(self) -> str:
+        """The session as YAML text (``to_dict()``); ``Session.from_yaml`` loads it back."""
         return export.to_yaml(self.to_dict())
 
     def load_json(self, value: str) -> Self:

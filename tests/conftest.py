@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
@@ -11,6 +12,36 @@ from langchain_core.messages import AIMessage
 import pytest
 
 from session_graph import Session
+
+# Opt-in suites: off in a plain local run (the README's test command stays minutes, offline),
+# on in CI (CI=true) or when their variable is set.
+OPT_IN = {
+    "real_nanobot": ("SESSION_GRAPH_REAL_NANOBOT", "pip-installs three nanobot releases into throwaway venvs (network, minutes)"),
+    "slow": ("SESSION_GRAPH_SLOW_TESTS", "several processes race on one store (seconds each)"),
+}
+
+
+def opted_in(marker: str) -> bool:
+    """Whether the opt-in suite ``marker`` runs: its variable is set, or CI is."""
+    variable = OPT_IN[marker][0]
+    if marker == "real_nanobot" and os.environ.get("SESSION_GRAPH_SKIP_REAL_NANOBOT"):
+        return False  # the older opt-out still wins
+    return bool(os.environ.get(variable)) or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, (variable, what) in OPT_IN.items():
+        config.addinivalue_line("markers", f"{marker}: opt-in ({what}); runs with {variable}=1 or in CI")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for marker, (variable, what) in OPT_IN.items():
+        if opted_in(marker):
+            continue
+        skip = pytest.mark.skip(reason=f"opt-in: {what}; set {variable}=1 to run (CI runs it)")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 class Api:

@@ -35,8 +35,42 @@ def test_demo_shows_four_modes_and_loses_nothing(capsys: pytest.CaptureFixture[s
     assert "memo: {" in sections[1] and "summary: " in sections[3]
     assert "within the 1,500-token budget" in sections[2]
     # the collapse after a pasted log is explained where it happens
-    assert all("a pasted log took the window" in s for s in sections)
+    assert all("a pasted log" in s for s in sections)
     assert "session.plot()" in out and "notebooks/" in out
+
+
+def test_what_the_demo_claims_matches_its_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "judge_resize() applies the policy" in out and "'deep' resize" in out and "'lite' resize" in out
+    flat = re.sub(r"\s+", " ", out)
+    notes = re.findall(r"window +\d+ -> +(\d+) msgs, +[\d,]+ -> +([\d,]+) (chars|tokens)[^\n]*\n +\((a pasted log.*?)\)\n(?! {13})",
+                       out, flags=re.S)
+    assert len(notes) == 4
+    for messages, after, unit, note in notes:
+        note = re.sub(r"\s+", " ", note)
+        size = int(after.replace(",", ""))
+        limit = 4000 if unit == "chars" else 1500
+        if "only the newest" in note:  # "fit" is claimed only where it is true
+            assert size <= limit and f"only the newest {messages} msg" in note
+        else:
+            assert size > limit and f"({messages} msgs, {after} {unit}) is over the {limit:,}-{unit[:-1]} limit" in note
+            assert "view() cuts it to fit" in note
+    # lite mode's many resizes are explained with the rule and counted
+    why = re.search(r"Why so many: lite mode prunes to 100% of the limit \(session.resize.prune_to_ratio 1.0.*?resized on "
+                    r"(\d+) of 120 turns.*?prune_to_ratio 0.8 \(prune to 3,200 chars\) it resizes on (\d+) turns", flat)
+    assert why is not None, flat
+    lite = re.split(r"^\d\. ", out, flags=re.M)[1]
+    total = int(re.search(r"(\d+) resizes in all", lite).group(1))
+    assert int(why.group(1)) == total > int(why.group(2))  # one resize per turn at most, and fewer with a deeper prune
+
+
+def test_a_bad_plot_path_fails_before_the_demo_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for path, reason in ((tmp_path / "missing" / "x.png", "does not exist"), (tmp_path / "x.txt", "name a .png, .svg or .pdf"),
+                         (tmp_path, "name a .png")):
+        assert main(["--plot", str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and reason in err  # nothing ran
 
 
 def test_demo_module_stays_readable() -> None:

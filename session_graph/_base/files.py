@@ -39,20 +39,27 @@ def last_newline(handle: Any, size: int) -> int:
 
 
 def lock_file(handle: Any) -> None:
-    """An exclusive lock on an open file that other processes respect (flock; on Windows, msvcrt)."""
+    """An exclusive lock on an open file that other processes respect, released by the OS when
+    the holder dies: ``flock``; on Windows, ``msvcrt.locking`` on the file's first byte, polled
+    (its blocking mode gives up after 10 s). The stores lock a separate ``.lock`` file, which
+    holds no data, so Windows' mandatory byte locks never block a reader. The Windows branch
+    runs in tests with a stand-in ``msvcrt`` (``tests/test_file_lock.py``)."""
     try:
         import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    except ImportError:  # Windows
         import msvcrt
         import time
 
+        position = handle.tell()
         while True:
             try:
                 handle.seek(0)
                 msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
-                return
-            except OSError:
+                break
+            except OSError:  # held by another process (or handle): wait and try again
                 time.sleep(0.005)
+        handle.seek(position)
+        return
     fcntl.flock(handle, fcntl.LOCK_EX)
 
 
@@ -60,10 +67,12 @@ def unlock_file(handle: Any) -> None:
     """Release :func:`lock_file`."""
     try:
         import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    except ImportError:  # Windows
         import msvcrt
 
+        position = handle.tell()
         handle.seek(0)
         msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        handle.seek(position)
         return
     fcntl.flock(handle, fcntl.LOCK_UN)

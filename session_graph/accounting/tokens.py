@@ -90,6 +90,7 @@ class CharCounter:
     exact = False
 
     def count_text(self, text: str) -> int:
+        """Characters of ``text`` (the spec's approximation: one per character)."""
         return len(text)
 
 
@@ -103,6 +104,7 @@ class TiktokenCounter:
         self.name = f"tiktoken:{self.encoding.name}"
 
     def count_text(self, text: str) -> int:
+        """Exact tokens of ``text`` with this encoding (special-token strings count as text)."""
         if not text.isascii():
             # tiktoken reads a str through its UTF-8 form, which CPython then keeps inside the
             # str for good (more than doubling a CJK message). Count a throwaway copy instead.
@@ -134,6 +136,7 @@ class ApproxTokenCounter:
     exact = False
 
     def count_text(self, text: str) -> int:
+        """Estimated tokens of ``text`` (see the class docstring for the rules)."""
         total = 0
         for piece in _PIECES.findall(text):
             wide = len(_WIDE.findall(piece))
@@ -262,8 +265,12 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
     """What one message costs: text, images, tool calls, ids, name, and the per-message overhead.
 
     With :class:`CharCounter` this is the spec's approximation (``len(role) + 1 + content``,
-    plus tool calls), so one function serves every counter.
+    plus tool calls), so one function serves every counter. A counter with its own
+    ``count_message`` (a provider's count, ``session.counter``) prices the message itself.
     """
+    count_message = getattr(counter, "count_message", None)
+    if count_message is not None:
+        return int(count_message(message))
     if isinstance(counter, CharCounter):
         return message_chars(message)
     total = rules.per_message + _role_tokens(counter, role_of(message))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -12,6 +13,8 @@ from session_graph.memory.config import unavailable
 from session_graph.resize.state import SessionState
 
 __all__ = ["CommitContext", "CommitState", "commit_result", "run_commit", "run_commit_async"]
+
+log = logging.getLogger(__name__)
 
 
 def _final(out: Any, start: CommitState) -> CommitState:
@@ -75,6 +78,9 @@ def commit_result(state: CommitState, ctx: CommitContext) -> dict[str, Any]:
         status = "archived"
     else:
         status = "committed"
+    log.info("commit of session %r: %s, archive %s, %d created, %d updated, %d merged, %d skipped, %d error(s)",
+             state.session.id, status, state.name, len(memories["created"]), len(memories["updated"]),
+             len(memories["merged"]), memories["skipped"], len(state.errors))
     return {
         "status": status,
         "archived": bool(journal.get("archived")),

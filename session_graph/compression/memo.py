@@ -22,6 +22,7 @@ from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import memo_json
 from session_graph.compression.transcript import transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
+from session_graph.llm.names import chat_model
 from session_graph.llm.replies import memo_of, reply_text, structured, structured_data, wanted_object
 from session_graph.settings import SessionSettings
 
@@ -117,9 +118,9 @@ class ModelMemoUpdater:
         sent_chars: characters sent to the model so far (prompt text), for measurement.
     """
 
-    def __init__(self, model: Runnable) -> None:
-        self.model = model
-        self.structured = structured_memo_model(model)
+    def __init__(self, model: Runnable | str) -> None:
+        self.model = chat_model(model, "the memo model")
+        self.structured = structured_memo_model(self.model)
         self.calls = 0
         self.sent_chars = 0
 

@@ -23,6 +23,7 @@ from session_graph.compression.context import SUMMARY_HEADER
 from session_graph.compression.memo import reply_text
 from session_graph.compression.transcript import transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
+from session_graph.llm.names import chat_model
 from session_graph.llm.replies import summary_text
 from session_graph.settings import SessionSettings
 
@@ -78,8 +79,8 @@ class ModelSummarizer:
         sent_chars: characters sent to the model so far, for measurement.
     """
 
-    def __init__(self, model: Runnable) -> None:
-        self.model = model
+    def __init__(self, model: Runnable | str) -> None:
+        self.model = chat_model(model, "the summary model")
         self.calls = 0
         self.sent_chars = 0
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+import importlib.util
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langchain_core.messages import AIMessage
@@ -42,9 +45,33 @@ class PlottedSession(Protocol):
     trace: Iterable[TraceRecord]
 
     def tokens_of(self, message: Any) -> int: ...
+__all__ = ["FIGURE_FORMATS", "WindowSeries", "check_figure_path", "new_figure", "plot_costs", "plot_window", "window_series"]
+
+FIGURE_FORMATS = (".png", ".svg", ".pdf")
 
 _COLORS = {"lite": "#1c7ed6", "deep": "#e8590c"}
 _OTHER = "#5f3dc4"
+
+
+def check_figure_path(path: str | None, option: str = "--plot") -> None:
+    """Before any work is done: ``path`` names a writable file in a format ``savefig`` writes,
+    and matplotlib is installed (None: nothing to check).
+
+    Raises:
+        ConfigurationError: a bad suffix, a missing folder, or no permission to write (naming ``option``).
+        MissingDependencyError: matplotlib is not installed (naming the extra).
+    """
+    if not path:
+        return
+    target = Path(path)
+    if target.suffix.lower() not in FIGURE_FORMATS:
+        raise ConfigurationError(f"{option} {path}: name a .png, .svg or .pdf file.")
+    if not target.parent.is_dir():
+        raise ConfigurationError(f"{option} {path}: the folder {target.parent} does not exist.")
+    if target.is_dir() or not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ConfigurationError(f"{option} {path}: cannot write there.")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise MissingDependencyError(f'{option} needs matplotlib: pip install "session_graph[viz]" (or pip install matplotlib).')
 
 
 def new_figure(**kwargs: Any) -> Figure:

@@ -34,7 +34,7 @@ from session_graph.stores.manager import SessionManager
 
 __all__ = ["BindingOptions", "OnMemoryError", "SessionBinding", "current_turn", "is_view_artifact"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 OnMemoryError = Literal["keep_going", "raise"]
 

@@ -92,6 +92,7 @@ class SessionAgent:
         return self
 
     def get_session(self) -> Session:
+        """The session in front of the agent (also ``agent.session``)."""
         return self.session
 
     def detach_session(self) -> Any:

@@ -13,7 +13,7 @@ existed (all the other keys present) still loads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from difflib import get_close_matches
 import json
 import re
@@ -28,13 +28,24 @@ from session_graph.resize.state import SessionState
 from session_graph.resize.trace import ResizeTrace
 from session_graph.settings import SessionSettings
 
-__all__ = ["SCHEMA", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "read_document", "session_document",
+__all__ = ["SCHEMA", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "read_document", "register_reader", "session_document",
            "to_json", "to_yaml"]
 
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
 SCHEMA = 1
 """The document format version this library writes and reads (newer ones are refused)."""
 _OPTIONAL = ("schema", "memo_ahead", "trace", "archived_through", "usage", "archives")
+_READERS: list[Callable[[Any], dict[str, Any] | None]] = []
+
+
+def register_reader(reader: Callable[[Any], dict[str, Any] | None]) -> None:
+    """Let ``read_document`` (and so ``Session.from_json``/``from_yaml``) read another document shape:
+    ``reader(data)`` returns it as a session document, or None when it is not its shape.
+    ``session_graph.stores.portable`` registers the store export (``{"key", "state", "messages"}``)."""
+    if reader not in _READERS:
+        _READERS.append(reader)
+
+
 MAX_ALIASES = 32
 MAX_NODES = 2_000_000
 MAX_NESTING = 200
@@ -272,6 +283,14 @@ def session_document(state: SessionState, trace: ResizeTrace) -> dict[str, Any]:
 
 
 def read_document(data: Any, *, keep_id: str) -> tuple[SessionState, ResizeTrace]:
-    """A parsed document as a state and its trace; raises before the caller adopts anything."""
+    """A parsed document as a state and its trace; raises before the caller adopts anything.
+
+    Besides ``Session.to_dict()``'s shape, a stored session's export (``manager.export(key, "json")``,
+    ``session-graph sessions export KEY --format json``) reads too (see ``register_reader``)."""
+    for reader in _READERS:
+        converted = reader(data)
+        if converted is not None:
+            data = converted
+            break
     state = load_state(data, keep_id=keep_id)
     return state, ResizeTrace.load(data.get("trace"))

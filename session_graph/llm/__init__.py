@@ -1,5 +1,8 @@
 """Talking to chat models: a model named as users name it, and its reply read into what a prompt wants.
 
+``names`` turns what ``init_chat_model`` accepts (``"openai:gpt-4o-mini"``) into a chat model
+wherever the library takes one (memo, summary, commit), with a clear error naming the extra when
+``langchain`` is missing.
 ``replies`` turns a model's reply into the structure each prompt asks for (fences with any tag,
 ``<think>`` blocks, prose around one JSON object, lenient JSON where it is unambiguous, the wrapped
 and the bare memo dict, the model's structured output where it has one) or refuses it with a

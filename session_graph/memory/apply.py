@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import logging
 import threading
 from typing import Any
 
@@ -31,6 +32,8 @@ from session_graph.memory.categories import CATEGORIES, content_hash, history_na
 from session_graph.memory.items import INDEX_FIELDS, add_sources, applied, new_value, record_op
 
 __all__ = ["apply_op", "bound_profile", "owner_lock"]
+
+log = logging.getLogger(__name__)
 
 _locks: dict[tuple[int, tuple[str, str]], threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -113,6 +116,7 @@ def apply_op(
     category = op["category"]
     kind = op["op"]
     content = op["content"]
+    log.debug("memory op %s: %s %s in %s", op_ref, kind, op.get("key"), "/".join(namespace))
     if kind == "create" and category == "profile":
         old = store.get(namespace, "profile")
         if old is None or old.value.get("status") != "active":

@@ -14,6 +14,7 @@ from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError, StoreUnavailableError
+from session_graph.llm.names import chat_model
 from session_graph.memory.filestore import FileMemoryStore
 
 __all__ = ["MemoryConfig", "unavailable"]
@@ -65,7 +66,8 @@ class MemoryConfig:
         agent: the agent id cases and patterns belong to.
         embeddings: a LangChain ``Embeddings`` for the prefilter (fused with BM25); None: BM25 only.
         path: the root of the default file store.
-        model: a chat model for commits; None: the session's own model.
+        model: a chat model for commits, or a name init_chat_model accepts ("openai:gpt-4o-mini");
+            None: the session's own model.
     """
 
     store: BaseStore | None = None
@@ -73,7 +75,7 @@ class MemoryConfig:
     agent: str = "default"
     embeddings: Any = None
     path: str | os.PathLike[str] = ".session_graph/memory"
-    model: Runnable | None = None
+    model: Runnable | str | None = None
     _made: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -89,8 +91,8 @@ class MemoryConfig:
                 f"MemoryConfig embeddings must be a LangChain Embeddings (with embed_documents), "
                 f"got {type(self.embeddings).__name__}."
             )
-        if self.model is not None and not isinstance(self.model, Runnable):
-            raise ConfigurationError(f"MemoryConfig model must be a chat model or chat Runnable, got {type(self.model).__name__}.")
+        if self.model is not None:
+            object.__setattr__(self, "model", chat_model(self.model, "MemoryConfig model"))  # a name becomes its model
 
     @property
     def memory_store(self) -> BaseStore:

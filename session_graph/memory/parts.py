@@ -63,6 +63,7 @@ class TextPart:
 
     @property
     def type(self) -> str:
+        """``"text"``: the part's kind, as OpenViking names it."""
         return "text"
 
 
@@ -76,6 +77,7 @@ class ContextPart:
 
     @property
     def type(self) -> str:
+        """``"context"``: the part's kind, as OpenViking names it."""
         return "context"
 
 
@@ -94,6 +96,7 @@ class ToolPart:
 
     @property
     def type(self) -> str:
+        """``"tool"``: the part's kind, as OpenViking names it."""
         return "tool"
 
 

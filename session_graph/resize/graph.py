@@ -11,7 +11,8 @@
 A resize type with a user handler (``"lite"`` and ``"deep"`` included) routes to a node
 named after the type that runs the handler instead of the default chain. Any built-in
 node can be replaced by name through ``overrides``; the replacement has the same
-signature, ``(state, runtime) -> partial update``. Nodes are written once, as flows
+signature, ``(state, runtime) -> partial update`` (or ``(state)``), and what it returns is
+checked against the session's invariants (``resize/node_checks.py``). Nodes are written once, as flows
 (``_base/flow.py``), and compiled into a sync graph (run with ``invoke`` from sync code) or an
 async one; a graph compiled for a mode holds only the nodes that mode can visit, while the
 drawing (``mode=None``) shows the whole policy. Every node is wrapped once by
@@ -33,6 +34,7 @@ from langgraph.runtime import Runtime
 from session_graph._base.aio import maybe_await, resolve_sync
 from session_graph._base.flow import sync_and_async
 from session_graph.errors import ConfigurationError, UnknownResizeTypeError
+from session_graph.resize.node_checks import check_node_signature, check_node_update
 from session_graph.resize.nodes import attachment_summary, deep_chunk, judge, lite_prune, memo_update, summary_fold
 from session_graph.resize.nodes.resize_handler import resize_handler_node
 from session_graph.resize.state import ResizeContext, SessionState
@@ -115,6 +117,26 @@ def _as_node(node: Callable[..., Any], sync: bool) -> Callable[..., Any]:
     return node if inspect.iscoroutinefunction(node) else async_node
 
 
+def _checked(name: str, node: Callable[..., Any]) -> Callable[..., Any]:
+    """``node`` (as ``_as_node`` made it) with its update checked by ``check_node_update``."""
+    try:
+        wants_runtime = "runtime" in inspect.signature(node).parameters
+    except (TypeError, ValueError):
+        wants_runtime = True
+
+    if inspect.iscoroutinefunction(node):
+        async def checked_async(state: SessionState, runtime: Runtime[ResizeContext]) -> Any:
+            update = await (node(state, runtime) if wants_runtime else node(state))
+            return check_node_update(name, state, update)
+
+        return checked_async
+
+    def checked(state: SessionState, runtime: Runtime[ResizeContext]) -> Any:
+        return check_node_update(name, state, node(state, runtime) if wants_runtime else node(state))
+
+    return checked
+
+
 @lru_cache(maxsize=128)
 def _build(
     resize_types: tuple[str, ...],
@@ -129,6 +151,7 @@ def _build(
             raise ConfigurationError(f"no node {name!r} to override; the resize graph has {', '.join(NODE_NAMES)}.")
         if not callable(node):
             raise ConfigurationError(f"the override for node {name!r} must be callable, got {type(node).__name__}.")
+        check_node_signature(name, node)
         nodes[name] = node
     for resize_type in resize_types:
         if not isinstance(resize_type, str) or not resize_type or resize_type in nodes or resize_type in (START, END):
@@ -139,8 +162,13 @@ def _build(
 
     graph = StateGraph(SessionState, context_schema=ResizeContext)
 
+    replaced = {name for name, _ in overrides}
+
     def add(name: str, node: Callable[..., Any]) -> None:
-        graph.add_node(name, traced(name, _as_node(node, sync)))  # every visit timed into the run's trace
+        made = _as_node(node, sync)
+        if name in replaced:  # a user's node: its update is checked against the invariants (resize/node_checks.py)
+            made = _checked(name, made)
+        graph.add_node(name, traced(name, made))  # every visit timed into the run's trace
 
     add("judge", nodes["judge"])
     routes: dict[str, str] = {NO_RESIZE: END}

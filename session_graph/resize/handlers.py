@@ -18,6 +18,7 @@ from session_graph.accounting.attachments import summarize_attachments
 from session_graph.compression.memo import ModelMemoUpdater
 from session_graph.compression.summary import ModelSummarizer
 from session_graph.errors import ConfigurationError
+from session_graph.llm.names import chat_model
 from session_graph.resize.graph import build_resize_graph
 from session_graph.resize.ledger import Ledger
 from session_graph.resize.policy import PolicyHandler
@@ -52,13 +53,9 @@ class Handlers:
         attachment_summary: AttachmentSummaryHandler | None = None,
         memo_update: MemoUpdateHandler | None = None,
         summary: SummaryHandler | None = None,
-        model: Runnable | None = None,
+        model: Runnable | str | None = None,
     ) -> None:
-        if model is not None and not isinstance(model, Runnable):
-            raise ConfigurationError(
-                f"model must be a langchain-core chat model or chat Runnable (model.with_retry() and "
-                f"model.with_fallbacks([...]) work), got {type(model).__name__}."
-            )
+        model = chat_model(model) if model is not None else None
         self.policy = checked_callable(policy, "policy handler")
         self.overrides: dict[str, Callable[..., Any]] = {}
         self.resize: dict[str, ResizeHandler] = {}

@@ -34,7 +34,7 @@ _ESTIMATE = ApproxTokenCounter()
 class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_context", "_counter_key", "_index", "_lazy", "counter", "rules", "size", "tokens", "totals")
+    __slots__ = ("_context", "_counter_key", "_index", "_lazy", "counter", "custom", "rules", "size", "tokens", "totals")
 
     def __init__(self, state: SessionState, previous: Ledger | None = None) -> None:
         self._index: dict[str, int] = {}
@@ -44,11 +44,12 @@ class Ledger:
         self.rules = CostRules()
         self.tokens: SizeCache | None = None
         self._counter_key: object = None
+        self.custom: TokenCounter | None = None  # a counter the user plugged in (Session.set_token_counter)
         self.totals = WindowTotals()
         self._context: tuple[object, int] = (None, 0)
         if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
             self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
-            self.tokens, self._counter_key = previous.tokens, previous._counter_key
+            self.tokens, self._counter_key, self.custom = previous.tokens, previous._counter_key, previous.custom
             self._reindex(state)
             self.rebuild(state, reindex=False)
             return
@@ -133,16 +134,19 @@ class Ledger:
 
     def sync(self, state: SessionState, limits: Limits) -> None:
         """Switch token counters when the settings asked for another one (recounts the window)."""
-        key = (limits.counter, limits.per_message, limits.per_name)
+        key = (limits.counter, limits.per_message, limits.per_name, self.custom)
         if key == self._counter_key:
             return
         self._counter_key = key
         self.rules = CostRules(per_message=limits.per_message, per_name=limits.per_name, reply_priming=limits.reply_priming)
-        if limits.counter is None:
+        if limits.counter is None and self.custom is None:
             self.counter, self.tokens = CharCounter(), None
         else:
-            encoding, model, approximate = limits.counter
-            counter = counter_for(encoding=encoding, model=model, approximate=approximate)
+            if self.custom is not None:  # the user's own counter wins over the settings' encoding or model
+                counter = self.custom
+            else:
+                encoding, model, approximate = limits.counter  # type: ignore[misc]
+                counter = counter_for(encoding=encoding, model=model, approximate=approximate)
             rules = self.rules
             self.counter = counter
             self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))

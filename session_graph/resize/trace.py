@@ -21,7 +21,7 @@ from session_graph.resize.run import ResizeEvent
 
 __all__ = ["SAVED_TRACE", "TRACE_LIMIT", "ResizeTrace", "TraceRecord", "saved_trace"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 TRACE_LIMIT = 500
 """How many resize records a session keeps (the newest); older ones are dropped."""

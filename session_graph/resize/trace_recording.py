@@ -29,7 +29,7 @@ from session_graph.settings import Limits
 
 __all__ = ["TraceRecorder", "traced"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 
 class TraceRecorder:

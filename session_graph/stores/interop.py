@@ -23,6 +23,7 @@ from session_graph.interop.openviking import read_openviking_session, session_di
 from session_graph.stores.base import check_key
 from session_graph.stores.codec import message_record, record_message
 from session_graph.stores.nanobot import NanobotSessionFile, nanobot_files, read_nanobot_session, write_nanobot_session
+from session_graph.stores.portable import is_store_export, parse_document, read_store_export, session_document
 
 if TYPE_CHECKING:
     from session_graph.session import Session
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["FOREIGN_FORMATS", "SessionInterop"]
 
 FOREIGN_FORMATS = ("nanobot", "openviking")
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 
 class SessionInterop:
@@ -118,6 +119,47 @@ class SessionInterop:
                             "%r shows no summary; use mode 'summary' or 'memo' to show it", found.key, archived,
                             session.settings.get("session.mode"))
         return session
+
+    def import_document(self, path: str | os.PathLike[str], *, key: str | None = None, on_existing: str = "error") -> list[str]:
+        """Import one session from a JSON or YAML file: a stored session's export
+        (``export(key, "json")``, ``session-graph sessions export KEY --format json``) or
+        ``session.to_json()``/``to_yaml()``. Returns the key imported ([] when skipped).
+
+        Args:
+            path: the file.
+            key: the key to store it under (default: the document's key or id).
+            on_existing: ``"error"`` (default), ``"skip"`` or ``"replace"`` a key already stored.
+
+        Raises:
+            DocumentError: the file cannot be read or is not a session document (naming why).
+            StoreError: the key is already stored with ``on_existing="error"``.
+        """
+        _check_on_existing(on_existing)
+        source = Path(path)
+        try:
+            data = parse_document(source.read_text(encoding="utf-8"))
+            read = read_store_export(data) if is_store_export(data) else None
+            document = session_document(data) if read is not None else data
+        except (OSError, UnicodeDecodeError) as error:
+            raise DocumentError(f"{source}: cannot read it ({error}); give a JSON or YAML session export.") from error
+        except DocumentError as error:
+            raise DocumentError(f"{source}: {error}") from None
+        if not isinstance(document, dict):
+            raise DocumentError(f"{source} is not a session document (a JSON/YAML object), got {type(document).__name__}.")
+        name = check_key(key if key is not None else read.key if read is not None else document.get("id"))
+        self._check_existing([(name, source)], on_existing)
+        session = self.session_factory(name)
+        try:
+            session.load_dict({**document, "id": name})
+        except DocumentError as error:
+            raise DocumentError(f"{source}: {error}") from None
+        if read is not None:
+            session.metadata, session.arrived_at = read.metadata, read.arrived_at
+        if not self._make_room(name, source, on_existing):
+            return []
+        self.save(session.touch())
+        log.info("imported session %r from %s: %d messages", name, source, len(session.full_chat_history))
+        return [name]
 
     def import_openviking(self, path: str | os.PathLike[str], *, on_existing: str = "error") -> list[str]:
         """Import OpenViking session directories (one, or a folder of them); returns the keys.

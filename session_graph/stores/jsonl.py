@@ -51,7 +51,7 @@ from session_graph.stores.search_index import JsonlSearch
 
 __all__ = ["JsonlStore"]
 
-logger = logging.getLogger("session_graph")
+logger = logging.getLogger(__name__)
 
 
 def _recovered(message: str, stacklevel: int) -> None:
@@ -122,6 +122,7 @@ class JsonlStore(StoreBase):
 
     # -- protocol ------------------------------------------------------------------------------
     def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
+        """Run ``fn`` on the stored session under the session's file lock and write its change (see ``SessionStore.update``)."""
         with self._locked(tenant, key) as (log, meta):
             old = self._read_meta(meta)
             if old is not None:
@@ -167,6 +168,7 @@ class JsonlStore(StoreBase):
     reads_windows = True  # read(window=True) seeks to the window through the offsets in the meta file
 
     def read(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
+        """The stored session, or None; ``since``: records from that ``seq`` on; ``window``: record 0 and the records from the window on."""
         log, meta, _ = self._paths(tenant, key)
         state = self._read_meta(meta)
         if state is not None:
@@ -184,6 +186,7 @@ class JsonlStore(StoreBase):
         return Snapshot(key, state, records, int(state.get("version", 0)))
 
     def version(self, tenant: str, key: str) -> int | None:
+        """The stored version (from the meta file alone), or None if the session is not stored."""
         log, meta, _ = self._paths(tenant, key)
         state = self._read_meta(meta)
         if state is None:  # a transcript without its meta file is still a session
@@ -191,6 +194,7 @@ class JsonlStore(StoreBase):
         return int(state.get("version", 0))
 
     def delete(self, tenant: str, key: str) -> bool:
+        """Remove a session's log and meta files; False if there was none."""
         log, meta, _ = self._paths(tenant, key)
         if not log.exists() and not meta.exists():
             return False  # nothing to delete: take no lock, create nothing
@@ -206,6 +210,7 @@ class JsonlStore(StoreBase):
             return found
 
     def list(self, tenant: str) -> list[SessionInfo]:
+        """Every session of a tenant, newest ``updated_at`` first."""
         folder = self._dir(tenant)
         infos = []
         if folder.is_dir():
@@ -223,6 +228,7 @@ class JsonlStore(StoreBase):
         return sorted(infos, key=lambda info: info.updated_at, reverse=True)
 
     def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        """Messages of a tenant containing ``text`` (case-insensitive), at most ``limit``."""
         from session_graph.stores.codec import message_text, record_message
 
         needle = text.casefold()

@@ -74,7 +74,7 @@ class _NeedsHistory(StoreConflictError):
     """A save must merge, and the session's history still has its middle in the store (a
     conflict, so the drivers hand it back to the save, which pages the middle in and retries)."""
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 _MAX_MERGES = 50
 
 

@@ -43,7 +43,7 @@ __all__ = [
     "write_nanobot_session",
 ]
 
-log = logging.getLogger("session_graph.nanobot")
+log = logging.getLogger(__name__)
 
 KeyFor = Callable[[Path], str]
 _UNSAFE = re.compile(r'[<>:"/\\|?*]')  # nanobot's safe_filename

@@ -129,4 +129,5 @@ class PostgresStore(SqlStore):
         self._pool.close()
 
     def close(self) -> None:
+        """Close the connection pool (an async pool: ``await store.aclose()`` on its loop)."""
         self._pool.close()  # an async pool is closed by aclose() on its own loop

@@ -284,12 +284,14 @@ class SqlStore(StoreBase):
 
     # -- the protocol ---------------------------------------------------------------------------
     def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
+        """Run ``fn`` on the stored session inside one write transaction and write its change (see ``SessionStore.update``)."""
         self._writable()
         return self._run(self._update_flow(tenant, key, fn, since))
 
     reads_windows = True  # read(window=True): record 0 and the records from the state's window_start on
 
     def read(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
+        """The stored session, or None; ``since``: records from that ``seq`` on; ``window``: record 0 and the records from the window on."""
         return None if self._empty else self._run(self._read_flow(tenant, key, since, window))
 
     def ids(self, tenant: str, key: str, start: int, stop: int) -> list[str | None]:
@@ -297,15 +299,19 @@ class SqlStore(StoreBase):
         return [] if self._empty else self._run(self._ids_flow(tenant, key, start, stop))
 
     def version(self, tenant: str, key: str) -> int | None:
+        """The stored version, read cheaply, or None if the session is not stored."""
         return None if self._empty else self._run(self._version_flow(tenant, key))
 
     def delete(self, tenant: str, key: str) -> bool:
+        """Remove a session and its messages; False if there was none."""
         return False if self._empty else self._run(self._delete_flow(tenant, key))
 
     def list(self, tenant: str) -> list[SessionInfo]:
+        """Every session of a tenant, newest ``updated_at`` first."""
         return [] if self._empty else self._run(self._list_flow(tenant))
 
     def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:
+        """Messages of a tenant containing ``text`` (case-insensitive), at most ``limit``."""
         return [] if self._empty else self._run(self._search_flow(tenant, text, limit))
 
     def _writable(self) -> None:
@@ -356,5 +362,6 @@ class SqliteStore(SqlStore):
             return result
 
     def close(self) -> None:
+        """Close the database connection."""
         with self._lock:
             self._connection.close()

@@ -47,6 +47,7 @@ WORKER = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # several processes: opt-in locally (SESSION_GRAPH_SLOW_TESTS=1), on in CI
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
 def test_three_committers_and_an_appender_archive_each_message_once(kind: str, tmp_path: Path) -> None:
     spec, memory_root = store_spec(kind, tmp_path), str(tmp_path / "memory")

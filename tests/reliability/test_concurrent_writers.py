@@ -170,6 +170,7 @@ def race(kind: str, tmp_path: Path, tenant: str, mode: str, writers: int = 3, tu
         assert process.returncode == 0, errors
 
 
+@pytest.mark.slow  # several processes: opt-in locally (SESSION_GRAPH_SLOW_TESTS=1), on in CI
 def test_three_processes_on_one_key_keep_window_and_turns(kind: str, store: SessionStore, tmp_path: Path) -> None:
     tenant = fresh_tenant()
     race(kind, tmp_path, tenant, "lite")
@@ -180,6 +181,7 @@ def test_three_processes_on_one_key_keep_window_and_turns(kind: str, store: Sess
     assert stored.turns == 300  # one per reply
 
 
+@pytest.mark.slow  # several processes: opt-in locally (SESSION_GRAPH_SLOW_TESTS=1), on in CI
 def test_three_processes_in_memo_mode_fold_each_message_exactly_once(kind: str, store: SessionStore, tmp_path: Path) -> None:
     tenant = fresh_tenant()
     race(kind, tmp_path, tenant, "memo")

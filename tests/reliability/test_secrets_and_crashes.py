@@ -98,6 +98,7 @@ for i in range(start, start + 100000):
 ''')
 
 
+@pytest.mark.slow  # several processes: opt-in locally (SESSION_GRAPH_SLOW_TESTS=1), on in CI
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_a_writer_killed_mid_write_leaves_what_was_saved(kind: str, tmp_path: Path) -> None:
     tenant = fresh_tenant()

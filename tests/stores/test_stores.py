@@ -249,6 +249,7 @@ WRITER = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # several processes: opt-in locally (SESSION_GRAPH_SLOW_TESTS=1), on in CI
 def test_concurrent_writers_lose_nothing_and_keep_one_order(kind: str, store: SessionStore, tenant: str, tmp_path: Path) -> None:
     writers, turns = 3, 120
     spec = store_spec(kind, tmp_path)

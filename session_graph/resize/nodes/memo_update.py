@@ -26,7 +26,7 @@ from session_graph.resize.state import ResizeContext, SessionState
 
 __all__ = ["memo_for_model", "memo_update"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 
 def compressed(value: Any, budget: int, measure: Any, compress: Any, valid: type) -> Flow[Any]:
