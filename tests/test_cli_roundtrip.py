@@ -161,7 +161,7 @@ def test_the_demo_seed_changes_the_conversation(capsys: pytest.CaptureFixture[st
 
 def test_every_documented_command_has_a_test() -> None:
     """The module docstring lists the commands; each appears in a test of the CLI."""
-    tests = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").glob("test_*.py"))
+    tests = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("test_*.py"))
     areas = parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     actions = {"demo": areas["demo"], **areas["sessions"]._subparsers._group_actions[0].choices}  # type: ignore[union-attr]
     for name, command in actions.items():

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from session_graph.stores import files
+from session_graph._base import files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the stand-in msvcrt is built on fcntl")
 
