@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from session_graph.retrieval.bm25 import Bm25Index
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.tokenize import TOKENIZER
-from session_graph.stores.files import decode_name
+from session_graph._base.files import decode_name
 from session_graph.stores.search_terms import (
     HEADER,
     end_of,
