@@ -428,3 +428,21 @@ def test_incremental_index_equals_rebuilt_for_any_history(tmp_path_factory: pyte
         live.rank("default", ["lisbon"], 5)  # interleave searches with the writes
     query = query_terms(" ".join(WORDS))
     assert (live.stats("default"), live.rank("default", query, 50)) == _rebuilt(root, "default", query)
+
+
+def test_chat_model_reranker_uses_the_reply_and_survives_a_bad_one(caplog: pytest.LogCaptureFixture) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from session_graph.retrieval.rerank import chat_reranker
+
+    session = Session()
+    for text in ("billing failed on Friday", "billing works again", "billing meeting moved"):
+        session.append_message({"role": "user", "content": text})
+    lexical = [h.text for h in session.search("billing")]
+    good = chat_reranker(FakeListChatModel(responses=["Scores: [1, 9, 3]"]))
+    assert session.search("billing", k=1, reranker=good)[0].text == lexical[1]
+    for reply in ("I think the second one.", "[1, 2]", '["a", "b", "c"]'):
+        with caplog.at_level(logging.WARNING, logger="session_graph"):
+            kept = session.search("billing", reranker=chat_reranker(FakeListChatModel(responses=[reply])))
+        assert [h.text for h in kept] == lexical and "keeping the lexical order" in caplog.text
+        caplog.clear()

@@ -107,6 +107,8 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
         return ""
     if session.settings.resolved().mode == "lite" and not recall.lite:
         return ""
+    if len(session.full_chat_history) <= len(session.current_chat_history):
+        return ""  # nothing was evicted: nothing to recall (and no index to build)
     query = _newest_user_text(session)
     if not query.strip():
         return ""

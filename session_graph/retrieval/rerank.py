@@ -1,7 +1,8 @@
 """Optional reranking of the best candidates by a model the caller passes.
 
 A reranker is either a callable ``(query, texts) -> scores`` or an object with
-``predict(pairs)`` (a sentence-transformers ``CrossEncoder``). Nothing is downloaded here:
+``predict(pairs)`` (a sentence-transformers ``CrossEncoder``); ``chat_reranker(model)`` makes
+one from a chat model (one call rates every candidate). Nothing is downloaded here:
 the caller brings the model. Scores of any scale work (only their order is used); a reply
 of the wrong length or with a non-number is a ``ConfigurationError`` naming the reranker.
 """
@@ -9,12 +10,17 @@ of the wrong length or with a non-number is a ``ConfigurationError`` naming the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import json
+import logging
 import math
+import re
 from typing import Any
 
 from session_graph.errors import ConfigurationError
 
-__all__ = ["Reranker", "rerank_scores"]
+__all__ = ["Reranker", "chat_reranker", "rerank_scores"]
+
+log = logging.getLogger("session_graph")
 
 Reranker = Callable[[str, list[str]], Sequence[float]] | Any
 
@@ -38,3 +44,35 @@ def rerank_scores(reranker: Reranker, query: str, texts: list[str]) -> list[floa
             f"reranker {reranker!r:.60} returned {len(scores)} scores for {len(texts)} texts (or a NaN); it must score each text once."
         )
     return scores
+
+
+_ARRAY = re.compile(r"\[[^\[\]]*\]")
+
+
+def chat_reranker(model: Any, *, chars: int = 400) -> Callable[[str, list[str]], list[float]]:
+    """A reranker that asks a chat model (any LangChain chat ``Runnable``) to rate each candidate
+    0-10 for the question, in one call. A reply that is not a JSON list of one number per
+    candidate never fails the search: the candidates keep their lexical order, and a warning is
+    logged on the ``session_graph`` logger. ``chars``: each candidate is shown up to this long.
+    """
+    from langchain_core.messages import HumanMessage
+
+    def rerank(query: str, texts: list[str]) -> list[float]:
+        shown = "\n".join(f"[{i + 1}] {' '.join(t.split())[:chars]}" for i, t in enumerate(texts))
+        prompt = (f"Rate how well each passage helps answer the question, from 0 (not at all) to 10 (answers it).\n"
+                  f"Question: {query}\nPassages:\n{shown}\n"
+                  f"Reply with only a JSON list of {len(texts)} numbers, one per passage, in order.")
+        reply = model.invoke([HumanMessage(content=prompt)])
+        text = reply.text if hasattr(reply, "text") else str(reply)
+        for candidate in _ARRAY.findall(text if isinstance(text, str) else str(text)):
+            try:
+                scores = [float(s) for s in json.loads(candidate)]
+            except (ValueError, TypeError):
+                continue
+            if len(scores) == len(texts) and not any(math.isnan(s) for s in scores):
+                return [s + (len(texts) - i) * 1e-6 for i, s in enumerate(scores)]  # ties keep the lexical order
+        log.warning("the reranking model's reply is not a JSON list of %d numbers (%r...); keeping the lexical order",
+                    len(texts), str(text)[:80])
+        return [float(len(texts) - i) for i in range(len(texts))]
+
+    return rerank

@@ -86,8 +86,10 @@ SQLITE_SEARCH = _Sqlite(
      " seq UNINDEXED, tokenize = 'unicode61 remove_diacritics 0')",),
     "INSERT INTO sg_search (scope, terms, tenant, key, seq) VALUES (?, ?, ?, ?, ?)",
     "DELETE FROM sg_search WHERE sg_search MATCH ?",
-    "SELECT s.key, s.seq, -bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) AS score FROM sg_search s"
-    "{join} WHERE sg_search MATCH ? AND s.tenant = ?{where} ORDER BY bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0), s.key, s.seq LIMIT ?",
+    # ORDER BY bm25() alone (no other sort key, no filter on a column): FTS5 then ranks inside the
+    # index and reads only the rows returned; the tenant is checked on those (see _rank_flow)
+    "SELECT s.key, s.seq, -bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) AS score, s.tenant FROM sg_search s"
+    "{join} WHERE sg_search MATCH ?{where} ORDER BY bm25(sg_search, 0.0, 1.0, 0.0, 0.0, 0.0) LIMIT ?",
 )
 POSTGRES_SEARCH = _Postgres(
     "postgres",
@@ -175,7 +177,9 @@ class SqlSearch:
         sql = self.dialect.rank.replace("{join}", join).replace("{where}", where)
         query = self.dialect.match(tenant, words, keys)
         if self.dialect.name == "sqlite":
-            rows = yield _Exec(sql, (query, tenant, *params, limit), "all")  # the tenant twice: in the terms and here
+            found = yield _Exec(sql, (query, *params, limit), "all")
+            rows = [row[:3] for row in found if row[3] == tenant]  # a tenant-token collision never leaks a message
+            rows.sort(key=lambda row: (-row[2], row[0], row[1]))  # ties by key, as the other stores
         else:
             weights, total = yield from self._idf_flow(tenant, words)
             if not weights:
@@ -242,11 +246,13 @@ class SqlSearch:
         from session_graph.stores.sql import _json
 
         plain: dict[Ref, SearchHit] = {}
-        ranges = " OR ".join("(key = ? AND seq >= ? AND seq <= ?)" for _ in refs)  # one round trip for every hit
-        rows = yield self.store._x(f"SELECT key, seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND ({ranges})",
-                                   (tenant, *[v for key, seq in refs for v in (key, seq - around, seq + around)]), "all")
+        one = "SELECT key, seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ? AND seq <= ?"
+        rows = yield self.store._x(" UNION ALL ".join([one] * len(refs)),  # one round trip, each part a primary-key range
+                                   tuple(v for key, seq in refs for v in (tenant, key, seq - around, seq + around)), "all")
         for key, s, id_, ts, role, data in rows:
             ref = (key, int(s))
+            if ref in plain:
+                continue  # the neighbourhoods of two hits overlap
             text = record_text({"message": _json(data, f"{self.store._where} session {key!r} message {s}")})
             plain[ref] = SearchHit(key, int(s), role, text, ts, id_, score.get(ref, 0.0))
         return _assemble(refs, plain, around)
