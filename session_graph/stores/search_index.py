@@ -19,6 +19,7 @@ search never pages a session's middle into memory.
 from __future__ import annotations
 
 import contextlib
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 import json
 import logging
@@ -26,7 +27,7 @@ import os
 from pathlib import Path
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from session_graph._base.files import decode_name
 from session_graph.retrieval.bm25 import Bm25Index
@@ -44,8 +45,15 @@ from session_graph.stores.search_terms import (
     terms_path,
 )
 
-if TYPE_CHECKING:
-    from session_graph.stores.jsonl import JsonlStore
+
+class IndexedStore(Protocol):
+    """What the index reads of its ``JsonlStore`` (typed here, since the store imports this module)."""
+
+    create: bool
+
+    def _dir(self, tenant: str) -> Path: ...
+
+    def _locked(self, tenant: str, key: str) -> AbstractContextManager[Any]: ...
 
 try:
     from orjson import loads as _loads
@@ -86,7 +94,7 @@ class _Tenant:
 class JsonlSearch:
     """The search index of one ``JsonlStore`` (see the module docstring)."""
 
-    def __init__(self, store: JsonlStore) -> None:
+    def __init__(self, store: IndexedStore) -> None:
         self.store = store
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()

@@ -26,14 +26,25 @@ import json
 import math
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.tokenize import TOKENIZER, terms
 from session_graph.stores.search_index import record_text
+from session_graph.stores.sql_steps import Exec, Flow, stored_json
 
-if TYPE_CHECKING:
-    from session_graph.stores.sql import Flow, SqlStore
+
+class SearchedStore(Protocol):
+    """What the index reads of its SQL store (``stores.sql.SqlStore``; typed here, since the store imports this module)."""
+
+    search_dialect: SqlSearchDialect
+    dialect: Any
+    _empty: bool
+    _where: str
+
+    def _run(self, flow: Flow) -> Any: ...
+
+    def _x(self, sql: str, params: Any = (), fetch: str = "") -> Exec: ...
 
 __all__ = ["POSTGRES_SEARCH", "SQLITE_SEARCH", "SqlSearch", "SqlSearchDialect"]
 
@@ -106,7 +117,7 @@ POSTGRES_SEARCH = _Postgres(
 class SqlSearch:
     """Ranked search over a SQL store's ``sg_search`` rows (the store's ``search_index``)."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SearchedStore) -> None:
         self.store = store
         self.dialect: SqlSearchDialect = store.search_dialect
         self._df: dict[tuple[str, str], tuple[int, float]] = {}  # (tenant, term) -> (messages with it, when counted)
@@ -115,39 +126,36 @@ class SqlSearch:
     # -- flows the store's own operations run -----------------------------------------------------
     def setup_flow(self) -> Flow:
         """Create the index; rebuild it when another tokenizer made it or rows are missing."""
-        from session_graph.stores.sql import _Exec
 
         store = self.store
         for statement in self.dialect.tables:
-            yield _Exec(statement)
+            yield Exec(statement)
         marker = f"search:{TOKENIZER}:{self.dialect.name}-2"
         row = yield store._x("SELECT version FROM sg_schema WHERE name = ?", (marker,), "one")
-        counts = yield _Exec("SELECT (SELECT count(*) FROM sg_messages), (SELECT count(*) FROM sg_search)", (), "one")
+        counts = yield Exec("SELECT (SELECT count(*) FROM sg_messages), (SELECT count(*) FROM sg_search)", (), "one")
         if row is not None and int(counts[0]) == int(counts[1]):
             return
-        yield _Exec("DELETE FROM sg_search")
-        rows = yield _Exec("SELECT tenant, key, seq, data FROM sg_messages", (), "all")
+        yield Exec("DELETE FROM sg_search")
+        rows = yield Exec("SELECT tenant, key, seq, data FROM sg_messages", (), "all")
         batch = [self._row(t, k, int(s), {"message": json.loads(d)}) for t, k, s, d in rows]
         if batch:
-            yield _Exec(self.dialect.insert, batch, many=True)
+            yield Exec(self.dialect.insert, batch, many=True)
         yield store._x("DELETE FROM sg_schema WHERE name LIKE ?", ("search:%",))
         yield store._x("INSERT INTO sg_schema (name, version) VALUES (?, ?)", (marker, 1))
 
     def insert_flow(self, tenant: str, key: str, first: int, records: list[dict[str, Any]]) -> Flow:
         """Index records appended to a session from seq ``first`` on (in the append's transaction)."""
-        from session_graph.stores.sql import _Exec
 
         if records:
-            yield _Exec(self.dialect.insert, [self._row(tenant, key, first + i, r) for i, r in enumerate(records)], many=True)
+            yield Exec(self.dialect.insert, [self._row(tenant, key, first + i, r) for i, r in enumerate(records)], many=True)
 
     def drop_flow(self, tenant: str, key: str) -> Flow:
         """Drop a session's rows (its messages were reset or deleted)."""
-        from session_graph.stores.sql import _Exec
 
         if self.dialect.name == "sqlite":
-            yield _Exec(self.dialect.drop_session, (f"scope : k{_token(tenant, key)}",))
+            yield Exec(self.dialect.drop_session, (f"scope : k{_token(tenant, key)}",))
         else:
-            yield _Exec(self.dialect.drop_session, (tenant, key))
+            yield Exec(self.dialect.drop_session, (tenant, key))
 
     def _row(self, tenant: str, key: str, seq: int, record: dict[str, Any]) -> tuple[Any, ...]:
         found = terms(record_text(record))
@@ -158,7 +166,6 @@ class SqlSearch:
     # -- searching --------------------------------------------------------------------------------
     def _rank_flow(self, tenant: str, words: list[str], limit: int, keys: list[str] | None,
                    since: str | None, until: str | None) -> Flow:
-        from session_graph.stores.sql import _Exec
 
         if not words or (keys is not None and not keys):
             return []
@@ -177,7 +184,7 @@ class SqlSearch:
         sql = self.dialect.rank.replace("{join}", join).replace("{where}", where)
         query = self.dialect.match(tenant, words, keys)
         if self.dialect.name == "sqlite":
-            found = yield _Exec(sql, (query, *params, limit), "all")
+            found = yield Exec(sql, (query, *params, limit), "all")
             rows = [row[:3] for row in found if row[3] == tenant]  # a tenant-token collision never leaks a message
             rows.sort(key=lambda row: (-row[2], row[0], row[1]))  # ties by key, as the other stores
         else:
@@ -191,10 +198,10 @@ class SqlSearch:
             # could only rank on common words, and scoring every such row is what costs
             rare = [w for w, _, df in weights if df <= max(50, total // 20)]
             query = self.dialect.match(tenant, rare or [w for w, _, _ in weights], keys)
-            rows = yield _Exec(sql, (*terms_params, query, tenant, *params, limit), "all")
+            rows = yield Exec(sql, (*terms_params, query, tenant, *params, limit), "all")
             if rare and len(rare) < len(weights) and not rows:  # none (a time or session filter): every term
                 query = self.dialect.match(tenant, [w for w, _, _ in weights], keys)
-                rows = yield _Exec(sql, (*terms_params, query, tenant, *params, limit), "all")
+                rows = yield Exec(sql, (*terms_params, query, tenant, *params, limit), "all")
         return [((k, int(s)), float(score)) for k, s, score in rows]
 
     def _idf_flow(self, tenant: str, words: list[str]) -> Flow:
@@ -205,7 +212,6 @@ class SqlSearch:
         all of them), so counts are kept for ``_DF_SECONDS`` per (tenant, term) in the process:
         a document frequency a minute old ranks as well as an exact one.
         """
-        from session_graph.stores.sql import _Exec
 
         now = time.monotonic()
         with self._df_lock:
@@ -214,7 +220,7 @@ class SqlSearch:
         missing = [w for w in words if w not in known]
         counts = "".join(", (SELECT count(*) FROM sg_search WHERE tenant = %s AND terms @@ to_tsquery('simple', %s))"
                          for _ in missing)
-        row = yield _Exec(f"SELECT (SELECT COALESCE(sum(message_count), 0) FROM sg_sessions WHERE tenant = %s){counts}",
+        row = yield Exec(f"SELECT (SELECT COALESCE(sum(message_count), 0) FROM sg_sessions WHERE tenant = %s){counts}",
                           (tenant, *[v for w in missing for v in (tenant, f"'{w}'")]), "one")
         total = max(int(row[0]), 1)
         with self._df_lock:
@@ -243,7 +249,6 @@ class SqlSearch:
         return await asyncio.to_thread(self.rank, tenant, words, limit, keys=keys, since=since, until=until)
 
     def _fetch_flow(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int) -> Flow:
-        from session_graph.stores.sql import _json
 
         plain: dict[Ref, SearchHit] = {}
         one = "SELECT key, seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ? AND seq <= ?"
@@ -253,7 +258,7 @@ class SqlSearch:
             ref = (key, int(s))
             if ref in plain:
                 continue  # the neighbourhoods of two hits overlap
-            text = record_text({"message": _json(data, f"{self.store._where} session {key!r} message {s}")})
+            text = record_text({"message": stored_json(data, f"{self.store._where} session {key!r} message {s}")})
             plain[ref] = SearchHit(key, int(s), role, text, ts, id_, score.get(ref, 0.0))
         return _assemble(refs, plain, around)
 

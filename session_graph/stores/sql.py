@@ -15,7 +15,6 @@ sync and async share one implementation.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
 import functools
 import json
@@ -40,6 +39,9 @@ from session_graph.stores.base import (
     resets,
 )
 from session_graph.stores.search_sql import SQLITE_SEARCH, SqlSearch, SqlSearchDialect
+from session_graph.stores.sql_steps import Exec as _Exec
+from session_graph.stores.sql_steps import Flow
+from session_graph.stores.sql_steps import stored_json as _json
 
 __all__ = ["Dialect", "Flow", "SqlStore", "SqliteStore", "adrive_sql", "drive_sql"]
 
@@ -61,37 +63,6 @@ class Dialect:
     lock_row: str  # suffix that locks the selected session row
     contains: str  # SQL testing that lower(text) contains a lowered parameter
     has_table: str  # a query whose first column is NULL when sg_sessions does not exist
-
-
-@dataclass(frozen=True)
-class _Exec:
-    """One SQL step of an operation; ``fetch`` says what the driver sends back."""
-
-    sql: str
-    params: Any = ()
-    fetch: str = ""  # "", "one" or "all"
-    many: bool = False
-
-
-Flow = Generator[_Exec, Any, Any]
-
-
-try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = json.loads
-
-
-def _json(text: str, where: str) -> Any:
-    """A stored JSON column, or a ``StoreError`` naming where it is broken."""
-    try:
-        return _loads(text)
-    except ValueError:
-        pass  # orjson is stricter than the json module (NaN): let json decide
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise StoreError(f"{where} holds broken JSON ({error}); restore it from a backup or delete that session.") from None
 
 
 def drive_sql(cursor: Any, flow: Flow) -> Any:

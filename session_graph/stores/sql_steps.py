@@ -1,0 +1,46 @@
+"""The SQL stores' steps: an operation is a generator of ``Exec`` steps, run by a sync or async
+driver (``stores.sql``); what the SQL store and its search index (``stores.search_sql``) share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+import json
+from typing import Any
+
+from session_graph.errors import StoreError
+
+__all__ = ["Exec", "Flow", "stored_json"]
+
+
+@dataclass(frozen=True)
+class Exec:
+    """One SQL step of an operation; ``fetch`` says what the driver sends back."""
+
+    sql: str
+    params: Any = ()
+    fetch: str = ""  # "", "one" or "all"
+    many: bool = False
+
+
+Flow = Generator[Exec, Any, Any]
+"""An operation: a generator of SQL steps, run by a sync or an async driver."""
+
+
+try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
+
+def stored_json(text: str, where: str) -> Any:
+    """A stored JSON column, or a ``StoreError`` naming where it is broken."""
+    try:
+        return _loads(text)
+    except ValueError:
+        pass  # orjson is stricter than the json module (NaN): let json decide
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise StoreError(f"{where} holds broken JSON ({error}); restore it from a backup or delete that session.") from None
