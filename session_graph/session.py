@@ -21,7 +21,6 @@ from langgraph.graph.state import CompiledStateGraph
 from session_graph._base.flow import Flow, adrive, drive
 from session_graph._base.ids import new_id, utc_now
 from session_graph.accounting.counters import SessionCounter, as_token_counter
-from session_graph.accounting.tokens import TokenCounter
 from session_graph.accounting.window import WindowTotals
 from session_graph.commit import commit_result, run_commit, run_commit_async
 from session_graph.commit.graph import build_commit_graph

@@ -20,7 +20,6 @@ from langchain_core.runnables import Runnable
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import SUMMARY_HEADER
-from session_graph.compression.memo import reply_text
 from session_graph.compression.transcript import transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model

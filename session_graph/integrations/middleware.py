@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Overwrite
 
 from session_graph.errors import ConfigurationError
-from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
+from session_graph.integrations.binding import BindingOptions, SessionBinding
 from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, history_tools, recall_text
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.recall import format_memories, recall, remember

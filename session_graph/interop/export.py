@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from difflib import get_close_matches
 import json
 import re
-from typing import Any, Self
+from typing import Any
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 import yaml

@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from session_graph.compression.memo import reply_text
 from session_graph.errors import MemoryReplyError, ModelReplyError
 from session_graph.llm.replies import structured_data, summary_text, wanted_object
 from session_graph.memory.categories import CATEGORIES
