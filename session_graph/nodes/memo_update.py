@@ -21,7 +21,7 @@ from session_graph._flow import Flow, call
 from session_graph.context import MEMO_HEADER, memo_for_model, memo_json
 from session_graph.errors import MemoUpdateError
 from session_graph.nodes.attachment_summary import summarize
-from session_graph.nodes.deep_chunk import advanced, memo_chunks, unfolded
+from session_graph.nodes.deep_chunk import advanced, batches, memo_chunks, unfolded
 from session_graph.state import ResizeContext, SessionState
 
 __all__ = ["memo_for_model", "memo_update"]
@@ -68,19 +68,25 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
                 "memo mode needs a chat model or a memo update handler: pass Session(model=...) "
                 "or session.set_memo_update_handler(fn), or switch to lite mode with session.use_lite()."
             )
-        attachments: list[dict[str, Any]] = []
         known = state.attachments or {}
-        for message in messages:
-            if message.id in known:
-                attachments.extend(known[message.id or ""])
-            elif not isinstance(message.content, str):
-                attachments.extend((yield from summarize(ctx, message)))
-        memo = yield from call(ctx.memo_update, memo_for_model(state.memo), list(messages), attachments, state.settings)
-        if not isinstance(memo, dict):
-            raise MemoUpdateError(
-                f"the memo update handler returned {type(memo).__name__} ({memo!r:.80}); it must return the "
-                "updated memo as a dict."
-            )
+        memo = memo_for_model(state.memo)
+        described: set[str | None] = set()
+        for batch in batches(list(messages), state, ctx):  # an oversize message goes in pieces
+            attachments: list[dict[str, Any]] = []
+            for message in batch:
+                if message.id in described:
+                    continue  # a later piece: its attachments went with the first
+                described.add(message.id)
+                if message.id in known:
+                    attachments.extend(known[message.id or ""])
+                elif not isinstance(message.content, str):
+                    attachments.extend((yield from summarize(ctx, message)))
+            memo = yield from call(ctx.memo_update, memo, batch, attachments, state.settings)
+            if not isinstance(memo, dict):
+                raise MemoUpdateError(
+                    f"the memo update handler returned {type(memo).__name__} ({memo!r:.80}); it must return the "
+                    "updated memo as a dict."
+                )
     except Exception as error:  # any failure: keep progress, stop pruning at the cursor
         pending = total - start
         failure = MemoUpdateError(
