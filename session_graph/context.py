@@ -22,6 +22,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from session_graph.fold_backoff import FOLD_FAILURE
 from session_graph.settings import Limits
 
 __all__ = ["MEMO_HEADER", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
@@ -32,11 +33,12 @@ _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s")
 _SHORTENED = "\n[... older details left out to fit ...]"
 
 Measure = Callable[[BaseMessage], int]
+_SESSION_KEYS = frozenset({"last_resize", FOLD_FAILURE})
 
 
 def memo_for_model(memo: dict[str, Any]) -> dict[str, Any]:
-    """The memo as a model sees it: without the session's own ``last_resize`` record."""
-    return {key: value for key, value in memo.items() if key != "last_resize"}
+    """The memo as a model sees it: without the session's own records (``last_resize``, ``fold_failure``)."""
+    return {key: value for key, value in memo.items() if key not in _SESSION_KEYS}
 
 
 def memo_json(memo: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.errors import MemoUpdateError
+from session_graph.fold_backoff import FOLD_FAILURE, cleared, failed
 from session_graph.policy import Decision
 from session_graph.state import ResizeContext, SessionState
 from session_graph.window import WindowTotals
@@ -95,9 +96,11 @@ def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> 
     replaced = full is not state.full_chat_history
     if replaced:
         full = _with_late(full, late)
-    memo = dict(out["memo"])
+    memo = cleared(dict(out["memo"]), state.memo_cursor, out["memo_cursor"])
     if error is None:
         memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
+    elif isinstance(error, MemoUpdateError):  # the model is retried after a back-off, not every turn
+        memo[FOLD_FAILURE] = failed(state.memo, out["memo_cursor"], state.turns)
     new_state = SessionState(
         id=state.id,
         full_chat_history=full,

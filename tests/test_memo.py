@@ -87,7 +87,7 @@ def test_a_malformed_reply_is_an_error_never_the_memo(api: Api, reply: str, word
     session.memo["old"] = "kept"
     with pytest.raises(MemoUpdateError, match=words) as caught:
         api.resize(session, "lite")
-    assert session.memo == {"old": "kept"}
+    assert session.memo_for_model == {"old": "kept"}  # the failure is recorded for the back-off only
     assert session.memo_cursor == 0 and caught.value.memo_cursor == 0 and caught.value.pending == 6
     assert len(session.current_chat_history) == 6  # nothing the memo does not cover left
 
@@ -133,7 +133,8 @@ def test_a_model_exception_is_reported(api: Api, broken_model: BrokenModel) -> N
     session = chat(Session(model=broken_model).use_memo(messages=2), 2)
     with pytest.raises(MemoUpdateError, match="provider unavailable"):
         api.resize(session, "lite")
-    assert len(session.current_chat_history) == 4 and session.memo == {}
+    assert len(session.current_chat_history) == 4 and session.memo_for_model == {}
+    assert session.memo["fold_failure"] == {"cursor": 0, "count": 1, "turn": 2, "retry": 2}  # retried on the next resize
 
 
 def test_memo_mode_without_a_model_says_how_to_fix_it(api: Api) -> None:

@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from session_graph.budget import plan_chunks
+from session_graph.fold_backoff import fold_suspended
 from session_graph.fold_pieces import fold_batches
 from session_graph.messages import role_of
 from session_graph.nodes.lite_prune import prune_plan
@@ -49,8 +50,8 @@ def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[
     limits = state.settings.resolved()
     full, cursor = state.full_chat_history, state.memo_cursor
     pending = [m for m in full[cursor:] if m.id not in state.memo_ahead] if state.memo_ahead else full[cursor:]
-    if not enabled or not pending:
-        return None
+    if not enabled or not pending or fold_suspended(state.memo, state.turns, ctx.force):
+        return None  # nothing to fold, or a failing model's back-off is running (see fold_backoff)
     if not ctx.force:
         window = state.current_chat_history
         plan = prune_plan(state, ctx, pinned=False)

@@ -1,0 +1,150 @@
+"""Hostile inputs and models (issue 24): oversize messages, failing models, memos the view
+cannot shorten by lists, models that will not compress, mid-conversation system messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from session_graph import MemoUpdateError, Session
+
+
+def turn(session: Session, i: int, size: int = 60) -> None:
+    """One user/assistant exchange, then a resize when the policy asks (failures are reported, not raised)."""
+    session.append_message(HumanMessage(content=f"q{i} ".ljust(size, "."), id=f"u{i}"))
+    session.append_message(AIMessage(content=f"a{i} ".ljust(size, "."), id=f"a{i}"))
+    resize(session)
+
+
+def resize(session: Session) -> None:
+    if session.judge_resize():
+        try:
+            session.resize()
+        except MemoUpdateError:
+            pass
+
+
+def oversize_tool_turn(session: Session, chars: int = 120_000) -> None:
+    session.append_message(HumanMessage(content="read the log", id="big-q"))
+    session.append_message(AIMessage(content="", tool_calls=[{"id": "c1", "name": "read", "args": {"f": "log"}}], id="big-call"))
+    session.append_message(ToolMessage(content="".join(f"line {i} ok; " for i in range(chars // 11))[:chars], tool_call_id="c1",
+                                       name="read", id="big-result"))
+    session.append_message(AIMessage(content="the log is fine", id="big-a"))
+    resize(session)
+
+
+class SmallContextSummarizer:
+    """A summariser whose context holds 32,000 characters: above it, it raises (as a provider would)."""
+
+    def __init__(self, limit: int = 32_000) -> None:
+        self.limit, self.calls, self.seen, self.broken = limit, 0, [], False
+
+    def __call__(self, summary: str, messages: list[BaseMessage], settings: Any) -> str:
+        self.calls += 1
+        sent = len(summary) + sum(len(m.text) for m in messages)
+        if self.broken or sent > self.limit:
+            raise RuntimeError(f"context length exceeded ({sent} characters)")
+        self.seen.extend(m.id for m in messages)
+        return "Overview: the conversation\nKey facts and decisions:\n- " + ", ".join(sorted({m.id or "" for m in messages}))[:200]
+
+
+def window_tokens(session: Session) -> int:
+    return sum(session.tokens_of(m) for m in session.current_chat_history)
+
+
+def test_an_oversize_message_is_folded_in_bounded_pieces_and_never_wedges_summary_mode() -> None:
+    summarizer = SmallContextSummarizer()
+    session = Session(summary_handler=summarizer).configure(mode="summary", limit={"tokens": 4000})
+    for i in range(3):
+        turn(session, i)
+    oversize_tool_turn(session)
+    for i in range(3, 63):
+        turn(session, i)
+        assert window_tokens(session) <= 2 * 4000  # the stored window stays bounded
+    assert summarizer.calls <= 40  # bounded: the oversize result went in pieces, once
+    assert session.memo_cursor >= len(session.full_chat_history) - len(session.current_chat_history)
+    assert "big-result" in summarizer.seen  # folded, never skipped
+    shown = {m.id for m in session.view().messages}
+    folded = set(summarizer.seen)
+    assert all(m.id in shown or m.id in folded for m in session.full_chat_history)  # nothing neither shown nor folded
+
+
+def test_an_oversize_message_is_folded_in_bounded_pieces_in_memo_mode() -> None:
+    calls: list[int] = []
+
+    def memo_model(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
+        sent = sum(len(m.text) for m in messages)
+        calls.append(sent)
+        if sent > 32_000:
+            raise RuntimeError("context length exceeded")
+        return {**memo, "seen": sorted({*memo.get("seen", []), *(m.id for m in messages)})[-50:]}
+
+    session = Session(memo_update_handler=memo_model).use_memo()
+    session.set_settings("session.limit.tokens", 4000)
+    for i in range(3):
+        turn(session, i)
+    oversize_tool_turn(session)
+    for i in range(3, 63):
+        turn(session, i)
+        assert window_tokens(session) <= 2 * 4000
+    assert max(calls) <= 32_000 and len(calls) <= 40
+    assert session.memo_cursor >= len(session.full_chat_history) - len(session.current_chat_history)
+
+
+def test_a_failing_summariser_backs_off_in_turns_the_window_stays_bounded_and_the_cursor_resumes() -> None:
+    summarizer = SmallContextSummarizer()
+    session = Session(summary_handler=summarizer).configure(mode="summary", limit={"tokens": 2000})
+    for i in range(5):
+        turn(session, i)
+    summarizer.broken = True
+    before = summarizer.calls
+    for i in range(5, 65):
+        turn(session, i)
+        assert window_tokens(session) <= 2 * 2000
+    assert summarizer.calls - before <= 10  # exponential back-off, not a call every turn
+    assert session.view().tokens <= 2000
+    summarizer.broken = False
+    for i in range(65, 100):
+        turn(session, i)
+    full = session.full_chat_history
+    assert session.memo_cursor >= len(full) - len(session.current_chat_history)  # resumed and caught up
+    assert len(summarizer.seen) == len(set(summarizer.seen))  # each message folded once
+    folded = set(summarizer.seen)
+    assert all(m.id in folded for m in full[: len(full) - len(session.current_chat_history)])  # nothing lost
+
+
+def test_a_failing_memo_model_under_a_char_limit_backs_off_and_the_prompt_stays_bounded() -> None:
+    calls = [0]
+
+    def broken(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
+        calls[0] += 1
+        raise RuntimeError("provider unavailable")
+
+    session = Session(memo_update_handler=broken).use_memo(chars=600)
+    for i in range(60):
+        turn(session, i, size=40)
+        assert sum(len(m.text) for m in session.view().messages) <= 2 * 600
+    assert calls[0] <= 10
+
+
+def test_the_back_off_doubles_in_turns_a_forced_resize_retries_and_the_record_survives_a_save(tmp_path: Any) -> None:
+    from session_graph.fold_backoff import failed, fold_suspended, prune_unpinned
+
+    waits = []
+    memo: dict[str, Any] = {}
+    for turn_number in range(10, 17):
+        memo = {"fold_failure": failed(memo, 4, turn_number)}
+        waits.append(memo["fold_failure"]["retry"] - turn_number)
+    assert waits == [0, 2, 4, 8, 16, 32, 64]
+    assert fold_suspended(memo, 20, False) and not fold_suspended(memo, 20, "deep") and prune_unpinned(memo)
+    assert failed(memo, 5, 30)["count"] == 1  # progress: the count starts again
+    session = Session(summary_handler=SmallContextSummarizer()).configure(mode="summary", limit={"tokens": 2000})
+    session.memo["fold_failure"] = {"cursor": 0, "count": 3, "turn": 0, "retry": 10**6}
+    session.memo["summary"] = "Overview: x"
+    assert session.memo_for_model == {"summary": "Overview: x"}  # never shown to a model
+    for i in range(3):
+        turn(session, i)
+    assert session.memo_cursor == 0  # suspended
+    session.resize(force="deep")  # a forced resize retries at once
+    assert session.memo_cursor > 0 and "fold_failure" not in session.memo
