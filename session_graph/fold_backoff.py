@@ -9,13 +9,14 @@ like ``last_resize``; stored with the memo, so it survives a reload)::
     {"cursor": 12, "count": 3, "turn": 40, "retry": 44}
 
 - The first failure is retried on the next resize (a transient error costs nothing).
-- From the second failure at the same cursor, automatic resizes skip the fold until turn
+- From the second failure in a row, automatic resizes skip the fold until turn
   ``turn + 2 ** (count - 1)`` (at most ``MAX_WAIT`` turns); ``resize(force=...)`` retries at once.
 - From the second failure the prune is no longer pinned at the cursor: the window is cut to
   its limits (tokens, chars, message count) like lite mode. Nothing is lost: the full history
   keeps every message and the cursor stays, so once the model answers again the fold resumes
   at the cursor, reading the full history, in bounded chunks.
-- The record goes once a fold moves the cursor.
+- The record goes once a resize folds all that waits without an error (a fold that fails
+  after some progress keeps that progress and counts as a failure).
 """
 
 from __future__ import annotations
@@ -35,15 +36,15 @@ def _record(memo: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def failed(memo: dict[str, Any], cursor: int, turn: int) -> dict[str, Any]:
-    """The failure record after a fold failed at ``cursor`` in ``turn``."""
+    """The failure record after a fold failed at ``cursor`` in ``turn`` (``memo``: before the run)."""
     previous = _record(memo)
-    count = int(previous.get("count", 0)) + 1 if previous is not None and previous.get("cursor") == cursor else 1
+    count = int(previous.get("count", 0)) + 1 if previous is not None else 1
     wait = 0 if count == 1 else min(MAX_WAIT, 2 ** (count - 1))
     return {"cursor": cursor, "count": count, "turn": turn, "retry": turn + wait}
 
 
 def cleared(memo: dict[str, Any], old_cursor: int, new_cursor: int) -> dict[str, Any]:
-    """``memo`` without its failure record once a fold moved the cursor (else as it is)."""
+    """``memo`` without its failure record once a fold without error moved the cursor (else as it is)."""
     if FOLD_FAILURE in memo and new_cursor > old_cursor:
         return {key: value for key, value in memo.items() if key != FOLD_FAILURE}
     return memo

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from session_graph.messages import content_parts
 
-__all__ = ["MAX_PIECES", "fold_batches", "pieces"]
+__all__ = ["MAX_PIECES", "completed", "fold_batches", "pieces"]
 
 MAX_PIECES = 16
 """The most pieces of one message a fold sends (head and tail halves beyond it)."""
@@ -61,8 +61,8 @@ def pieces(message: BaseMessage, max_size: int, measure: Callable[[BaseMessage],
     if not max_size or size <= max_size:
         return [message]
     text, others = _split(message)
-    if not text:
-        return [message]  # nothing to slice: its parts reach the model as digests
+    if not text or 2 * measure(_piece(message, "", 1, 2, others, True)) > max_size:
+        return [message]  # its bulk is not text (parts reach the model as digests): slicing cannot help
     count = max(2, math.ceil(size / (max_size * _FILL)))  # aim by the message's chars per unit
     step = math.ceil(len(text) / count)
     slices = [text[i : i + step] for i in range(0, len(text), step)]
@@ -82,6 +82,15 @@ def pieces(message: BaseMessage, max_size: int, measure: Callable[[BaseMessage],
         slices = head + tail
     count = len(slices)
     return [_piece(message, s, k + 1, count, others, k + 1 == count) for k, s in enumerate(slices)]
+
+
+def completed(batch: Sequence[BaseMessage]) -> int:
+    """How many messages a batch completes: whole messages, and last pieces."""
+    count = 0
+    for message in batch:
+        piece = message.response_metadata.get("session_graph", {}).get("piece")
+        count += piece is None or piece[0] == piece[1]
+    return count
 
 
 def fold_batches(messages: Sequence[BaseMessage], max_size: int, measure: Callable[[BaseMessage], int]) -> list[list[BaseMessage]]:

@@ -96,8 +96,9 @@ def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> 
     replaced = full is not state.full_chat_history
     if replaced:
         full = _with_late(full, late)
-    memo = cleared(dict(out["memo"]), state.memo_cursor, out["memo_cursor"])
+    memo = dict(out["memo"])
     if error is None:
+        memo = cleared(memo, state.memo_cursor, out["memo_cursor"])
         memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
     elif isinstance(error, MemoUpdateError):  # the model is retried after a back-off, not every turn
         memo[FOLD_FAILURE] = failed(state.memo, out["memo_cursor"], state.turns)

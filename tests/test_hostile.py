@@ -138,7 +138,7 @@ def test_the_back_off_doubles_in_turns_a_forced_resize_retries_and_the_record_su
         waits.append(memo["fold_failure"]["retry"] - turn_number)
     assert waits == [0, 2, 4, 8, 16, 32, 64]
     assert fold_suspended(memo, 20, False) and not fold_suspended(memo, 20, "deep") and prune_unpinned(memo)
-    assert failed(memo, 5, 30)["count"] == 1  # progress: the count starts again
+    assert failed({}, 5, 30)["count"] == 1
     session = Session(summary_handler=SmallContextSummarizer()).configure(mode="summary", limit={"tokens": 2000})
     session.memo["fold_failure"] = {"cursor": 0, "count": 3, "turn": 0, "retry": 10**6}
     session.memo["summary"] = "Overview: x"
@@ -148,3 +148,58 @@ def test_the_back_off_doubles_in_turns_a_forced_resize_retries_and_the_record_su
     assert session.memo_cursor == 0  # suspended
     session.resize(force="deep")  # a forced resize retries at once
     assert session.memo_cursor > 0 and "fold_failure" not in session.memo
+
+
+def context_shown(session: Session) -> Any:
+    return next(m for m in session.view().messages if (m.id or "").endswith((":memo", ":summary")))
+
+
+def test_a_nested_memo_of_short_values_is_shown_shortened_valid_and_fills_its_room() -> None:
+    import json
+
+    from session_graph.context import MEMO_HEADER
+
+    facts = {f"fact_{i:04d}": f"v{i * 7919 % 10000}" for i in range(2000)}
+    session = Session(memo_update_handler=lambda memo, messages, attachments, settings: {"facts": facts, "user": "Ann"})
+    session.use_memo()
+    session.set_settings("session.limit.tokens", 4000)
+    session.set_settings("session.summary.reserve_tokens", 500)
+    for i in range(3):
+        turn(session, i)
+    session.resize(force="deep")
+    shown = context_shown(session)
+    memo = json.loads(shown.text[len(MEMO_HEADER) :])  # valid JSON
+    tokens = session.tokens_of(shown)
+    assert 0.8 * 500 <= tokens <= 500  # the room is used, not an empty shell
+    assert memo["user"] == "Ann" and "fact_1999" in memo["facts"] and "fact_0000" not in memo["facts"]  # newest entries
+    marks = shown.response_metadata["session_graph"]
+    assert marks["shortened"] is True and marks["shortening"]["items_dropped"] > 1000
+
+
+def test_a_summary_whose_knowledge_is_one_long_item_is_cut_visibly_keeping_its_newest_part() -> None:
+    knowledge = "- seen " + ", ".join(str(i) for i in range(2000))
+    reply = f"Overview: support work\nKey facts and decisions:\n{knowledge}\nOpen tasks:\n- none"
+    session = Session(summary_handler=lambda summary, messages, settings: reply).configure(mode="summary", limit={"tokens": 4000})
+    session.set_settings("session.summary.reserve_tokens", 500)
+    for i in range(3):
+        turn(session, i)
+    session.resize(force="deep")
+    shown = context_shown(session)
+    tokens = session.tokens_of(shown)
+    assert 0.8 * 500 <= tokens <= 500
+    text = shown.text
+    assert "Key facts and decisions:\n- [...] " in text and "1999" in text and "Open tasks:\n- none" in text
+    assert shown.response_metadata["session_graph"]["shortening"]["sections_cut"] == ["Key facts and decisions:"]
+
+
+def test_a_prose_summary_keeps_its_newest_part() -> None:
+    prose = "One long paragraph of prose without structure, sentence number {}. "
+    reply = "".join(prose.format(i) for i in range(400))
+    session = Session(summary_handler=lambda summary, messages, settings: reply).configure(mode="summary", limit={"tokens": 4000})
+    session.set_settings("session.summary.reserve_tokens", 300)
+    for i in range(3):
+        turn(session, i)
+    session.resize(force="deep")
+    shown = context_shown(session)
+    assert 0.8 * 300 <= session.tokens_of(shown) <= 300
+    assert "sentence number 399." in shown.text and "[...] " in shown.text and "number 0." not in shown.text

@@ -21,6 +21,7 @@ from session_graph._flow import Flow, call
 from session_graph.context import MEMO_HEADER, memo_for_model, memo_json
 from session_graph.errors import MemoUpdateError
 from session_graph.nodes.attachment_summary import summarize
+from session_graph.fold_pieces import completed
 from session_graph.nodes.deep_chunk import advanced, batches, memo_chunks, unfolded
 from session_graph.state import ResizeContext, SessionState
 
@@ -62,6 +63,7 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         return {"chunks": []}
     start, end = chunks[0]
     messages = unfolded(state, start, end)
+    kept, done = state.memo, 0  # the memo after the last batch that completed a message, and how many it completed
     try:
         if ctx.memo_update is None:
             raise MemoUpdateError(
@@ -87,17 +89,25 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
                     f"the memo update handler returned {type(memo).__name__} ({memo!r:.80}); it must return the "
                     "updated memo as a dict."
                 )
+            if completed(batch):
+                kept, done = memo, done + completed(batch)
     except Exception as error:  # any failure: keep progress, stop pruning at the cursor
-        pending = total - start
+        ahead = state.memo_ahead
+        positions = [i for i in range(start, end) if state.full_chat_history[i].id not in ahead] if ahead else range(start, end)
+        cursor = positions[done - 1] + 1 if done else start
         failure = MemoUpdateError(
-            f"memo update failed on messages {start}..{end - 1} of {total}: {error} "
-            f"The memo keeps what it folded before; the window keeps every message from index {start} on; "
+            f"memo update failed on messages {cursor}..{end - 1} of {total}: {error} "
+            f"The memo keeps what it folded before; the window keeps every message from index {cursor} on; "
             "call resize() again to resume from there.",
-            memo_cursor=start,
-            pending=pending,
+            memo_cursor=cursor,
+            pending=total - cursor,
         )
         failure.__cause__ = error
-        return {"error": failure, "chunks": []}
+        if not done:
+            return {"error": failure, "chunks": []}
+        if "last_resize" in state.memo:
+            kept = {**kept, "last_resize": state.memo["last_resize"]}
+        return {"error": failure, "chunks": [], "memo": kept, **advanced(state, cursor)}
     memo = yield from compressed(
         memo,
         limits.reserve_tokens,

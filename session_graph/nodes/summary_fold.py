@@ -18,6 +18,7 @@ from session_graph._flow import Flow, call
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.ledger import system_prompt
+from session_graph.fold_pieces import completed
 from session_graph.nodes.deep_chunk import advanced, batches, chunk_plan, fold_range
 from session_graph.nodes.memo_update import compressed
 from session_graph.state import ResizeContext, SessionState
@@ -56,11 +57,14 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
                     "summary mode needs a chat model or a summary handler: pass Session(model=...) or "
                     "session.set_summary_handler(fn), or switch to lite mode with session.use_lite()."
                 )
-            folded = summary
+            folded, done = summary, start
             for batch in batches(leaving[start:end], state, ctx):  # an oversize message goes in pieces
                 folded = yield from call(ctx.summarize, folded, batch, state.settings)
                 if not isinstance(folded, str) or not folded.strip():
                     raise MemoUpdateError(f"the summary handler returned {folded!r:.80}; it must return the summary text.")
+                if completed(batch):  # the messages a batch completes are covered, even if a later batch fails
+                    done += completed(batch)
+                    summary, cursor = folded, indices[done - 1] + 1
         except Exception as error:  # keep the window: nothing leaves that the summary does not cover
             failure = MemoUpdateError(
                 f"summary fold failed on messages {cursor}..{cut - 1}: {error} "
