@@ -31,16 +31,16 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from session_graph.fold_backoff import FOLD_FAILURE
 from session_graph.settings import Limits
 
-__all__ = ["MEMO_HEADER", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
+__all__ = ["MEMO_HEADER", "SHORTENED_NOTE", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
 
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 MEMO_HEADER = "Memo of the earlier conversation (JSON):\n"
 _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s")
-_SHORTENED = "\n[... older details left out to fit ...]"
+_SHORTENED = SHORTENED_NOTE = "\n[... older details left out to fit ...]"
 _CUT = "[...] "
 
 Measure = Callable[[BaseMessage], int]
-_SESSION_KEYS = frozenset({"last_resize", FOLD_FAILURE})
+_SESSION_KEYS = frozenset({"last_resize", FOLD_FAILURE, "compression_refused"})  # the last: compression.COMPRESSION_REFUSED
 
 
 def memo_for_model(memo: dict[str, Any]) -> dict[str, Any]:

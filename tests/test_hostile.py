@@ -203,3 +203,43 @@ def test_a_prose_summary_keeps_its_newest_part() -> None:
     shown = context_shown(session)
     assert 0.8 * 300 <= session.tokens_of(shown) <= 300
     assert "sentence number 399." in shown.text and "[...] " in shown.text and "number 0." not in shown.text
+
+
+def test_a_model_that_will_not_compress_is_asked_at_most_once_per_doubling_and_the_prompt_stays_bounded() -> None:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class Stubborn(BaseChatModel):
+        """Adds a line per message to the summary it is fed; asked to compress, gives it back unchanged."""
+
+        folds: int = 0
+        compressions: int = 0
+        largest_prompt: int = 0
+
+        @property
+        def _llm_type(self) -> str:
+            return "stubborn"
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            self.largest_prompt = max(self.largest_prompt, sum(len(m.text) for m in messages))
+            body = messages[-1].text
+            if messages[0].text.startswith("Rewrite"):
+                self.compressions += 1
+                reply = body
+            else:
+                self.folds += 1
+                summary, new = body.split("Current summary:\n", 1)[1].split("\n\nNew messages:\n", 1)
+                lines = summary.splitlines() if not summary.startswith("(none") else ["Key facts and decisions:"]
+                reply = "\n".join(lines + [f"- {line[:60]}" for line in new.splitlines()])
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+    model = Stubborn()
+    session = Session(model=model).configure(mode="summary", limit={"tokens": 2000})
+    for i in range(300):
+        turn(session, i)
+    assert model.folds >= 5
+    assert model.compressions <= 2  # at most one per doubling; the stored summary is shortened without the model
+    assert model.largest_prompt < 16_000  # each fold is fed a bounded summary
+    shown = context_shown(session)
+    assert session.tokens_of(shown) <= 512 and session.memo["compression_refused"] > 512
+    assert "q299" in session.memo["summary"] or any("q299" in m.text for m in session.current_chat_history)

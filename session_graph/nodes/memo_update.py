@@ -2,8 +2,10 @@
 
 Deep runs fold the chunks ``deep_chunk`` planned, one per visit (the graph loops back while
 chunks remain); lite runs plan them here the same way (``deep_chunk.memo_chunks``), so a
-lite resize folds only when a prune needs it or enough waits. A memo over its budget gets
-one compression request; the model's whole memo is kept either way (the view shortens it).
+lite resize folds only when a prune needs it or enough waits. A chunk goes in batches under
+the chunk size (an oversize message in pieces, see ``fold_pieces``). A memo over its budget
+gets one compression request, and is shortened without the model when it will not compress
+(see ``compression``).
 A failure never raises out of the graph: it is recorded in ``state.error`` so that
 ``lite_prune`` still runs (pruning stops at the cursor) and the session keeps the memo's
 progress.
@@ -11,43 +13,21 @@ progress.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from session_graph._flow import Flow, call
+from session_graph.compression import COMPRESSION_REFUSED, compressed, shorten_memo
 from session_graph.context import MEMO_HEADER, memo_for_model, memo_json
 from session_graph.errors import MemoUpdateError
-from session_graph.nodes.attachment_summary import summarize
 from session_graph.fold_pieces import completed
+from session_graph.nodes.attachment_summary import summarize
 from session_graph.nodes.deep_chunk import advanced, batches, memo_chunks, unfolded
 from session_graph.state import ResizeContext, SessionState
 
 __all__ = ["memo_for_model", "memo_update"]
-
-log = logging.getLogger("session_graph")
-
-
-def compressed(value: Any, budget: int, measure: Any, compress: Any, valid: type) -> Flow[Any]:
-    """``value``, or the model's compression of it when ``value`` measures over ``budget``.
-
-    One request (``compress`` is a flow factory); a reply that fails, is of the wrong kind or
-    is not shorter leaves ``value``.
-    """
-    tokens = measure(value)
-    if tokens <= budget or compress is None:
-        return value
-    try:
-        shorter = yield from compress(value, budget, tokens)
-    except Exception as error:  # documented fallback: keep the whole reply, the view shortens it
-        log.warning("compression request failed (%s); keeping the model's whole reply", error)
-        return value
-    if isinstance(shorter, valid) and shorter and measure(shorter) < tokens:
-        return shorter
-    log.warning("compression request returned nothing shorter; keeping the model's whole reply")
-    return value
 
 
 def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[dict[str, Any]]:
@@ -105,16 +85,19 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         failure.__cause__ = error
         if not done:
             return {"error": failure, "chunks": []}
-        if "last_resize" in state.memo:
-            kept = {**kept, "last_resize": state.memo["last_resize"]}
+        kept = {**kept, **{key: state.memo[key] for key in ("last_resize", COMPRESSION_REFUSED) if key in state.memo}}
         return {"error": failure, "chunks": [], "memo": kept, **advanced(state, cursor)}
-    memo = yield from compressed(
+    memo, refused = yield from compressed(
         memo,
         limits.reserve_tokens,
         lambda value: ctx.measure_context(SystemMessage(content=MEMO_HEADER + memo_json(value))),
         ctx.compress_memo,
         dict,
+        lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context),
+        int(state.memo.get(COMPRESSION_REFUSED, 0)),
     )
     if "last_resize" in state.memo:
         memo = {**memo, "last_resize": state.memo["last_resize"]}
+    if refused:
+        memo[COMPRESSION_REFUSED] = refused
     return {"memo": memo, "chunks": chunks[1:], **advanced(state, end)}

@@ -2,9 +2,9 @@
 
 When the prune would drop messages the summary does not cover yet (see
 ``deep_chunk.fold_range``), it folds everything past the cursor, in token-bounded chunks, one
-model call each, each fed the previous summary whole. A summary over its budget gets one
-compression request; the model's whole summary is kept either way (the view shortens it by
-structure, never a silent cut).
+model call each (an oversize message in pieces, see ``fold_pieces``), each fed the previous
+summary whole. A summary over its budget gets one compression request, and is shortened
+without the model, visibly, when it will not compress (see ``compression``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from session_graph._flow import Flow, call
 from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.ledger import system_prompt
+from session_graph.compression import COMPRESSION_REFUSED, compressed, shorten_summary
 from session_graph.fold_pieces import completed
 from session_graph.nodes.deep_chunk import advanced, batches, chunk_plan, fold_range
-from session_graph.nodes.memo_update import compressed
 from session_graph.state import ResizeContext, SessionState
 
 
@@ -46,6 +46,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
         return advanced(state, cut)
     leaving = [state.full_chat_history[i] for i in indices]
     summary, cursor = state.memo.get("summary", ""), state.memo_cursor
+    refused = int(state.memo.get(COMPRESSION_REFUSED, 0))
 
     def measure(text: str) -> int:
         return ctx.measure_context(SystemMessage(content=SUMMARY_HEADER + text))
@@ -77,6 +78,9 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
             if cursor > state.memo_cursor:  # the chunks folded before the failure are kept
                 update.update(memo={**state.memo, "summary": summary}, **advanced(state, cursor))
             return update
-        summary = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str)
+        summary, refused = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str,
+                                                 lambda text: shorten_summary(text, limits.reserve_tokens, ctx.measure_context),
+                                                 refused)
         cursor = indices[end - 1] + 1
-    return {"memo": {**state.memo, "summary": summary}, **advanced(state, cut)}
+    memo = {key: value for key, value in state.memo.items() if key != COMPRESSION_REFUSED}
+    return {"memo": {**memo, "summary": summary, **({COMPRESSION_REFUSED: refused} if refused else {})}, **advanced(state, cut)}
