@@ -70,6 +70,8 @@ class Limits:
             (under a char limit: four chars a token).
         fold_min_ratio: a lite resize folds into the memo only when what waits to be folded
             is at least this share of the window's limit (a prune that needs it always folds).
+        system_messages: where the view puts system messages: ``"keep"``, ``"front"`` or
+            ``"merge"`` (see ``system_order``).
     """
 
     chars: int
@@ -90,6 +92,7 @@ class Limits:
     summary_prompt: str | None = None
     chunk_tokens: int = 2000
     fold_min_ratio: float = 0.25
+    system_messages: str = "keep"
 
 
 def _defaults() -> dict[str, Any]:
@@ -293,6 +296,7 @@ class SessionSettings:
                 instruct=tuple(get("session.memo.instruct")),
                 chunk_tokens=get("session.memo.chunk_tokens"),
                 fold_min_ratio=get("session.memo.fold_min_ratio"),
+                system_messages=get("session.view.system_messages"),
             )
         return self._resolved
 

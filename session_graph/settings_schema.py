@@ -94,6 +94,11 @@ class MemorySettings(_Section):
     profile: ProfileSettings = Field(default_factory=ProfileSettings, description="a dict of profile settings")
 
 
+class ViewSettings(_Section):
+    system_messages: Literal["keep", "front", "merge"] = Field(
+        "keep", description="'keep', 'front' or 'merge' (where the view puts system messages added mid-conversation)")
+
+
 class SessionSection(_Section):
     mode: Literal["lite", "memo", "summary"] = Field("lite", description="'lite', 'memo' or 'summary'")
     resize: ResizeSettings = Field(default_factory=ResizeSettings, description="a dict of resize settings")
@@ -104,6 +109,7 @@ class SessionSection(_Section):
     tokens: TokenSettings = Field(default_factory=TokenSettings, description="a dict of token settings")
     summary: SummarySettings = Field(default_factory=SummarySettings, description="a dict of summary settings")
     memory: MemorySettings = Field(default_factory=MemorySettings, description="a dict of long-term memory settings")
+    view: ViewSettings = Field(default_factory=ViewSettings, description="a dict of view settings")
     custom: dict[str, Any] = Field(default_factory=dict, description="a dict of your own settings")
 
 

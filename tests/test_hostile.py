@@ -243,3 +243,34 @@ def test_a_model_that_will_not_compress_is_asked_at_most_once_per_doubling_and_t
     shown = context_shown(session)
     assert session.tokens_of(shown) <= 512 and session.memo["compression_refused"] > 512
     assert "q299" in session.memo["summary"] or any("q299" in m.text for m in session.current_chat_history)
+
+
+def test_a_system_message_added_mid_conversation_can_be_moved_to_the_front_or_merged() -> None:
+    from langchain_core.messages import SystemMessage
+
+    from session_graph import SettingsError
+
+    session = Session().configure(limit={"tokens": 400})
+    session.append_message(SystemMessage(content="You are terse.", id="sys"))
+    session.append_message(HumanMessage(content="hello", id="u0"))
+    session.append_message(AIMessage(content="hi", id="a0"))
+    session.append_message(SystemMessage(content="From now on answer in French.", id="late"))
+    session.append_message(HumanMessage(content="and now?", id="u1"))
+    kept = session.view()
+    assert [m.id for m in kept.messages] == ["sys", "u0", "a0", "late", "u1"]  # the default: where it was said
+    session.set_settings("session.view.system_messages", "front")
+    front = session.view()
+    assert [m.id for m in front.messages] == ["sys", "late", "u0", "a0", "u1"] and front.tokens == kept.tokens
+    session.set_settings("session.view.system_messages", "merge")
+    merged = session.view()
+    assert [m.type for m in merged.messages] == ["system", "human", "ai", "human"]
+    assert merged.messages[0].text == "You are terse.\n\nFrom now on answer in French."
+    assert merged.messages[0].response_metadata["session_graph"]["merged"] == ["sys", "late"]
+    assert merged.tokens <= 400 and merged.tokens == sum(session.tokens_of(m) for m in merged.messages) + 3
+    assert [m.id for m in session.current_chat_history] == ["sys", "u0", "a0", "late", "u1"]  # histories unchanged
+    try:
+        session.set_settings("session.view.system_messages", "first")
+    except SettingsError as error:
+        assert "'keep', 'front' or 'merge'" in str(error)
+    else:
+        raise AssertionError("an unknown value must be refused")
