@@ -24,7 +24,7 @@ from session_graph._flow import Flow, Invoke, adrive
 from session_graph.context import memo_json
 from session_graph.errors import MemoUpdateError
 from session_graph.settings import SessionSettings
-from session_graph.transcript import transcript
+from session_graph.transcript import LEAN_LEGEND, transcript
 
 __all__ = [
     "MemoReply",
@@ -66,9 +66,10 @@ def build_memo_prompt(
         "You maintain the memo of a conversation: a JSON object of durable facts.\n"
         f"{rules}\n"
         f"- Keep the memo within {budget} tokens of JSON: merge or drop what matters least.\n"
-        'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.'
+        'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.\n'
+        + LEAN_LEGEND
     )
-    body = f"Current memo: {memo_json(memo)}\n\nNew messages:\n{transcript(messages)}"
+    body = f"Current memo: {memo_json(memo)}\n\nNew messages:\n{transcript(messages, lean=True)}"
     if attachments:
         body += "\n\nAttachments: " + json.dumps(attachments, ensure_ascii=False, default=str)
     return [SystemMessage(content=system), HumanMessage(content=body)]

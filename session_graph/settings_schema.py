@@ -55,8 +55,9 @@ class ResizeSettings(_Section):
 class MemoSettings(_Section):
     enabled: bool | None = Field(None, description="True, False or None (None: follow session.mode)")
     instruct: list[str] = Field(list(DEFAULT_MEMO_INSTRUCT), description="a list of instruction strings")
-    chunk_tokens: Annotated[int, Field(gt=0)] = Field(2000, description="a whole number > 0 (tokens a fold may send)")
-    fold_min_ratio: Ratio = Field(0.25, description="a number in (0, 1], the share of the limit that must wait to fold")
+    chunk_tokens: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="a whole number > 0 (tokens a fold may send) or None (the token budget less the reserve, at least 2000)")
+    fold_min_ratio: Ratio = Field(1.0, description="a number in (0, 1], the share of the limit that must wait to fold")
 
 
 class LimitSettings(_Section):

@@ -20,7 +20,7 @@ from session_graph.context import SUMMARY_HEADER
 from session_graph.errors import MemoUpdateError
 from session_graph.memo import reply_text
 from session_graph.settings import SessionSettings
-from session_graph.transcript import transcript
+from session_graph.transcript import LEAN_LEGEND, transcript
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -50,8 +50,9 @@ def summary_budget(settings: SessionSettings) -> int:
 
 def build_summary_prompt(summary: str, messages: list[BaseMessage], prompt: str | None = None, budget: int = 500) -> list[BaseMessage]:
     """The two messages sent to the summary model."""
-    system = (prompt or DEFAULT_SUMMARY_PROMPT) + f"\nThe whole summary must fit in {budget} tokens: drop old details to stay inside."
-    body = f"Current summary:\n{summary or '(none yet)'}\n\nNew messages:\n{transcript(messages)}"
+    system = ((prompt or DEFAULT_SUMMARY_PROMPT) + f"\nThe whole summary must fit in {budget} tokens: drop old details to stay inside."
+              f"\n{LEAN_LEGEND}")
+    body = f"Current summary:\n{summary or '(none yet)'}\n\nNew messages:\n{transcript(messages, lean=True)}"
     return [SystemMessage(content=system), HumanMessage(content=body)]
 
 
