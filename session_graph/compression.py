@@ -9,7 +9,8 @@ asked again after every fold, each time re-sent the whole, growing summary. So:
   and that is what the session stores and feeds the next fold: what the model would have seen;
 - the size it refused at is recorded in the memo under ``COMPRESSION_REFUSED`` (hidden from
   the model), and it is not asked again until a reply has grown to twice that size: at most
-  one compression request per doubling of the summary. A reply within its budget clears it.
+  one compression request per doubling of the summary. A reply within half its budget clears
+  it (a reply just within it is often the last shortening plus a few lines).
 
 Without a model (a user's handler), nothing is asked and the reply is stored whole (the view
 shortens it).
@@ -59,8 +60,8 @@ def compressed(
     value to ``budget`` without a model; ``refused`` is the recorded refusal (0: none).
     """
     tokens = measure(value)
-    if tokens <= budget:
-        return value, 0
+    if tokens <= budget:  # within its budget; well within it, the model honours budgets again
+        return value, 0 if 2 * tokens <= budget else refused
     if compress is None:
         return value, refused
     if refused and tokens < 2 * refused:  # the model would not compress: not asked until it doubled
