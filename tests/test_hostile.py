@@ -274,3 +274,17 @@ def test_a_system_message_added_mid_conversation_can_be_moved_to_the_front_or_me
         assert "'keep', 'front' or 'merge'" in str(error)
     else:
         raise AssertionError("an unknown value must be refused")
+
+
+def test_a_failing_memo_model_under_a_message_limit_keeps_the_window_to_its_count() -> None:
+    calls = [0]
+
+    def broken(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
+        calls[0] += 1
+        raise RuntimeError("provider unavailable")
+
+    session = Session(memo_update_handler=broken).use_memo(messages=10)
+    for i in range(60):
+        turn(session, i, size=20)
+        assert len(session.current_chat_history) <= 2 * 10
+    assert calls[0] <= 10 and session.memo_cursor == 0 and len(session.full_chat_history) == 120  # nothing lost

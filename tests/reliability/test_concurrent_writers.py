@@ -5,6 +5,7 @@ The two-manager reproduction needs no timing; the process tests race 3 writers f
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 import subprocess
 import sys
@@ -183,7 +184,11 @@ def test_three_processes_on_one_key_keep_window_and_turns(kind: str, store: Sess
     assert stored.turns == 300  # one per reply
 
 
-@pytest.mark.parametrize("mode", ["memo", "memo-chars"])
+SLOW = pytest.mark.skipif(not (os.environ.get("CI") or os.environ.get("SESSION_GRAPH_SLOW")),
+                          reason="slow: set SESSION_GRAPH_SLOW=1 (CI runs it)")
+
+
+@pytest.mark.parametrize("mode", ["memo", pytest.param("memo-chars", marks=SLOW)])
 def test_three_processes_in_memo_mode_fold_each_message_exactly_once(kind: str, store: SessionStore, tmp_path: Path,
                                                                      mode: str) -> None:
     tenant = fresh_tenant()
