@@ -1,6 +1,7 @@
 """The context message: the summary (summary mode) or the memo (memo mode) as a model sees it.
 
-The session stores the model's whole summary or memo. The view shows it as one system
+The session stores the model's summary or memo (shortened without the model only when it
+would not compress, see ``compression``). The view shows it as one system
 message within its reserve; when it is over (a model that ignored the budget it was given,
 and then the request to compress), it is shortened here, for the view only, so that it shows
 the most knowledge its room can hold, never an empty shell:

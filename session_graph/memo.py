@@ -4,7 +4,8 @@ Any chat ``Runnable`` works (a model, ``with_retry()``, ``with_fallbacks()``). O
 fold: the instructions (``session.memo.instruct``) and the token budget of the memo, then the current memo as JSON and the new messages as a compact transcript. The model
 answers ``{"memo": {...}}``; the reply is validated with pydantic: anything else is an
 error, never silently the memo. A memo over its budget gets one compression request
-(:meth:`ModelMemoUpdater.compress`); the session keeps the model's whole memo either way.
+(:meth:`ModelMemoUpdater.compress`); one the model will not compress is shortened without
+it (see ``compression``).
 """
 
 from __future__ import annotations
