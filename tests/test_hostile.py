@@ -288,3 +288,40 @@ def test_a_failing_memo_model_under_a_message_limit_keeps_the_window_to_its_coun
         turn(session, i, size=20)
         assert len(session.current_chat_history) <= 2 * 10
     assert calls[0] <= 10 and session.memo_cursor == 0 and len(session.full_chat_history) == 120  # nothing lost
+
+
+def test_the_async_path_folds_an_oversize_message_in_pieces_and_backs_off_the_same() -> None:
+    import asyncio
+
+    sent: list[int] = []
+    broken = [False]
+
+    async def memo_model(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
+        sent.append(sum(len(m.text) for m in messages))
+        if broken[0]:
+            raise RuntimeError("provider unavailable")
+        return {"n": memo.get("n", 0) + len(messages)}
+
+    async def run() -> Session:
+        session = Session(memo_update_handler=memo_model).use_memo()
+        session.set_settings("session.limit.tokens", 4000)
+        session.append_message(HumanMessage(content="read it", id="q"))
+        session.append_message(ToolMessage(content="word " * 40_000, tool_call_id="c", name="read", id="big"))
+        await session.async_resize("deep")
+        assert max(sent) < 40_000 and 2 <= len(sent) <= 1 + 16 and session.memo_cursor == 2  # at most 16 pieces
+        folds.append(len(sent))
+        broken[0] = True
+        for i in range(40):
+            session.append_message(HumanMessage(content=f"q{i} " * 20, id=f"u{i}"))
+            session.append_message(AIMessage(content=f"a{i} " * 20, id=f"a{i}"))
+            if session.judge_resize():
+                try:
+                    await session.async_resize()
+                except MemoUpdateError:
+                    pass
+        return session
+
+    folds: list[int] = []
+    session = asyncio.run(run())
+    assert len(sent) - folds[0] <= 10  # a back-off while it fails, not a call every turn
+    assert session.view().tokens <= 4000 and len(session.full_chat_history) == 82
