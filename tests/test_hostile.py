@@ -129,7 +129,7 @@ def test_a_failing_memo_model_under_a_char_limit_backs_off_and_the_prompt_stays_
 
 
 def test_the_back_off_doubles_in_turns_a_forced_resize_retries_and_the_record_survives_a_save(tmp_path: Any) -> None:
-    from session_graph.fold_backoff import failed, fold_suspended, prune_unpinned
+    from session_graph.resize.backoff import failed, fold_suspended, prune_unpinned
 
     waits = []
     memo: dict[str, Any] = {}
@@ -157,7 +157,7 @@ def context_shown(session: Session) -> Any:
 def test_a_nested_memo_of_short_values_is_shown_shortened_valid_and_fills_its_room() -> None:
     import json
 
-    from session_graph.context import MEMO_HEADER
+    from session_graph.compression.context import MEMO_HEADER
 
     facts = {f"fact_{i:04d}": f"v{i * 7919 % 10000}" for i in range(2000)}
     session = Session(memo_update_handler=lambda memo, messages, attachments, settings: {"facts": facts, "user": "Ann"})
