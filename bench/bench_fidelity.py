@@ -31,9 +31,11 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 import json
+from pathlib import Path
 import random
 import re
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -41,6 +43,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, trim_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, TiktokenCounter, message_tokens
 
 MEMO_HEADER = "Memo of the earlier conversation (JSON):\n"
@@ -56,8 +59,18 @@ CODE = ["def retry(fn, n=3):\n    for i in range(n):\n        try:\n            
 
 
 # -- the conversation ---------------------------------------------------------------------------
-def conversation(n: int, seed: int = 7) -> list[BaseMessage]:
-    """``n`` messages: user ~200 chars, 40% tool turns (result ~0.7 kB), answers ~0.6 kB; a marker in each."""
+SHORT_ASKS = ["Can you check {} for me today?", "Is {} done yet, do you know?", "What broke in {} this morning?",
+              "Any news on {} since lunch?"]
+SHORT_ANSWERS = ["Yes, {} is fine again now.", "Not yet; {} still fails twice.", "I restarted {} an hour ago.",
+                 "{} looks good to me so far."]
+
+
+def conversation(n: int, seed: int = 7, kind: str = "mixed") -> list[BaseMessage]:
+    """``n`` messages with a marker in each. ``mixed``: user ~200 chars (a quarter Chinese), 40%
+    tool turns (result ~0.7 kB), answers ~0.6 kB. ``zh``: the same shapes, all Chinese.
+    ``short``: English chat of ~50-character messages, 10% tool turns."""
+    if kind == "short":
+        return short_conversation(n, seed)
     rng = random.Random(seed)
     out: list[BaseMessage] = []
     turn = 0
@@ -65,8 +78,8 @@ def conversation(n: int, seed: int = 7) -> list[BaseMessage]:
         def mark() -> str:
             return f"@{len(out):04d}@"
 
-        topic = rng.choice(EN + ZH)
-        lang = rng.random()
+        topic = rng.choice(ZH if kind == "zh" else EN + ZH)
+        lang = 0.0 if kind == "zh" else rng.random()
         ask = (f"关于{topic}，请帮我看一下。" * 6) if lang < 0.25 else (f"Can you look into {topic}? " * 6)
         out.append(HumanMessage(content=f"{mark()} {ask[:200]}", id=f"m{len(out)}"))
         if rng.random() < 0.4:
@@ -74,9 +87,28 @@ def conversation(n: int, seed: int = 7) -> list[BaseMessage]:
             out.append(AIMessage(content="", tool_calls=[{"id": call, "name": "search", "args": {"q": f"{mark()} {topic}"}}],
                                  id=f"m{len(out)}"))
             body = rng.choice(CODE) if rng.random() < 0.3 else f"{topic}: 3 documents match. " * 25
+            if kind == "zh":
+                body = f"{topic}：找到三份相关文档，最近一次修改在上周。" * 25
             out.append(ToolMessage(content=f"{mark()} {body[:700]}", tool_call_id=call, name="search", id=f"m{len(out)}"))
         answer = (f"关于{topic}的结论：先回滚，再测量。" * 20) if lang < 0.25 else (f"On {topic}: roll back first, measure, then fix. " * 14)
         out.append(AIMessage(content=f"{mark()} {answer[:600]}", id=f"m{len(out)}"))
+        turn += 1
+    return out[:n]
+
+
+def short_conversation(n: int, seed: int = 7) -> list[BaseMessage]:
+    rng = random.Random(seed)
+    out: list[BaseMessage] = []
+    turn = 0
+    while len(out) < n:
+        topic = rng.choice(EN)
+        out.append(HumanMessage(content=f"@{len(out):04d}@ " + rng.choice(SHORT_ASKS).format(topic), id=f"m{len(out)}"))
+        if rng.random() < 0.1:
+            call = f"call_{turn}"
+            out.append(AIMessage(content="", tool_calls=[{"id": call, "name": "status", "args": {"q": f"@{len(out):04d}@"}}],
+                                 id=f"m{len(out)}"))
+            out.append(ToolMessage(content=f"@{len(out):04d}@ {topic}: ok", tool_call_id=call, name="status", id=f"m{len(out)}"))
+        out.append(AIMessage(content=f"@{len(out):04d}@ " + rng.choice(SHORT_ANSWERS).format(topic).capitalize(), id=f"m{len(out)}"))
         turn += 1
     return out[:n]
 
@@ -119,10 +151,16 @@ def decode(text: str) -> set[int]:
 
 
 class MarkerModel(BaseChatModel):
-    """Answers every summary or memo request with the markers it was shown (and already knew)."""
+    """Answers every summary or memo request with the markers it was shown (and already knew).
 
-    honour: bool = True
+    ``policy``: ``honours`` its budget (markers as ranges); ``compresses`` only when asked (one
+    line per marker in a fold, ranges when asked to compress); ``ignores`` both (a compression
+    request gets the same content back).
+    """
+
+    policy: str = "honours"
     calls: int = 0
+    compressions: int = 0
     sent: int = 0
     fed: Counter = None  # type: ignore[assignment]
     last: str = ""
@@ -143,18 +181,20 @@ class MarkerModel(BaseChatModel):
         markers = {int(x) for x in MARKER.findall(text)}
         self.fed.update(markers)
         compression = "Rewrite" in messages[0].text[:20]
+        self.compressions += compression
+        honour = self.policy == "honours" or (compression and self.policy == "compresses")
         if not compression:
             if self.folds:
                 self.fed_whole += self.last in text
             self.folds += 1
         known = decode(text) | markers
         memo = '{"memo"' in messages[0].text
-        if compression and not self.honour:  # ignores the budget again: gives the same content back
+        if compression and not honour:  # ignores the budget again: gives the same content back
             reply = json.dumps({"memo": json.loads(messages[-1].text)}) if memo else messages[-1].text
         elif memo:
-            content: Any = ranges(known) if self.honour else [f"seen {n}" for n in sorted(known)]
+            content: Any = ranges(known) if honour else [f"seen {n}" for n in sorted(known)]
             reply = json.dumps({"memo": {"topic": "support work", "seen": content}})
-        elif self.honour:
+        elif honour:
             reply = f"Overview: support work\nKey facts and decisions:\n- seen {ranges(known)}\nOpen tasks:\n- none"
         else:
             reply = "Overview: support work\nKey facts and decisions:\n" + "\n".join(f"- seen {n}" for n in sorted(known))
@@ -163,10 +203,20 @@ class MarkerModel(BaseChatModel):
 
 
 # -- the systems ----------------------------------------------------------------------------------
+def shown_markers(view: Any) -> tuple[set[int], set[int], int]:
+    """(markers the view's context message holds, markers of the view's other messages, its tokens)."""
+    context = next((m for m in view.messages if (m.id or "").endswith((":summary", ":memo"))), None)
+    others = {int(m.id[1:]) for m in view.messages if m is not context and (m.id or "").startswith("m")}
+    if context is None:
+        return set(), others, 0
+    return decode(context.text.replace('"seen', '\nseen')), others, message_tokens(context, COUNTER)
+
+
 def run_ours(messages: list[BaseMessage], mode: str, model: MarkerModel) -> dict[str, Any]:
     session = Session(model=model).configure(mode=mode, limit={"tokens": BUDGET})
-    prompts, invalid = [], 0
-    for message in messages:
+    reserve = session.settings.resolved().reserve_tokens
+    prompts, invalid, coverage, fills = [], 0, [], []
+    for index, message in enumerate(messages):
         session.append_message(message)
         if isinstance(message, AIMessage) and message.tool_calls:
             continue  # the model just spoke; the next call comes after the tool result
@@ -174,6 +224,11 @@ def run_ours(messages: list[BaseMessage], mode: str, model: MarkerModel) -> dict
             session.resize()
         view = session.view()
         prompts.append(view.tokens)
+        held, others, context_tokens = shown_markers(view)
+        evicted = index + 1 - len(others)  # every message so far that the view's window does not show
+        if evicted:
+            coverage.append(len({n for n in held if n <= index and n not in others}) / evicted)
+            fills.append(context_tokens / reserve)
         if mode == "memo":
             shown = [m for m in view.messages if m.text.startswith(MEMO_HEADER)]
             try:
@@ -184,7 +239,8 @@ def run_ours(messages: list[BaseMessage], mode: str, model: MarkerModel) -> dict
     window = {m.id for m in session.current_chat_history}
     held = session.memo.get("summary", "") if mode == "summary" else json.dumps(session.memo_for_model)
     return {"prompts": prompts, "evicted": [int(m.id[1:]) for m in messages if m.id not in window],
-            "held": decode(held.replace('"seen', '\nseen')), "invalid_json": invalid}
+            "held": decode(held.replace('"seen', '\nseen')), "invalid_json": invalid,
+            "coverage": coverage, "fills": fills}
 
 
 def run_langchain(messages: list[BaseMessage], model: MarkerModel) -> dict[str, Any]:
@@ -232,41 +288,54 @@ def run_langmem(messages: list[BaseMessage], model: MarkerModel) -> dict[str, An
 # -- reporting ------------------------------------------------------------------------------------
 def report(name: str, result: dict[str, Any] | str, model: MarkerModel, chars: int, rows: list[str]) -> None:
     if isinstance(result, str):
-        rows.append(f"| {name} | {result} |" + " |" * 7)
+        rows.append(f"| {name} | {result} |" + " |" * 10)
         return
     evicted = result["evicted"]
     fed = [model.fed[i] for i in evicted]
     zero, once, more = sum(f == 0 for f in fed), sum(f == 1 for f in fed), sum(f >= 2 for f in fed)
     lost = sum(i not in result["held"] for i in evicted)
     prompts = result["prompts"]
+    coverage, fills = result.get("coverage"), result.get("fills")
+    seen = (f"{coverage[-1]:.0%} / {statistics.median(coverage):.0%} | {statistics.median(fills):.2f}" if coverage
+            else "n/a | n/a")
     rows.append(
         f"| {name} | {model.calls} | {model.sent / chars:.2f} | {zero} / {once} / {more} | {lost} of {len(evicted)} | "
-        f"{statistics.median(prompts) / BUDGET:.2f} | {sum(p > BUDGET for p in prompts)} | "
-        f"{model.fed_whole}/{max(0, model.folds - 1)} |"
+        f"{seen} | {statistics.median(prompts) / BUDGET:.2f} | {sum(p > BUDGET for p in prompts)} | "
+        f"{model.compressions}/{max(1, model.folds)} | {model.fed_whole}/{max(0, model.folds - 1)} |"
     )
 
 
-def fidelity(messages: list[BaseMessage], honour: bool) -> None:
+POLICIES = {
+    "honours": "a summariser that honours the budget",
+    "compresses": "a summariser that ignores the budget but compresses when asked",
+    "ignores": "a summariser that ignores the budget and the request to compress",
+}
+
+
+def fidelity(messages: list[BaseMessage], policy: str, label: str, others: bool) -> None:
+    """One table: our two modes (and, when ``others``, LangChain's and langmem's) with one model policy."""
     chars = sum(text_chars(m) for m in messages)
     rows = []
-    for name, run in (
+    systems: list[tuple[str, Any]] = [
         ("session_graph summary", lambda m: run_ours(messages, "summary", m)),
         ("session_graph memo", lambda m: run_ours(messages, "memo", m)),
-        ("LangChain SummarizationMiddleware", lambda m: run_langchain(messages, m)),
-        ("langmem summarize_messages", lambda m: run_langmem(messages, m)),
-    ):
-        model = MarkerModel(honour=honour)
-        started = time.perf_counter()
+    ]
+    if others:
+        systems += [("LangChain SummarizationMiddleware", lambda m: run_langchain(messages, m)),
+                    ("langmem summarize_messages", lambda m: run_langmem(messages, m))]
+    for name, run in systems:
+        model = MarkerModel(policy=policy)
+        started = time.process_time()
         result = run(model)
         report(name, result, model, chars, rows)
         if isinstance(result, dict) and "invalid_json" in result and name.endswith("memo"):
             rows[-1] += f" memo shown as invalid JSON at {result['invalid_json']} of {len(result['prompts'])} points |"
-        rows[-1] += f" {time.perf_counter() - started:.1f} s"
-    kind = "a summariser that honours the budget" if honour else "a summariser that ignores the budget"
-    print(f"\n{len(messages):,} messages, {chars:,} chars, budget {BUDGET} tokens, {kind}:\n")
-    print("| system | calls | chars sent / conversation | evicted fed 0x / 1x / 2x+ | evicted lost | median prompt / budget"
-          " | prompts over budget | folds fed the previous whole |")
-    print("|---|---:|---:|---|---|---:|---:|---|")
+        rows[-1] += f" {time.process_time() - started:.1f} s CPU (the whole run of this system)"
+    print(f"\n{label}: {len(messages):,} messages, {chars:,} chars, budget {BUDGET} tokens, {POLICIES[policy]}:\n")
+    print("| system | calls | chars sent / conversation | evicted fed 0x / 1x / 2x+ | evicted lost (stored) "
+          "| evicted covered by the context message shown: final / median | context message / its reserve (median) "
+          "| median prompt / budget | prompts over budget | compression requests / folds | folds fed the previous whole |")
+    print("|---|---:|---:|---|---|---|---:|---:|---:|---:|---|")
     print("\n".join(rows))
 
 
@@ -296,14 +365,22 @@ def versus_trim(messages: list[BaseMessage], budget: int = 8000) -> None:
           f"< 80% of what trim keeps (goal <= 0.5%); worst {worst[1]} vs {worst[2]} tokens ({worst[0]:.2f}).")
 
 
+KINDS = {"mixed": "English, Chinese and code", "zh": "Chinese only", "short": "short English messages (~45 chars)"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--kinds", default="mixed,zh,short", help="conversations to run: mixed, zh, short")
+    parser.add_argument("--policies", default="honours,compresses,ignores", help="model policies to run")
+    parser.add_argument("--no-trim", action="store_true", help="skip the comparison with trim_messages")
     args = parser.parse_args()
-    messages = conversation(args.messages)
-    fidelity(messages, honour=True)
-    fidelity(messages, honour=False)
-    versus_trim(messages)
+    for kind in args.kinds.split(","):
+        messages = conversation(args.messages, kind=kind)
+        for policy in args.policies.split(","):
+            fidelity(messages, policy, KINDS[kind], others=kind == "mixed" and policy != "compresses")
+    if not args.no_trim:
+        versus_trim(conversation(args.messages))
 
 
 if __name__ == "__main__":

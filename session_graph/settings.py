@@ -41,6 +41,7 @@ _UNSET = object()
 _CREDENTIAL = re.compile(r"api[_-]?key|secret|passw(or)?d|credential|access[_-]?token|auth[_-]?token|bearer|private[_-]?key",
                          re.IGNORECASE)
 _DEFAULTS: dict[str, Any] = SettingsModel().model_dump()
+_CHUNK_TOKENS = 2000  # the smallest default fold chunk (session.memo.chunk_tokens unset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +68,13 @@ class Limits:
             really takes is all it holds back from the window); at most half the token budget.
         summary_prompt: a replacement for the summary fold prompt, or None.
         chunk_tokens: the most a memo or summary fold sends in one model call, in tokens
-            (under a char limit: four chars a token).
+            (under a char limit: four chars a token); unset, it follows the budget: the token
+            budget less the reserve (a window's worth a call), at least 2000.
         fold_min_ratio: a lite resize folds into the memo only when what waits to be folded
-            is at least this share of the window's limit (a prune that needs it always folds).
+            is at least this share of the window's limit (a prune that needs it always folds;
+            1.0 by default: a fold waits until it must, so each call carries a window's worth).
+        system_messages: where the view puts system messages: ``"keep"``, ``"front"`` or
+            ``"merge"`` (see ``system_order``).
     """
 
     chars: int
@@ -89,7 +94,8 @@ class Limits:
     reserve_tokens: int = 512
     summary_prompt: str | None = None
     chunk_tokens: int = 2000
-    fold_min_ratio: float = 0.25
+    fold_min_ratio: float = 1.0
+    system_messages: str = "keep"
 
 
 def _defaults() -> dict[str, Any]:
@@ -274,6 +280,7 @@ class SessionSettings:
             encoding, model = get("session.tokens.encoding"), get("session.tokens.model")
             approximate = bool(get("session.tokens.approximate"))
             wants_tokens = bool(tokens or encoding or model or approximate)
+            reserve = min(get("session.summary.reserve_tokens"), tokens // 2) if tokens else get("session.summary.reserve_tokens")
             self._resolved = Limits(
                 tokens=tokens,
                 prune_tokens=int(tokens * (get("session.tokens.prune_to_ratio") or 0.8)),
@@ -282,7 +289,7 @@ class SessionSettings:
                 per_name=get("session.tokens.per_name"),
                 reply_priming=get("session.tokens.reply_priming"),
                 summary_enabled=mode == "summary",
-                reserve_tokens=min(get("session.summary.reserve_tokens"), tokens // 2) if tokens else get("session.summary.reserve_tokens"),
+                reserve_tokens=reserve,
                 summary_prompt=get("session.summary.prompt"),
                 prune_chars=int((chars or 0) * ratio),
                 chars=chars or 0,
@@ -291,8 +298,9 @@ class SessionSettings:
                 mode=mode,
                 memo_enabled=(mode == "memo") if enabled is None else enabled and mode != "summary",
                 instruct=tuple(get("session.memo.instruct")),
-                chunk_tokens=get("session.memo.chunk_tokens"),
+                chunk_tokens=get("session.memo.chunk_tokens") or max(_CHUNK_TOKENS, tokens - reserve),
                 fold_min_ratio=get("session.memo.fold_min_ratio"),
+                system_messages=get("session.view.system_messages"),
             )
         return self._resolved
 

@@ -55,8 +55,9 @@ class ResizeSettings(_Section):
 class MemoSettings(_Section):
     enabled: bool | None = Field(None, description="True, False or None (None: follow session.mode)")
     instruct: list[str] = Field(list(DEFAULT_MEMO_INSTRUCT), description="a list of instruction strings")
-    chunk_tokens: Annotated[int, Field(gt=0)] = Field(2000, description="a whole number > 0 (tokens a fold may send)")
-    fold_min_ratio: Ratio = Field(0.25, description="a number in (0, 1], the share of the limit that must wait to fold")
+    chunk_tokens: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="a whole number > 0 (tokens a fold may send) or None (the token budget less the reserve, at least 2000)")
+    fold_min_ratio: Ratio = Field(1.0, description="a number in (0, 1], the share of the limit that must wait to fold")
 
 
 class LimitSettings(_Section):
@@ -94,6 +95,11 @@ class MemorySettings(_Section):
     profile: ProfileSettings = Field(default_factory=ProfileSettings, description="a dict of profile settings")
 
 
+class ViewSettings(_Section):
+    system_messages: Literal["keep", "front", "merge"] = Field(
+        "keep", description="'keep', 'front' or 'merge' (where the view puts system messages added mid-conversation)")
+
+
 class SessionSection(_Section):
     mode: Literal["lite", "memo", "summary"] = Field("lite", description="'lite', 'memo' or 'summary'")
     resize: ResizeSettings = Field(default_factory=ResizeSettings, description="a dict of resize settings")
@@ -104,6 +110,7 @@ class SessionSection(_Section):
     tokens: TokenSettings = Field(default_factory=TokenSettings, description="a dict of token settings")
     summary: SummarySettings = Field(default_factory=SummarySettings, description="a dict of summary settings")
     memory: MemorySettings = Field(default_factory=MemorySettings, description="a dict of long-term memory settings")
+    view: ViewSettings = Field(default_factory=ViewSettings, description="a dict of view settings")
     custom: dict[str, Any] = Field(default_factory=dict, description="a dict of your own settings")
 
 

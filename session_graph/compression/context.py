@@ -1,15 +1,22 @@
 """The context message: the summary (summary mode) or the memo (memo mode) as a model sees it.
 
-The session stores the model's whole summary or memo. The view shows it as one system
+The session stores the model's summary or memo (shortened without the model only when it
+would not compress, see ``compression``). The view shows it as one system
 message within its reserve; when it is over (a model that ignored the budget it was given,
-and then the request to compress), it is shortened here, for the view only, by structure:
+and then the request to compress), it is shortened here, for the view only, so that it shows
+the most knowledge its room can hold, never an empty shell:
 
 - a summary loses the oldest items of its longest lists first (each section keeps its newest
-  item), then its oldest sections (never the newest one), and only then is cut, visibly;
-- a memo loses the oldest items of its longest lists first (each keeps one), then its oldest
-  keys (never the newest), then long strings are shortened; it is always valid JSON.
+  item); then its largest sections are cut to a fair share of the room, visibly (``[...]``),
+  keeping their heading and newest part; only when there are too many sections to show each
+  do the oldest go (never the newest); a plain prose summary keeps its newest part;
+- a memo loses the oldest entries of its largest nested lists and dicts first (a dict entry
+  is an item; each keeps one), then its longest strings are cut keeping their newest part,
+  then its oldest keys go (never the newest); it is always valid JSON.
 
-Every shortened copy says so in ``response_metadata["session_graph"]["shortened"]``.
+Every shortened copy says so in ``response_metadata["session_graph"]``: ``shortened`` True,
+``original_tokens``, and ``shortening``, what was done (items dropped, sections cut by
+heading, sections or keys dropped, strings cut).
 """
 
 from __future__ import annotations
@@ -22,21 +29,24 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from session_graph.resize.backoff import FOLD_FAILURE
 from session_graph.settings import Limits
 
-__all__ = ["MEMO_HEADER", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
+__all__ = ["MEMO_HEADER", "SHORTENED_NOTE", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
 
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 MEMO_HEADER = "Memo of the earlier conversation (JSON):\n"
 _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s")
-_SHORTENED = "\n[... older details left out to fit ...]"
+_SHORTENED = SHORTENED_NOTE = "\n[... older details left out to fit ...]"
+_CUT = "[...] "
 
 Measure = Callable[[BaseMessage], int]
+_SESSION_KEYS = frozenset({"last_resize", FOLD_FAILURE, "compression_refused"})  # the last: compression.COMPRESSION_REFUSED
 
 
 def memo_for_model(memo: dict[str, Any]) -> dict[str, Any]:
-    """The memo as a model sees it: without the session's own ``last_resize`` record."""
-    return {key: value for key, value in memo.items() if key != "last_resize"}
+    """The memo as a model sees it: without the session's own records (``last_resize``, ``fold_failure``)."""
+    return {key: value for key, value in memo.items() if key not in _SESSION_KEYS}
 
 
 def memo_json(memo: dict[str, Any]) -> str:
@@ -69,16 +79,35 @@ def fit_context(message: SystemMessage, room: int, measure: Measure) -> SystemMe
     return _fit_summary(message, text[: len(text) - len(body)], body, room, measure)
 
 
-def _marked(message: SystemMessage, content: str, original: int) -> SystemMessage:
-    marks = {**message.response_metadata.get("session_graph", {}), "shortened": True, "original_tokens": original}
+def _marked(message: SystemMessage, content: str, original: int, report: dict[str, Any] | None = None) -> SystemMessage:
+    marks = {**message.response_metadata.get("session_graph", {}), "shortened": True, "original_tokens": original,
+             **({"shortening": dict(report)} if report else {})}
     metadata = {**message.response_metadata, "session_graph": marks}
     return message.model_copy(update={"content": content, "response_metadata": metadata})
 
 
+def _cut_front(text: str, chars: int) -> str:
+    """``text`` less about ``chars`` of its oldest (first) characters, at a word, marked ``[...]``;
+    an item keeps its bullet."""
+    bullet = _ITEM.match(text)
+    prefix = bullet.group(0) if bullet else ""
+    rest = text[len(prefix) :]
+    if rest.startswith(_CUT):
+        rest = rest[len(_CUT) :]
+    cut = min(len(rest), max(1, chars))
+    space = rest.find(" ", cut)
+    if 0 <= space < cut + 24:
+        cut = space + 1
+    return prefix + _CUT + rest[cut:]
+
+
 # -- summaries -------------------------------------------------------------------------------
-def _sections(text: str) -> list[tuple[list[str], list[list[str]]]]:
+Section = tuple[list[str], list[list[str]]]
+
+
+def _sections(text: str) -> list[Section]:
     """Sections of a summary: (heading lines, items), an item being its lines."""
-    sections: list[tuple[list[str], list[list[str]]]] = []
+    sections: list[Section] = []
     for line in text.splitlines():
         if _ITEM.match(line):
             if not sections:
@@ -93,19 +122,61 @@ def _sections(text: str) -> list[tuple[list[str], list[list[str]]]]:
     return sections
 
 
-def _render(sections: list[tuple[list[str], list[list[str]]]]) -> str:
+def _render(sections: list[Section]) -> str:
     return "\n".join(line for heading, items in sections for line in [*heading, *(x for item in items for x in item)])
 
 
-def _shrink(render: Callable[[], SystemMessage], steps: Iterator[int], room: int, measure: Measure) -> SystemMessage | None:
+def _size(section: Section) -> int:
+    heading, items = section
+    return sum(len(x) + 1 for x in [*heading, *(x for item in items for x in item)])
+
+
+def _label(section: Section) -> str:
+    heading, items = section
+    first = next((line for line in heading if line.strip()), None) or (items[0][0] if items and items[0] else "")
+    return first.strip().replace(_CUT, "", 1)[:40]
+
+
+def _cut_section(section: Section, chars: int) -> int:
+    """Cut about ``chars`` from the oldest part of a section, keeping its heading and newest
+    part (its first item's front, or a prose section's front); returns the characters removed."""
+    heading, items = section
+    before = _size(section)
+    if items:
+        if len(items) > 1 and sum(len(x) + 1 for x in items[0]) <= chars:
+            items.pop(0)
+        else:
+            items[0][:] = _cut_front("\n".join(items[0]), chars).split("\n")
+    else:
+        heading[:] = _cut_front("\n".join(heading), chars).split("\n")
+    return before - _size(section)
+
+
+_FLOOR = 120  # characters a cut section keeps at least, before older sections give way
+
+
+class _Want:
+    """The characters a shortening still wants removed before it measures again."""
+
+    left: float = 0.0
+
+    def __call__(self) -> int:
+        return max(1, int(self.left))
+
+
+def _shrink(render: Callable[[], SystemMessage], steps: Iterator[int], room: int, measure: Measure,
+            want: _Want | None = None) -> SystemMessage | None:
     """Take ``steps`` (each drops something and yields the characters it removed) until
-    ``render()`` fits ``room``; measures only every few steps, sized by what is still over."""
+    ``render()`` fits ``room``; measures only every few steps, sized by what is still over
+    (``want`` tells a step how much that is, so a cut takes no more than it must)."""
     current = render()
     tokens = measure(current)
     per_char = tokens / max(1, len(current.text))
+    want = want or _Want()
     while tokens > room:
         need, removed = (tokens - room) / max(per_char, 1e-9), 0
         while removed < need or not removed:
+            want.left = need - removed
             step = next(steps, None)
             if step is None:
                 return None
@@ -116,49 +187,77 @@ def _shrink(render: Callable[[], SystemMessage], steps: Iterator[int], room: int
 
 
 def _fit_summary(message: SystemMessage, header: str, body: str, room: int, measure: Measure) -> SystemMessage | None:
+    """The summary shortened: oldest list items, then the largest sections cut to a fair share
+    keeping their newest part, then the oldest sections (never the newest), then a visible cut."""
     original = measure(message)
     sections = _sections(body)
+    room_chars = room * max(1, len(message.text)) / max(1, original)
+    report: dict[str, Any] = {"items_dropped": 0, "sections_cut": [], "sections_dropped": 0}
+    want = _Want()
 
     def render() -> SystemMessage:
-        return _marked(message, header + _render(sections) + _SHORTENED, original)
+        return _marked(message, header + _render(sections) + _SHORTENED, original, report)
+
+    def cut(index: int, chars: int) -> int:
+        label = _label(sections[index])
+        if label not in report["sections_cut"] and len(report["sections_cut"]) < 8:
+            report["sections_cut"].append(label)
+        return _cut_section(sections[index], chars)
+
+    def drop_oldest() -> int:
+        section = sections.pop(0)
+        report["sections_dropped"] += 1
+        return _size(section)
 
     def steps() -> Iterator[int]:
-        sizes = [sum(len(x) + 1 for item in items for x in item) for _, items in sections]
+        sizes = [_size(section) for section in sections]
         while lists := [k for k, (_, items) in enumerate(sections) if len(items) > 1]:  # oldest item of the longest list
             longest = max(lists, key=sizes.__getitem__)
             dropped = sum(len(x) + 1 for x in sections[longest][1].pop(0))
             sizes[longest] -= dropped
+            report["items_dropped"] += 1
             yield dropped
+        while len(sections) > 1 and len(sections) * _FLOOR > room_chars:  # too many to show each: the oldest go
+            yield drop_oldest()
+        while True:  # the largest section cut to a fair share of the room, its newest part kept
+            sizes = [_size(section) for section in sections]
+            share = max(room_chars / len(sections), _FLOOR)
+            largest = max(range(len(sections)), key=sizes.__getitem__)
+            if sizes[largest] <= share + 32:
+                break
+            yield cut(largest, min(max(32, int(sizes[largest] - share) // 2), want() + 8))
         while len(sections) > 1:  # the oldest sections, never the newest one
-            heading, items = sections.pop(0)
-            yield sum(len(x) + 1 for x in [*heading, *(x for item in items for x in item)])
+            yield drop_oldest()
+        while _size(sections[0]) > 40:  # the newest section, cut to what fits
+            yield cut(0, min(max(16, _size(sections[0]) // 4), want() + 8))
 
-    fitted = _shrink(render, steps(), room, measure)
+    fitted = _shrink(render, steps(), room, measure, want)
     if fitted is not None:
         return fitted
     rest = _render(sections)  # what is left of the newest section, cut visibly
     low, high = 0, len(rest)
     while low < high:
         middle = (low + high + 1) // 2
-        if measure(_marked(message, header + rest[:middle] + _SHORTENED, original)) <= room:
+        if measure(_marked(message, header + rest[len(rest) - middle :] + _SHORTENED, original, report)) <= room:
             low = middle
         else:
             high = middle - 1
-    candidate = _marked(message, header + rest[:low] + _SHORTENED, original)
+    candidate = _marked(message, header + rest[len(rest) - low :] + _SHORTENED, original, report)
     return candidate if low and measure(candidate) <= room else None
 
 
 # -- memos -----------------------------------------------------------------------------------
-def _lists(value: Any) -> list[list[Any]]:
-    """Every list inside a JSON value, outermost first."""
-    found: list[list[Any]] = []
-    stack = [value]
+def _containers(value: Any) -> list[list[Any] | dict[str, Any]]:
+    """Every list and dict inside a JSON value (not the value itself), outermost first."""
+    found: list[Any] = []
+    stack = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, list) else []
     while stack:
         item = stack.pop()
         if isinstance(item, list):
             found.append(item)
             stack.extend(item)
         elif isinstance(item, dict):
+            found.append(item)
             stack.extend(item.values())
     return found
 
@@ -171,26 +270,48 @@ def _strings(value: Any, parent: Any = None, key: Any = None) -> list[tuple[Any,
     return [found for k, v in items for found in _strings(v, value, k)]
 
 
+def _drop_oldest(container: list[Any] | dict[str, Any]) -> int:
+    """Drop the oldest entry of a list or dict (an entry is an item); returns its JSON size."""
+    if isinstance(container, list):
+        return len(memo_json(container.pop(0))) + 2
+    key = next(iter(container))
+    return len(memo_json({key: container.pop(key)}))
+
+
 def _fit_memo(message: SystemMessage, memo: dict[str, Any], room: int, measure: Measure) -> SystemMessage | None:
+    """The memo shortened, always valid JSON: the oldest entries of its largest nested lists and
+    dicts (each keeps one), then its longest strings cut keeping their newest part, then its
+    oldest keys (never the newest), then the newest key's value cut further."""
     original = measure(message)
     memo = copy.deepcopy(memo)
+    report: dict[str, Any] = {"items_dropped": 0, "strings_cut": 0, "keys_dropped": 0}
 
     def render() -> SystemMessage:
-        return _marked(message, MEMO_HEADER + memo_json(memo), original)
+        return _marked(message, MEMO_HEADER + memo_json(memo), original, report)
+
+    def cut_strings(floor: int) -> Iterator[int]:
+        while strings := [s for s in _strings(memo) if len(s[2]) > floor]:  # longest first, newest half kept
+            container, key, text = max(strings, key=lambda s: len(s[2]))
+            shorter = _cut_front(text, max(8, (len(text) - len(_CUT)) // 2))
+            if len(shorter) >= len(text):
+                return
+            container[key] = shorter
+            report["strings_cut"] += 1
+            yield len(text) - len(shorter)
 
     def steps() -> Iterator[int]:
-        lists = {id(items): (items, len(memo_json(items))) for items in _lists(memo)}
-        while candidates := [entry for entry in lists.values() if len(entry[0]) > 1]:  # oldest item of the longest list
-            longest, size = max(candidates, key=lambda entry: entry[1])
-            dropped = len(memo_json(longest.pop(0))) + 2
-            lists[id(longest)] = (longest, size - dropped)
+        sizes = {id(c): (c, len(memo_json(c))) for c in _containers(memo)}
+        while candidates := [entry for entry in sizes.values() if len(entry[0]) > 1]:  # oldest entry of the largest
+            largest, size = max(candidates, key=lambda entry: entry[1])
+            dropped = _drop_oldest(largest)
+            sizes[id(largest)] = (largest, size - dropped)
+            report["items_dropped"] += 1
             yield dropped
+        yield from cut_strings(48)
         while len(memo) > 1:  # the oldest keys, never the newest
             key = next(iter(memo))
+            report["keys_dropped"] += 1
             yield len(memo_json({key: memo.pop(key)}))
-        while strings := [s for s in _strings(memo) if len(s[2]) > 16]:  # long strings halved, longest first
-            container, key, text = max(strings, key=lambda s: len(s[2]))
-            container[key] = text[: len(text) // 2] + "..."
-            yield len(text) // 2 - 3
+        yield from cut_strings(12)
 
     return _shrink(render, steps(), room, measure)

@@ -6,7 +6,8 @@ answers ``{"memo": {...}}``; as the spec allows, the bare memo dict is taken too
 is read the way real models write it (:mod:`session_graph.llm.replies`: fences, prose,
 ``<think>``, lenient JSON). A reply with no usable memo (cut off, several objects, a
 ``"memo"`` that is not an object) is an error naming the reason, never silently the memo. A memo over its budget gets one compression request
-(:meth:`ModelMemoUpdater.compress`); the session keeps the model's whole memo either way.
+(:meth:`ModelMemoUpdater.compress`); one the model will not compress is shortened without
+it (see ``compression/refused.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import memo_json
-from session_graph.compression.transcript import transcript
+from session_graph.compression.transcript import LEAN_LEGEND, transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
 from session_graph.llm.replies import memo_of, reply_text, structured, structured_data, wanted_object
@@ -65,10 +66,11 @@ def build_memo_prompt(
         "You maintain the memo of a conversation: a JSON object of durable facts.\n"
         f"{rules}\n"
         f"- Keep the memo within {budget} tokens of JSON: merge or drop what matters least.\n"
-        'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.'
+        'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.\n'
+        + LEAN_LEGEND
     )
     # the current memo is shown in the shape the answer must have: small models copy the shape they see
-    body = f'Current memo: {{"memo": {memo_json(memo)}}}\n\nNew messages:\n{transcript(messages)}'
+    body = f'Current memo: {{"memo": {memo_json(memo)}}}\n\nNew messages:\n{transcript(messages, lean=True)}'
     if attachments:
         body += "\n\nAttachments: " + json.dumps(attachments, ensure_ascii=False, default=str)
     return [SystemMessage(content=system), HumanMessage(content=body)]

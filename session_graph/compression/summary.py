@@ -20,7 +20,7 @@ from langchain_core.runnables import Runnable
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import SUMMARY_HEADER
-from session_graph.compression.transcript import transcript
+from session_graph.compression.transcript import LEAN_LEGEND, transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
 from session_graph.llm.replies import summary_text
@@ -54,8 +54,9 @@ def summary_budget(settings: SessionSettings) -> int:
 
 def build_summary_prompt(summary: str, messages: list[BaseMessage], prompt: str | None = None, budget: int = 500) -> list[BaseMessage]:
     """The two messages sent to the summary model."""
-    system = (prompt or DEFAULT_SUMMARY_PROMPT) + f"\nThe whole summary must fit in {budget} tokens: drop old details to stay inside."
-    body = f"Current summary:\n{summary or '(none yet)'}\n\nNew messages:\n{transcript(messages)}"
+    system = ((prompt or DEFAULT_SUMMARY_PROMPT) + f"\nThe whole summary must fit in {budget} tokens: drop old details to stay inside."
+              f"\n{LEAN_LEGEND}")
+    body = f"Current summary:\n{summary or '(none yet)'}\n\nNew messages:\n{transcript(messages, lean=True)}"
     return [SystemMessage(content=system), HumanMessage(content=body)]
 
 

@@ -4,6 +4,10 @@ Tool calls are written ``-> name(args)``, tool results ``tool name: text``, non-
 ``[type ref]`` (inline binary as its digest, never its bytes). Compared with a JSON list of
 message dicts it drops the keys repeated on every message, which were most of what a memo
 model was re-sent.
+
+The lean form (``lean=True``, what memo and summary folds send) writes the roles as one
+letter, ``U:`` user, ``A:`` assistant, ``T name:`` tool, ``S:`` system (``LEAN_LEGEND`` says
+so once per prompt): with short messages the full role names were a fifth of what was sent.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from session_graph.accounting.attachments import summarize_part
 from session_graph.messages import content_parts, role_of
 
-__all__ = ["transcript", "transcript_line"]
+__all__ = ["LEAN_LEGEND", "transcript", "transcript_line"]
+
+LEAN_LEGEND = "Roles: U user, A assistant, T tool result, S system."
+_LEAN = {"user": "U", "assistant": "A", "system": "S", "tool": "T"}
 
 
 def _text(message: BaseMessage) -> str:
@@ -31,11 +38,13 @@ def _text(message: BaseMessage) -> str:
     return " ".join(piece for piece in pieces if piece)
 
 
-def transcript_line(message: BaseMessage) -> str:
-    """One message as a transcript line (multi-line text stays as it is)."""
+def transcript_line(message: BaseMessage, lean: bool = False) -> str:
+    """One message as a transcript line (multi-line text stays as it is); ``lean``: one-letter roles."""
     role = role_of(message)
+    if lean:
+        role = _LEAN.get(role, role)
     if isinstance(message, ToolMessage):
-        role = f"tool {message.name or message.tool_call_id}"
+        role = f"{role} {message.name or message.tool_call_id}" if lean else f"tool {message.name or message.tool_call_id}"
     elif message.name:
         role = f"{role} ({message.name})"
     text = _text(message)
@@ -46,6 +55,6 @@ def transcript_line(message: BaseMessage) -> str:
     return line
 
 
-def transcript(messages: list[BaseMessage]) -> str:
-    """The compact transcript of ``messages``, one line (or paragraph) each."""
-    return "\n".join(transcript_line(message) for message in messages)
+def transcript(messages: list[BaseMessage], lean: bool = False) -> str:
+    """The compact transcript of ``messages``, one line (or paragraph) each (``lean``: one-letter roles)."""
+    return "\n".join(transcript_line(message, lean) for message in messages)

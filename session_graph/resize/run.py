@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.accounting.window import WindowTotals
 from session_graph.errors import MemoUpdateError
+from session_graph.resize.backoff import FOLD_FAILURE, cleared, failed
 from session_graph.resize.policy import Decision
 from session_graph.resize.state import ResizeContext, SessionState
 
@@ -97,7 +98,10 @@ def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> 
         full = _with_late(full, late)
     memo = dict(out["memo"])
     if error is None:
+        memo = cleared(memo, state.memo_cursor, out["memo_cursor"])
         memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
+    elif isinstance(error, MemoUpdateError):  # the model is retried after a back-off, not every turn
+        memo[FOLD_FAILURE] = failed(state.memo, out["memo_cursor"], state.turns)
     new_state = SessionState(
         id=state.id,
         full_chat_history=full,

@@ -25,6 +25,7 @@ from session_graph.display.cards import view_card
 from session_graph.messages import content_parts, role_of
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.state import SessionState
+from session_graph.resize.system_order import arranged_view
 from session_graph.settings import Limits
 
 __all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "truncate_message"]
@@ -180,7 +181,12 @@ class ViewBuilder:
         self._tail: _Tail | None = None
 
     def build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
-        """The view of ``state`` (the same as ``build_view``)."""
+        """The view of ``state`` (the same as ``build_view``), system messages arranged as
+        ``session.view.system_messages`` says (see ``system_order``)."""
+        view = self._build(state, ledger, limits, outside_tokens)
+        return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens)
+
+    def _build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView:
         shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
         memo_key = (id(state.memo), len(state.memo)) if shows_memo else None
         key = (limits, outside_tokens, memo_key, ledger.counter.name)
@@ -276,7 +282,8 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_toke
     ``outside_tokens`` is what the request spends beyond the view (an agent's own system
     prompt, say); it comes off the budget and is included in ``SessionView.tokens``.
     """
-    return _build(state, ledger, limits, outside_tokens)[0]
+    view = _build(state, ledger, limits, outside_tokens)[0]
+    return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens)
 
 
 def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> tuple[SessionView, _Tail | None]:

@@ -29,7 +29,8 @@ def test_lite_folds_everything_past_the_cursor_then_prunes(api: Api) -> None:
     assert session.memo["last_resize"] == {"type": "lite", "turn": 2, "reason": "force"}
     assert session.memo_cursor == 4 and len(window) == 2
     (first,) = model.prompts
-    assert [line.rstrip(".") for line in sent_lines(first)] == ["user: u0", "assistant: a0", "user: u1", "assistant: a1"]
+    assert [line.rstrip(".") for line in sent_lines(first)] == ["U: u0", "A: a0", "U: u1", "A: a1"]  # lean roles
+    assert "Roles: U user, A assistant, T tool result, S system." in first[0].content
     assert "Update the memo dictionary" in first[0].content and "within 496 tokens" in first[0].content
     chat(session, 1, start=2)
     api.resize(session, "lite")
@@ -52,7 +53,7 @@ def test_deep_folds_in_chunks_under_the_limit_and_passes_attachments(api: Api) -
     assert len(model.prompts) >= 2
     folded = [line for prompt in model.prompts for line in sent_lines(prompt)]
     assert len(folded) == len(session.full_chat_history)  # everything once, nothing twice
-    assert folded[0] == "user: see [image_url https://x.test/cat.png]"
+    assert folded[0] == "U: see [image_url https://x.test/cat.png]"
     attachments = json.loads(model.prompts[0][1].content.split("Attachments: ", 1)[1])
     assert attachments == [{"type": "image_url", "ref": "https://x.test/cat.png", "meta": {"width": 10, "height": 20}}]
     assert session.memo_cursor == len(session.full_chat_history)
@@ -88,7 +89,7 @@ def test_a_malformed_reply_is_an_error_never_the_memo(api: Api, reply: str, word
     session.memo["old"] = "kept"
     with pytest.raises(MemoUpdateError, match=words) as caught:
         api.resize(session, "lite")
-    assert session.memo == {"old": "kept"}
+    assert session.memo_for_model == {"old": "kept"}  # the failure is recorded for the back-off only
     assert session.memo_cursor == 0 and caught.value.memo_cursor == 0 and caught.value.pending == 6
     assert len(session.current_chat_history) == 6  # nothing the memo does not cover left
 
@@ -134,7 +135,8 @@ def test_a_model_exception_is_reported(api: Api, broken_model: BrokenModel) -> N
     session = chat(Session(model=broken_model).use_memo(messages=2), 2)
     with pytest.raises(MemoUpdateError, match="provider unavailable"):
         api.resize(session, "lite")
-    assert len(session.current_chat_history) == 4 and session.memo == {}
+    assert len(session.current_chat_history) == 4 and session.memo_for_model == {}
+    assert session.memo["fold_failure"] == {"cursor": 0, "count": 1, "turn": 2, "retry": 2}  # retried on the next resize
 
 
 def test_memo_mode_without_a_model_says_how_to_fix_it(api: Api) -> None:

@@ -44,24 +44,32 @@ def test_an_over_budget_memo_gets_one_compression_request_and_the_compression_is
 
 
 @pytest.mark.parametrize("compression", ["not json at all", json.dumps({"memo": "a string"}), None])
-def test_when_the_compression_fails_the_whole_memo_is_kept_and_shown_as_valid_json(api: Api, compression: str | None) -> None:
+def test_when_the_compression_fails_the_memo_is_shortened_without_the_model_and_not_asked_again(
+    api: Api, compression: str | None
+) -> None:
     big = {"first": "old " * 30, "facts": [f"fact {i}" for i in range(60)], "newest": "the newest key"}
     replies = [memo_reply(big)] + ([compression] if compression is not None else [memo_reply(big)])
     model = fake_model(*replies)
     session = chat(memo_session(model), 3)
     api.resize(session, "lite")
     assert len(model.prompts) == 2  # one compression request, never more
-    assert session.memo_for_model == big  # stored whole: the next fold is fed all of it
+    stored = session.memo_for_model  # shortened as the view shortens it: what the model would see
+    assert stored["newest"] == "the newest key" and stored["facts"][-1] == "fact 59" and "fact 0" not in stored["facts"]
+    refused = session.memo["compression_refused"]
+    assert refused > 60  # the size the model would not compress
     message, shown = memo_shown(session)
-    assert message_tokens(message, session.counter) <= 60
-    assert shown["newest"] == "the newest key"  # the newest key is kept
-    assert "first" not in shown or shown["facts"][-1] == "fact 59"  # oldest list items and keys go first
-    assert message.response_metadata["session_graph"]["shortened"] is True
+    assert message_tokens(message, session.counter) <= 60 and shown == stored
+    grown = {**stored, "more": [f"fact {i}" for i in range(60, 70)]}
     chat(session, 2, start=3)
+    model.responses, model.i = [memo_reply(grown)], 0
+    api.resize(session, "lite")
+    assert len(model.prompts) == 3  # over its budget again, but not doubled: not asked again
+    assert json.loads(model.prompts[-1][1].content.split("Current memo: ", 1)[1].split("\n\nNew messages:")[0]) == {"memo": stored}
+    assert message_tokens(memo_shown(session)[0], session.counter) <= 60
+    chat(session, 2, start=5)
     model.responses, model.i = [memo_reply(small := {"ok": 1})], 0
     api.resize(session, "lite")
-    assert json.loads(model.prompts[-1][1].content.split("Current memo: ", 1)[1].split("\n\nNew messages:")[0]) == {"memo": big}
-    assert session.memo_for_model == small
+    assert session.memo_for_model == small and "compression_refused" not in session.memo  # compliant again
 
 
 def test_a_summary_over_budget_is_compressed_once_and_the_next_fold_gets_it_whole(api: Api) -> None:
@@ -81,14 +89,17 @@ def test_a_summary_over_budget_is_compressed_once_and_the_next_fold_gets_it_whol
 
 
 @pytest.mark.parametrize("compression", ["", "   ", "<think>only thinking</think>"])
-def test_a_summary_compression_with_no_text_keeps_the_whole_summary(api: Api, compression: str) -> None:
+def test_a_summary_compression_with_no_text_shortens_the_summary_without_the_model(api: Api, compression: str) -> None:
     long = "Overview: x\nKey facts and decisions:\n" + "\n".join(f"- detail {i}" for i in range(200))
     model = fake_model(long, compression)
     session = Session(model=model).configure(mode="summary", limit={"tokens": 400})
     session.set_settings("session.summary.reserve_tokens", 80)
     chat(session, 20, size=40)
     api.resize(session, "lite")
-    assert len(model.prompts) == 2 and session.memo["summary"] == long  # documented fallback, no error
+    assert len(model.prompts) == 2  # documented fallback, no error
+    stored = session.memo["summary"]
+    assert stored.startswith("Overview: x\nKey facts and decisions:\n") and stored.endswith("- detail 199")
+    assert "- detail 0\n" not in stored and message_tokens(SystemMessage(content=SUMMARY_HEADER + stored), session.counter) <= 80
     assert session.view().tokens <= 400
 
 

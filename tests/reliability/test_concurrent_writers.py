@@ -145,6 +145,9 @@ def factory(key):
     session.set_settings("session.resize.every_n_turns", 0)
     if mode == "memo":
         session.use_memo(messages=6)
+    elif mode == "memo-chars":  # a char limit: folds are planned by size, a resize every turn
+        session.use_memo(chars=400)
+        session.set_settings("session.resize.every_n_turns", 1)
     return session
 
 manager = SessionManager(open_store(spec), tenant=tenant, session_factory=factory)
@@ -182,9 +185,11 @@ def test_three_processes_on_one_key_keep_window_and_turns(kind: str, store: Sess
 
 
 @pytest.mark.slow  # several processes: opt-in locally (SESSION_GRAPH_SLOW_TESTS=1), on in CI
-def test_three_processes_in_memo_mode_fold_each_message_exactly_once(kind: str, store: SessionStore, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["memo", "memo-chars"])
+def test_three_processes_in_memo_mode_fold_each_message_exactly_once(kind: str, store: SessionStore, tmp_path: Path,
+                                                                     mode: str) -> None:
     tenant = fresh_tenant()
-    race(kind, tmp_path, tenant, "memo")
+    race(kind, tmp_path, tenant, mode)
     stored = loaded(store, tenant, "shared")
 
     def fold(memo, messages, attachments, settings):  # type: ignore[no-untyped-def]

@@ -42,6 +42,7 @@ def memo_session_with_every_kind_of_resize(api: Api) -> Session:
     model = fake_model(*(memo_reply({"likes": "tea", "folds": list(range(n))}) for n in range(1, 9)))
     session = Session("trace-1", model=model).use_memo(chars=400, every_n_turns=4)
     session.set_settings("session.memo.chunk_tokens", 40)
+    session.set_settings("session.memo.fold_min_ratio", 0.25)  # a lite resize folds once a quarter of the limit waits
     chat(session, 4, size=30)
     api.resize(session)  # every 4 turns: lite, folds what waits
     chat(session, 6, size=30, start=4)

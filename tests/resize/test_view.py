@@ -136,7 +136,7 @@ def test_summary_mode_folds_only_what_leaves_and_only_once(api: Api) -> None:
 
     session = summary_session(150, 60, handler=summarize)
     session.append_message(SystemMessage(content="sys"))
-    for i in range(12):
+    for i in range(24):
         chat(session, 1, size=20, start=i)
         if session.judge_resize():
             api.resize(session)
@@ -165,7 +165,7 @@ def test_the_default_summary_prompt_is_structured_and_replaceable(api: Api) -> N
         assert section in prompt[0].content
     assert prompt[0].content.startswith(DEFAULT_SUMMARY_PROMPT)
     assert "must fit in 28 tokens" in prompt[0].content  # the reserve (40) less the message header
-    assert prompt[1].content.startswith("Current summary:\n(none yet)\n\nNew messages:\nuser: u0")
+    assert prompt[1].content.startswith("Current summary:\n(none yet)\n\nNew messages:\nU: u0")  # lean roles
     assert session.memo["summary"].startswith("Overview: tea talk")
     session.set_settings("session.summary.prompt", "Summarize in one sentence.")
     chat(session, 4, size=20, start=6)

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import plan_chunks
+from session_graph.compression.pieces import fold_batches
 from session_graph.messages import role_of
+from session_graph.resize.backoff import fold_suspended
 from session_graph.resize.nodes.lite_prune import prune_plan
 from session_graph.resize.state import ResizeContext, SessionState
 
 
-def chunk_plan(messages: list[BaseMessage], state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:
-    """[start, end) chunks of ``messages`` for one fold call each: under ``session.memo.chunk_tokens``
-    tokens under a token budget, else under the char limit (and four chars a chunk token)."""
+def chunk_size(state: SessionState, ctx: ResizeContext) -> tuple[Callable[[BaseMessage], int], int]:
+    """How a fold's chunk is measured and the most it may hold: ``session.memo.chunk_tokens``
+    tokens under a token budget, else the char limit (and four chars a chunk token)."""
     limits = state.settings.resolved()
-    roles = [role_of(m) for m in messages]
     if limits.tokens:
-        return plan_chunks(roles, [ctx.tokens(m) for m in messages], limits.chunk_tokens)
-    cap = min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
-    return plan_chunks(roles, [ctx.size(m) for m in messages], cap)
+        return ctx.tokens, limits.chunk_tokens
+    return ctx.size, min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
+
+
+def chunk_plan(messages: list[BaseMessage], state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:
+    """[start, end) chunks of whole units of ``messages`` under ``chunk_size``; a unit larger
+    than that is a chunk of its own, which ``fold_batches`` sends in bounded pieces."""
+    measure, cap = chunk_size(state, ctx)
+    return plan_chunks([role_of(m) for m in messages], [measure(m) for m in messages], cap)
+
+
+def batches(messages: list[BaseMessage], state: SessionState, ctx: ResizeContext) -> list[list[BaseMessage]]:
+    """One chunk's messages as model calls, each under ``chunk_size`` (see ``fold_pieces``)."""
+    measure, cap = chunk_size(state, ctx)
+    return fold_batches(messages, cap, measure)
 
 
 def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[int, int] | None:
@@ -36,8 +50,8 @@ def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[
     limits = state.settings.resolved()
     full, cursor = state.full_chat_history, state.memo_cursor
     pending = [m for m in full[cursor:] if m.id not in state.memo_ahead] if state.memo_ahead else full[cursor:]
-    if not enabled or not pending:
-        return None
+    if not enabled or not pending or fold_suspended(state.memo, state.turns, ctx.force):
+        return None  # nothing to fold, or a failing model's back-off is running (see fold_backoff)
     if not ctx.force:
         window = state.current_chat_history
         plan = prune_plan(state, ctx, pinned=False)

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
 from session_graph.accounting.window import BOUNDARY_ROLES
 from session_graph.messages import role_of
+from session_graph.resize.backoff import prune_unpinned
 from session_graph.resize.ledger import system_prompt
 from session_graph.resize.state import ResizeContext, SessionState
 
@@ -38,7 +39,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         return PrunePlan(0, totals.chars, totals.count)
     window = window[skip:]
     pinned_from = None
-    if pinned and (limits.memo_enabled or limits.summary_enabled):
+    if pinned and (limits.memo_enabled or limits.summary_enabled) and not prune_unpinned(state.memo):
         for position, message in enumerate(window):
             index = ctx.index_of(message)
             if index is not None and index >= state.memo_cursor:

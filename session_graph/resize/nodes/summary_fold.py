@@ -2,12 +2,12 @@
 
 When the prune would drop messages the summary does not cover yet (see
 ``deep_chunk.fold_range``), it folds everything past the cursor, in token-bounded chunks, one
-model call each, each fed the previous summary whole. A summary over its budget gets one
-compression request; the model's whole summary is kept either way (the view shortens it by
-structure, never a silent cut).
+model call each (an oversize message in pieces, see ``compression/pieces.py``), each fed the previous
+summary whole. A summary over its budget gets one compression request, and is shortened
+without the model, visibly, when it will not compress (see ``compression/refused.py``).
 A reply that ignores the chunk it was fed (the previous summary unchanged, or none of the
 chunk's content) is asked for again once, then the fold fails on it: those messages stay in
-the window and the trace records why (``fold_check``).
+the window and the trace records why (``compression/fold_check.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from langgraph.runtime import Runtime
 from session_graph._base.flow import Flow
 from session_graph.compression.context import SUMMARY_HEADER
 from session_graph.compression.fold_check import checked_summary_fold
+from session_graph.compression.pieces import completed
+from session_graph.compression.refused import COMPRESSION_REFUSED, compressed, shorten_summary
 from session_graph.errors import MemoUpdateError
 from session_graph.resize.ledger import system_prompt
-from session_graph.resize.nodes.deep_chunk import advanced, chunk_plan, fold_range
-from session_graph.resize.nodes.memo_update import compressed
+from session_graph.resize.nodes.deep_chunk import advanced, batches, chunk_plan, fold_range
 from session_graph.resize.state import ResizeContext, SessionState
 
 
@@ -49,6 +50,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
         return advanced(state, cut)
     leaving = [state.full_chat_history[i] for i in indices]
     summary, cursor = state.memo.get("summary", ""), state.memo_cursor
+    refused = int(state.memo.get(COMPRESSION_REFUSED, 0))
 
     def measure(text: str) -> int:
         return ctx.measure_context(SystemMessage(content=SUMMARY_HEADER + text))
@@ -60,9 +62,14 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
                     "summary mode needs a chat model or a summary handler: pass Session(model=...) or "
                     "session.set_summary_handler(fn), or switch to lite mode with session.use_lite()."
                 )
-            folded = yield from checked_summary_fold(ctx.summarize, summary, leaving[start:end], state.settings)
-            if not isinstance(folded, str) or not folded.strip():
-                raise MemoUpdateError(f"the summary handler returned {folded!r:.80}; it must return the summary text.")
+            folded, done = summary, start
+            for batch in batches(leaving[start:end], state, ctx):  # an oversize message goes in pieces
+                folded = yield from checked_summary_fold(ctx.summarize, folded, batch, state.settings)
+                if not isinstance(folded, str) or not folded.strip():
+                    raise MemoUpdateError(f"the summary handler returned {folded!r:.80}; it must return the summary text.")
+                if completed(batch):  # the messages a batch completes are covered, even if a later batch fails
+                    done += completed(batch)
+                    summary, cursor = folded, indices[done - 1] + 1
         except Exception as error:  # keep the window: nothing leaves that the summary does not cover
             failure = MemoUpdateError(
                 f"summary fold failed on messages {cursor}..{cut - 1}: {error} "
@@ -75,6 +82,9 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
             if cursor > state.memo_cursor:  # the chunks folded before the failure are kept
                 update.update(memo={**state.memo, "summary": summary}, **advanced(state, cursor))
             return update
-        summary = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str)
+        summary, refused = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str,
+                                                 lambda text: shorten_summary(text, limits.reserve_tokens, ctx.measure_context),
+                                                 refused)
         cursor = indices[end - 1] + 1
-    return {"memo": {**state.memo, "summary": summary}, **advanced(state, cut)}
+    memo = {key: value for key, value in state.memo.items() if key != COMPRESSION_REFUSED}
+    return {"memo": {**memo, "summary": summary, **({COMPRESSION_REFUSED: refused} if refused else {})}, **advanced(state, cut)}

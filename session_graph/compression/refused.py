@@ -1,0 +1,81 @@
+"""A summary or memo over its budget: one compression request, then compress without the model.
+
+A fold's reply over the reserve gets one request to rewrite it within the budget. A model
+that will not compress (it fails, answers nothing shorter, or still over the budget) would be
+asked again after every fold, each time re-sent the whole, growing summary. So:
+
+- what it answers is shortened here without it, the way the view shortens it (``context.py``:
+  oldest list items and entries, the largest sections cut visibly keeping their newest part),
+  and that is what the session stores and feeds the next fold: what the model would have seen;
+- the size it refused at is recorded in the memo under ``COMPRESSION_REFUSED`` (hidden from
+  the model), and it is not asked again until a reply has grown to twice that size: at most
+  one compression request per doubling of the summary. A reply within half its budget clears
+  it (a reply just within it is often the last shortening plus a few lines).
+
+Without a model (a user's handler), nothing is asked and the reply is stored whole (the view
+shortens it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import json
+import logging
+from typing import Any
+
+from langchain_core.messages import SystemMessage
+
+from session_graph._base.flow import Flow
+from session_graph.compression.context import MEMO_HEADER, SHORTENED_NOTE, SUMMARY_HEADER, fit_context, memo_json
+
+__all__ = ["COMPRESSION_REFUSED", "compressed", "shorten_memo", "shorten_summary"]
+
+log = logging.getLogger("session_graph")
+
+COMPRESSION_REFUSED = "compression_refused"
+Measure = Callable[[Any], int]
+
+
+def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int]) -> str:
+    """``text`` shortened as the view shortens it, to fit ``room`` tokens with its header."""
+    fitted = fit_context(SystemMessage(content=SUMMARY_HEADER + text), room, measure_context)
+    if fitted is None:
+        return text
+    body = fitted.text[len(SUMMARY_HEADER) :]
+    return body[: -len(SHORTENED_NOTE)] if body.endswith(SHORTENED_NOTE) else body
+
+
+def shorten_memo(memo: dict[str, Any], room: int, measure_context: Callable[[Any], int]) -> dict[str, Any]:
+    """``memo`` shortened as the view shortens it, to fit ``room`` tokens with its header."""
+    fitted = fit_context(SystemMessage(content=MEMO_HEADER + memo_json(memo)), room, measure_context)
+    return memo if fitted is None else json.loads(fitted.text[len(MEMO_HEADER) :])
+
+
+def compressed(
+    value: Any, budget: int, measure: Measure, compress: Any, valid: type, shorten: Callable[[Any], Any], refused: int
+) -> Flow[tuple[Any, int]]:
+    """``(value to store, refusal record)`` for a fold's reply ``value`` (see the module docstring).
+
+    ``compress`` is a flow factory ``(value, budget, tokens)`` or None; ``shorten`` shortens a
+    value to ``budget`` without a model; ``refused`` is the recorded refusal (0: none).
+    """
+    tokens = measure(value)
+    if tokens <= budget:  # within its budget; well within it, the model honours budgets again
+        return value, 0 if 2 * tokens <= budget else refused
+    if compress is None:
+        return value, refused
+    if refused and tokens < 2 * refused:  # the model would not compress: not asked until it doubled
+        return shorten(value), refused
+    try:
+        shorter = yield from compress(value, budget, tokens)
+    except Exception as error:  # documented fallback: shortened here
+        log.warning("compression request failed (%s); shortening the reply without the model", error)
+        shorter = None
+    if isinstance(shorter, valid) and shorter:
+        size = measure(shorter)
+        if size <= budget:
+            return shorter, 0
+        if size < tokens:
+            value = shorter
+    log.warning("the model did not compress within %d tokens; shortened without it, not asked again until it doubles", budget)
+    return shorten(value), tokens
