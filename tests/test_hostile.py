@@ -45,7 +45,9 @@ class SmallContextSummarizer:
         if self.broken or sent > self.limit:
             raise RuntimeError(f"context length exceeded ({sent} characters)")
         self.seen.extend(m.id for m in messages)
-        return "Overview: the conversation\nKey facts and decisions:\n- " + ", ".join(sorted({m.id or "" for m in messages}))[:200]
+        # names what it was fed, by id and by its opening words (a summary that takes in its input)
+        return ("Overview: the conversation\nKey facts and decisions:\n- " + ", ".join(sorted({m.id or "" for m in messages}))[:200]
+                + "\n- " + "; ".join(str(m.text)[:30] for m in messages)[:300])
 
 
 def window_tokens(session: Session) -> int:
@@ -128,7 +130,7 @@ def test_a_failing_memo_model_under_a_char_limit_backs_off_and_the_prompt_stays_
 
 
 def test_the_back_off_doubles_in_turns_a_forced_resize_retries_and_the_record_survives_a_save(tmp_path: Any) -> None:
-    from session_graph.resize.backoff import failed, fold_suspended, prune_unpinned
+    from session_graph.compression.backoff import failed, fold_suspended, prune_unpinned
 
     waits = []
     memo: dict[str, Any] = {}

@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from session_graph.resize.backoff import FOLD_FAILURE
+from session_graph.compression.backoff import FOLD_FAILURE
 from session_graph.settings import Limits
 
 __all__ = ["MEMO_HEADER", "SHORTENED_NOTE", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]

@@ -13,8 +13,8 @@ from langchain_core.messages import BaseMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.accounting.window import WindowTotals
+from session_graph.compression.backoff import FOLD_FAILURE, cleared, failed
 from session_graph.errors import MemoUpdateError
-from session_graph.resize.backoff import FOLD_FAILURE, cleared, failed
 from session_graph.resize.policy import Decision
 from session_graph.resize.state import ResizeContext, SessionState
 

@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from session_graph import MemoUpdateError, Session, WindowTotals, message_chars
 from session_graph.accounting.window import unit_starts
+from session_graph.compression.backoff import prune_unpinned
 from session_graph.messages import role_of
-from session_graph.resize.backoff import prune_unpinned
 
 TEXT = st.text(alphabet=st.sampled_from(list("abc xyz.") + list("中文字符") + ["\n"]), min_size=0, max_size=60)
 

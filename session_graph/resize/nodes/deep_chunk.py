@@ -9,9 +9,9 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import plan_chunks
+from session_graph.compression.backoff import fold_suspended
 from session_graph.compression.pieces import fold_batches
 from session_graph.messages import role_of
-from session_graph.resize.backoff import fold_suspended
 from session_graph.resize.nodes.lite_prune import prune_plan
 from session_graph.resize.state import ResizeContext, SessionState
 

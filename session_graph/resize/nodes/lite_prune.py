@@ -8,8 +8,8 @@ from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
 from session_graph.accounting.window import BOUNDARY_ROLES
+from session_graph.compression.backoff import prune_unpinned
 from session_graph.messages import role_of
-from session_graph.resize.backoff import prune_unpinned
 from session_graph.resize.ledger import system_prompt
 from session_graph.resize.state import ResizeContext, SessionState
 
