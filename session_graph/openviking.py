@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from session_graph._paths import folder_name, inside, read_text, replace_text
-from session_graph.errors import DocumentError, MessageError
+from session_graph.errors import DocumentError, MessageError, StoreError
 from session_graph.parts import ToolPart, dumps_line, line_to_messages, message_parts, messages_to_line
 from session_graph.state import SessionState
 
