@@ -106,7 +106,7 @@ def test_openviking_imports_name_the_bad_file(tmp_path: Path, kind: str) -> None
     else:
         live.write_text(_ov_line("ok")[:-1] + ', "extra": ' + "[" * 5000 + "]" * 5000 + "}\n")
     manager = SessionManager(tmp_path / "store")
-    with pytest.raises((StoreError, DocumentError), match="messages.jsonl"):
+    with pytest.raises((StoreError, DocumentError), match=r"messages\.jsonl"):
         manager.import_openviking(folder)
     assert manager.list_sessions() == []
 
@@ -121,6 +121,6 @@ def test_nanobot_imports_name_the_bad_file(tmp_path: Path, kind: str) -> None:
     else:
         file.write_text(header + '{"role": "user", "content": ' + "[" * DEEP + "]" * DEEP + "}\n")
     manager = SessionManager(tmp_path / "store")
-    with pytest.raises((StoreError, DocumentError), match="cli_direct.jsonl"):
+    with pytest.raises((StoreError, DocumentError), match=r"cli_direct\.jsonl"):
         manager.import_nanobot(file)
     assert manager.list_sessions() == []
