@@ -48,11 +48,11 @@ from langgraph.store.base import (
 )
 import yaml
 
-from session_graph._paths import fresh_file, inside
+from session_graph._base.paths import fresh_file, inside
 from session_graph.errors import StoreError
 from session_graph.memory.bm25 import Bm25
 from session_graph.memory.items import searchable_text
-from session_graph.stores.files import decode_name, encode_name, lock_file, unlock_file
+from session_graph._base.files import decode_name, encode_name, lock_file, unlock_file
 
 __all__ = ["FileMemoryStore", "matches_filter"]
 

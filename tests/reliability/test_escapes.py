@@ -108,7 +108,7 @@ def test_a_hostile_archive_name_in_stored_state_never_escapes_an_export(tmp_path
     session.state.archives = {"next": 2, "done": {name: {"start": 0, "end": 1, "abstract": "x", "overview": "y"}}}
     root = tmp_path / "exp"
     before = tree(tmp_path, skip=root)
-    from session_graph.openviking import write_openviking_session
+    from session_graph.interop.openviking import write_openviking_session
 
     with pytest.raises(DocumentError):
         write_openviking_session(session.state, root)
