@@ -25,7 +25,7 @@ from session_graph.errors import DocumentError, StoreError
 
 __all__ = ["folder_name", "fresh_file", "inside", "plain_name", "read_text", "replace_text"]
 
-MAX_NAME_BYTES = 200  # below every common file system's 255, leaving room for a suffix
+MAX_NAME_BYTES = 240  # below every common file system's 255, leaving room for the temporary-file suffix
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 

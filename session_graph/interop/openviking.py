@@ -122,8 +122,9 @@ def write_openviking_session(state: SessionState, directory: str | os.PathLike[s
     Every path comes from data (the session id, archive names, tool-call ids), so each is
     checked to stay inside ``directory`` (a tool id that is not a plain name gets a safe
     stand-in folder; the id itself stays in ``tool.json``). A file already there is replaced
-    only when nothing in it would be lost: each of its lines is in what is written (a
-    re-export, or an export of what was imported), or its text is the same. Everything is
+    only when nothing in it would be lost: each of its lines is in one of the message files
+    written (a re-export, an export of what was imported, or after a commit moved live
+    messages into an archive), or its text is the same. Everything is
     checked before the first file is written.
 
     Raises:
@@ -159,9 +160,10 @@ def write_openviking_session(state: SessionState, directory: str | os.PathLike[s
                           "time": {"created": created}}
                 files.append((f"{name}/tools/{folder_name(str(part.tool_id))}/tool.json",
                               json.dumps(record, ensure_ascii=False), False))
+    written = "".join(text for _, text, by_lines in files if by_lines)  # a commit moves live lines into an archive
     for path, text, by_lines in files:  # check all before writing any
         old = read_text(root, path, "export target")
-        if old is not None and old != text and not (by_lines and covered(old, text)):
+        if old is not None and old != text and not (by_lines and covered(old, written)):
             raise StoreError(
                 f"{root / path} changed since session_graph last read or wrote it (it holds what this export would drop); "
                 "nothing was written. Import it again first (import_openviking(..., on_existing='replace')) or export "

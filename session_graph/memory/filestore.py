@@ -189,7 +189,7 @@ class FileMemoryStore(BaseStore):
             self._forget(path)
             return
         now = datetime.now(UTC).isoformat()
-        inside(self.root, path.relative_to(self.root), "memory file")  # never written through a linked folder
+        inside(self.root, path.parent.relative_to(self.root), "memory folder")  # never written through a linked folder
         old = self._get(namespace, op.key)
         if old is None and (path.is_symlink() or path.exists()) and str(path) in self.damaged:
             os.replace(path, path.with_name(path.name + ".damaged"))  # kept for a person to look at, out of search

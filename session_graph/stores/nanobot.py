@@ -261,7 +261,8 @@ def write_nanobot_session(
 
 def _covered(old: str, new: str) -> bool:
     """Whether writing ``new`` over ``old`` loses nothing: each of its records is in ``new`` (the
-    metadata record compared without ``updated_at``, which moves when messages are added)."""
+    metadata record compared by its session key only: its times, metadata and archive marks
+    change with the session, and no message lives in it)."""
     def values(text: str) -> list[str] | None:
         out = []
         for line in text.split("\n"):
@@ -272,7 +273,7 @@ def _covered(old: str, new: str) -> bool:
             except (ValueError, RecursionError):
                 return None
             if isinstance(value, dict) and value.get("_type") == "metadata":
-                value = {k: v for k, v in value.items() if k != "updated_at"}
+                value = {"_type": "metadata", "key": value.get("key")}
             out.append(json.dumps(value, sort_keys=True))
         return out
 

@@ -86,8 +86,9 @@ def test_a_cancelled_turn_keeps_the_input_after_a_restart(tmp_path: Path, cancel
     assert stored_contents(store) == Counter({"cancel me": 1})
 
 
-def test_a_process_that_dies_in_the_model_call_loses_no_input(tmp_path: Path) -> None:
-    """A real restart: the child process is killed while the model call hangs."""
+@pytest.mark.parametrize("dying_call", [0, 1])
+def test_a_process_that_dies_in_the_model_call_loses_no_input(tmp_path: Path, dying_call: int) -> None:
+    """A real restart: the child process dies inside the first or the second model call of a turn."""
     store = tmp_path / "sessions"
     script = textwrap.dedent(f"""
         import os, sys, time
@@ -101,9 +102,12 @@ def test_a_process_that_dies_in_the_model_call_loses_no_input(tmp_path: Path) ->
 
         class Dies(type(model())):
             def _generate(self, *args, **kwargs):
-                os._exit(17)  # the process dies inside the provider call: no cleanup runs
+                if len(self.prompts) == {dying_call}:
+                    os._exit(17)  # the process dies inside the provider call: no cleanup runs
+                return super()._generate(*args, **kwargs)
 
-        agent = create_agent(Dies(messages=iter([])), tools=[lookup],
+        llm = model()
+        agent = create_agent(Dies(messages=llm.messages), tools=[lookup],
                              middleware=[SessionMiddleware(manager=SessionManager({str(store)!r}))],
                              checkpointer=InMemorySaver())
         agent.invoke({{"messages": [HumanMessage(content="typed before the crash")]}},
@@ -112,6 +116,8 @@ def test_a_process_that_dies_in_the_model_call_loses_no_input(tmp_path: Path) ->
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 17, done.stderr
     assert stored_contents(store) == Counter({"typed before the crash": 1})
+    session = SessionManager(store).get("t1")
+    assert [m.type for m in session.full_chat_history] == (["human"] if dying_call == 0 else ["human", "ai", "tool"])
 
 
 @pytest.mark.parametrize("existing", [False, True])

@@ -15,7 +15,7 @@ import time
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
-from stores_util import store_spec
+from stores_util import fresh_tenant, store_spec
 
 from session_graph.stores import SessionManager, open_store
 from session_graph.stores.lease import CommitLease
@@ -26,7 +26,7 @@ WORKER = textwrap.dedent('''
     from langgraph.store.sqlite import SqliteStore
     from session_graph.memory import MemoryConfig
     from session_graph.stores import SessionManager, open_store
-    spec, memory_file, calls_file, barrier = sys.argv[1:5]
+    spec, memory_file, calls_file, barrier, tenant = sys.argv[1:6]
 
     class Counting(FakeListChatModel):
         def _call(self, *args, **kwargs):
@@ -40,7 +40,7 @@ WORKER = textwrap.dedent('''
     store = SqliteStore(sqlite3.connect(memory_file, check_same_thread=False, isolation_level=None, timeout=30))
     store.setup()
     memory = MemoryConfig(store=store, user="alice", agent="coder")
-    manager = SessionManager(open_store(spec), memory=memory)
+    manager = SessionManager(open_store(spec), memory=memory, tenant=tenant)
     pathlib.Path(barrier, str(os.getpid())).touch()
     deadline = time.monotonic() + 120
     while len(os.listdir(barrier)) < 2 and time.monotonic() < deadline:
@@ -52,17 +52,17 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
 def test_two_processes_committing_one_session_run_the_model_once(kind: str, tmp_path: Path) -> None:
-    spec = store_spec(kind, tmp_path)
-    manager = SessionManager(open_store(spec))
+    spec, tenant = store_spec(kind, tmp_path), fresh_tenant()
+    manager = SessionManager(open_store(spec), tenant=tenant)
     session = manager.get_or_create("k")
     session.append_message(HumanMessage(content="I like fast tests."))
     session.append_message(AIMessage(content="Noted."))
     manager.save(session)
     (tmp_path / "barrier").mkdir()
     calls = tmp_path / "calls"
-    args = [spec, str(tmp_path / "memory.sqlite3"), str(calls), str(tmp_path / "barrier")]
+    args = [spec, str(tmp_path / "memory.sqlite3"), str(calls), str(tmp_path / "barrier"), tenant]
     # the memory store's tables, made once before the race
     import sqlite3
 
@@ -80,7 +80,7 @@ def test_two_processes_committing_one_session_run_the_model_once(kind: str, tmp_
     assert statuses == ["committed", "skipped"], outputs  # the second found the archive done
     pids = calls.read_text().split()
     assert len(pids) == 2 and len(set(pids)) == 1  # summary + extraction, by one process only
-    stored = SessionManager(open_store(spec)).get("k")
+    stored = SessionManager(open_store(spec), tenant=tenant).get("k")
     assert list(stored.state.archives["done"]) == ["archive_001"] and not stored.state.archives.get("pending")
 
 

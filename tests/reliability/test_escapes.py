@@ -374,3 +374,36 @@ def test_an_export_never_overwrites_another_sessions_file(tmp_path: Path) -> Non
     with pytest.raises(StoreError, match="changed since"):
         manager.export("chat1", "nanobot", root)
     assert tree(tmp_path, skip=tmp_path / "store") == before
+
+
+def test_a_re_export_after_a_commit_moved_messages_into_an_archive_is_allowed(tmp_path: Path) -> None:
+    """Our own commit moves live lines into history/archive_001: nothing is lost, so no refusal."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langgraph.store.memory import InMemoryStore
+
+    from session_graph.memory import MemoryConfig
+
+    manager = SessionManager(tmp_path / "store", memory=MemoryConfig(store=InMemoryStore(), user="a", agent="b"))
+    session = manager.get_or_create("c")
+    session.append_message(HumanMessage(content="hi"))
+    session.append_message(AIMessage(content="hello"))
+    manager.save(session)
+    manager.export("c", "openviking", tmp_path / "exp")
+    session.handlers.model = FakeListChatModel(responses=["# Session Summary\n**Overview**: hi | done", json.dumps({"memories": []})])
+    assert manager.commit(session)["status"] == "committed"
+    folder = Path(manager.export("c", "openviking", tmp_path / "exp"))
+    assert "hello" in (folder / "history" / "archive_001" / "messages.jsonl").read_text()
+    assert (folder / "messages.jsonl").read_text() == ""
+
+
+def test_a_nanobot_re_export_after_our_own_metadata_changed_is_allowed(tmp_path: Path) -> None:
+    manager = SessionManager(tmp_path / "store")
+    session = manager.get_or_create("chat1")
+    session.append_message(HumanMessage(content="hi"))
+    manager.save(session)
+    manager.export("chat1", "nanobot", tmp_path / "exp")
+    session.metadata["topic"] = "travel"
+    session.append_message(AIMessage(content="hello"))
+    manager.save(session.touch())
+    path = Path(manager.export("chat1", "nanobot", tmp_path / "exp"))
+    assert "travel" in path.read_text() and "hello" in path.read_text()
