@@ -35,7 +35,7 @@ LAYERS: list[list[str]] = [
     ["memory"],
     ["interop"],
     ["commit"],
-    ["retrieval"],  # issue 23 (recall) adds this package; move it if its imports say otherwise
+    ["retrieval"],
     ["session"],
     ["stores"],
     ["integrations"],
