@@ -125,7 +125,8 @@ def decide_prompt(entries: list[dict[str, Any]]) -> list[BaseMessage]:
         lines = [f"Candidate {index} ({candidate['category']}; allowed: {', '.join(entry['ops'])}):",
                  json.dumps({k: candidate.get(k) for k in ("key", "abstract", "content")}, ensure_ascii=False)]
         for ref, hit in entry["hits"].items():
-            lines.append(f"  {ref} [{hit['key']}]: {hit['abstract']}\n    {hit['content']}")
+            body = "\n".join(f"    {line}" for line in str(hit["content"]).splitlines() or [""])
+            lines.append(f"  {ref} [{hit['key']}]: {hit['abstract']}\n{body}")  # every line indented: a multi-line memory stays under its ref
         blocks.append("\n".join(lines))
     return [SystemMessage(content=DECIDE_SYSTEM), HumanMessage(content="\n\n".join(blocks))]
 
