@@ -67,7 +67,8 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
 def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = None) -> dict[str, Any]:
     """What the decide step is shown of a stored item."""
     return {"key": key, "kind": kind, "score": score, "abstract": value.get("abstract", ""),
-            "content": value.get("content", ""), "version": value.get("version", 1), "hash": value.get("hash")}
+            "content": value.get("content", ""), "version": value.get("version", 1), "hash": value.get("hash"),
+            "applied": list(value.get("applied") or ())}
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

@@ -120,9 +120,9 @@ def extract_prompt(text: str, summary: str, catalogue: list[str], user: str) -> 
 def decide_prompt(entries: list[dict[str, Any]]) -> list[BaseMessage]:
     """Ask for one decision per candidate; each entry has the candidate, its allowed ops and its hits by ref."""
     blocks = []
-    for index, entry in enumerate(entries):
+    for entry in entries:  # numbered by the candidate's index in the batch: the number the decision must give back
         candidate = entry["candidate"]
-        lines = [f"Candidate {index} ({candidate['category']}; allowed: {', '.join(entry['ops'])}):",
+        lines = [f"Candidate {entry['index']} ({candidate['category']}; allowed: {', '.join(entry['ops'])}):",
                  json.dumps({k: candidate.get(k) for k in ("key", "abstract", "content")}, ensure_ascii=False)]
         for ref, hit in entry["hits"].items():
             body = "\n".join(f"    {line}" for line in str(hit["content"]).splitlines() or [""])

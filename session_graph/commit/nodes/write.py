@@ -1,33 +1,114 @@
-"""write: apply the plan to the memory store, each op once (its reference is recorded on the items)."""
+"""write: apply the plan to the memory store, each op once (its reference is recorded on the items).
+
+Each op is a compare-and-set under the owner's lock: it lands only if the items its decision
+was shown still have the versions it saw (see ``memory/apply.py``). An op whose items moved
+meanwhile (an earlier op of this batch on the same item, or another session's commit, in this
+process or another) writes nothing; after the pass, those candidates are shown again, with
+what is stored now, to the decide model, and the new decisions replace the old in the plan
+(journaled first, so a crash resumes with them). A CREATE is also decided again when, looked
+up under the lock, it would now be shown a memory another writer made since its decision. Up to ``REDECIDE_ROUNDS`` rounds; still
+moving after that: the commit is ``partial`` and the next one goes on from there.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from session_graph._flow import Flow, Invoke
 from session_graph.commit.journal import journaled
+from session_graph.commit.nodes.prefilter import namespaces_of
 from session_graph.commit.state import CommitContext, CommitState
-from session_graph.memory.apply import apply_op, owner_lock
+from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
+from session_graph.memory.plan import decide_entries, plan_from_decisions
+from session_graph.memory.prefilter import prefilter as find_hits
+from session_graph.memory.prompts import decide_prompt
+from session_graph.memory.replies import parse_decisions
 
-__all__ = ["write"]
+__all__ = ["REDECIDE_ROUNDS", "write"]
+
+REDECIDE_ROUNDS = 3
 
 
-def write(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, Any]:
-    """Apply the ops not applied yet, under the owner's lock; a replay finds each op's
-    reference on the items it touched and changes nothing."""
-    journal, ctx = state.journal, runtime.context
-    if ctx.dry_run:
-        return {}
+def _rivals(state: CommitState, ctx: CommitContext, op: dict[str, Any], candidate: dict[str, Any]) -> bool:
+    """Whether, looked up again now (under the owner's lock), a CREATE would be shown a stored
+    memory its decision was not shown and that another writer made: a racing commit stating the
+    same fact in other words; then the CREATE is decided again instead of duplicating it."""
+    (hits,) = find_hits(ctx.memory.memory_store, [candidate], [tuple(op["namespace"])], top_k=ctx.top_k,
+                        embeddings=ctx.memory.embeddings)
+    seen = op.get("seen") or {}
+    mine = f"{state.session.id}/{state.name}#"
+    for ref, hit in hits.items():
+        if not ref.startswith("m") or hit["key"] in seen:
+            continue
+        if not any(str(r).startswith(mine) for r in hit.get("applied") or ()):
+            return True
+    return False
+
+
+def _apply_pass(state: CommitState, ctx: CommitContext, plan: list[dict[str, Any]], applied: dict[str, Any],
+                candidates: list[dict[str, Any]]) -> list[int]:
+    """Apply every op not applied yet; the positions that conflicted (nothing written for them)."""
     store = ctx.memory.memory_store
-    applied = dict(journal.get("applied") or {})
     sources = [{"session": state.session.id, "archive": state.name}]
-    for position, op in enumerate(journal.get("plan") or []):
+    conflicts = []
+    for position, op in enumerate(plan):
         if str(position) in applied:
             continue
         namespace = tuple(op["namespace"])
         with owner_lock(store, (namespace[0], namespace[1])):
-            result = apply_op(store, op, f"{state.session.id}/{state.name}#{position}", sources, ctx.now, ctx.profile)
+            if op["op"] == "create" and position < len(candidates) and _rivals(state, ctx, op, candidates[position]):
+                result = CONFLICT
+            else:
+                result = apply_op(store, op, f"{state.session.id}/{state.name}#{position}", sources, ctx.now, ctx.profile)
+        if result == CONFLICT:
+            conflicts.append(position)
+            continue
         applied[str(position)] = {"result": result, "key": op["key"], "category": op["category"],
                                   "targets": list(op.get("targets") or [])}
-    return journaled(state, ctx, applied=applied)
+    return conflicts
+
+
+def write(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str, Any]]:
+    """Apply the ops not applied yet; decide again the ones whose items moved since their decision."""
+    journal, ctx = state.journal, runtime.context
+    if ctx.dry_run:
+        return {}
+    plan = [dict(op) for op in journal.get("plan") or []]
+    applied = dict(journal.get("applied") or {})
+    candidates = journal.get("candidates") or []
+    redecided = int(journal.get("redecided") or 0)
+    for round_ in range(REDECIDE_ROUNDS + 1):
+        conflicts = _apply_pass(state, ctx, plan, applied, candidates)
+        update = journaled(state, ctx, applied=dict(applied))
+        state = replace(state, **update)
+        if not conflicts:
+            return update
+        if ctx.model is None or len(plan) != len(candidates) or round_ >= REDECIDE_ROUNDS:
+            break
+        namespaces = [list(ns) for ns in namespaces_of(candidates, ctx)]
+        fresh = find_hits(ctx.memory.memory_store, [candidates[p] for p in conflicts],
+                          [tuple(namespaces[p]) for p in conflicts], top_k=ctx.top_k, embeddings=ctx.memory.embeddings)
+        hits: list[dict[str, dict[str, Any]]] = [{} for _c in candidates]
+        for position, found in zip(conflicts, fresh, strict=True):  # only what is stored now: the batch is applied
+            hits[position] = {ref: hit for ref, hit in found.items() if ref.startswith("m")}
+        try:
+            entries = decide_entries(candidates, hits)
+            if entries:
+                reply = yield Invoke(ctx.model, decide_prompt(entries))
+                decisions = parse_decisions(reply)
+            else:
+                decisions = []
+            again = plan_from_decisions(candidates, namespaces, hits, decisions)
+        except Exception as error:
+            return {**update, "errors": [*state.errors, f"write (deciding again {len(conflicts)} ops whose memories "
+                                         f"changed meanwhile): {type(error).__name__}: {error}"]}
+        for position in conflicts:
+            plan[position] = again[position]
+        redecided += len(conflicts)
+        state = replace(state, **journaled(state, ctx, plan=[dict(op) for op in plan], redecided=redecided))
+    return {"errors": [*state.errors, f"write: {len(conflicts)} ops found their memories changed by other writers "
+                       f"{REDECIDE_ROUNDS} times in a row (or there is no model to decide again); the next commit "
+                       "retries them"], "journal": state.journal, "session": state.session}

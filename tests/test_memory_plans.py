@@ -1,0 +1,155 @@
+"""Correct plans (issue 22): candidates numbered as the prompt shows them, two updates of one
+item in a batch never side by side, racing commits converging on one item per fact.
+
+The model here reads each decide prompt and answers from what it shows (the candidate's
+number, the refs and the stored text under them), as a careful model would; what is tested
+is what our graph does with those answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import json
+from pathlib import Path
+import re
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from memory_util import MEMORY_BACKENDS, active, make_memory_store
+import pytest
+
+from session_graph import Session
+from session_graph.memory import MemoryConfig
+from session_graph.memory.apply import apply_op
+from session_graph.memory.plan import create_plan
+
+SUMMARY = "# Session Summary\n**Overview**: facts | noted | done"
+PROFILE = ("user", "alice", "memories", "profile")
+PREFS = ("user", "alice", "memories", "preferences")
+EVENTS = ("user", "alice", "memories", "events")
+TOPIC = re.compile(r"\b(Lives|Works|Theme)\b")
+
+
+def topic(text: str) -> str | None:
+    found = TOPIC.search(text)
+    return found.group(1) if found else None
+
+
+class Reader(BaseChatModel):
+    """Summary: fixed. Extraction: ``memories``. Decide: per candidate block, a stored line on the
+    same topic with the same text -> skip; another text -> update (that line replaced); none ->
+    create (or, for a profile shown, update adding the line). ``before_decide`` runs before a
+    decide reply is returned (to let another writer in between a decision and its write)."""
+
+    memories: list[dict[str, Any]]
+    prompts: list[str] = []
+    before_decide: Callable[[], None] | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "reader"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        system, body = str(messages[0].content), str(messages[-1].content)
+        if "archive record" in system:
+            reply = SUMMARY
+        elif "worth remembering" in system:
+            reply = json.dumps({"memories": self.memories})
+        else:
+            self.prompts.append(body)
+            reply = json.dumps({"decisions": [self._decide(b) for b in re.split(r"\n\n(?=Candidate )", body)]})
+            if self.before_decide is not None:
+                hook, self.before_decide = self.before_decide, None
+                hook()
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+    @staticmethod
+    def _decide(block: str) -> dict[str, Any]:
+        number = int(re.match(r"Candidate (\d+) ", block).group(1))  # type: ignore[union-attr]
+        candidate = json.loads(block.splitlines()[1])
+        mine = topic(candidate["content"])
+        for ref, key, body in re.findall(r"^  (m\d+) \[([^\]]*)\]: [^\n]*\n((?:    .*\n?)*)", block, re.M):
+            lines = [line[4:] for line in body.splitlines()]
+            same = [line for line in lines if topic(line) == mine]
+            if same and same[0].lstrip("- ") == candidate["content"]:
+                return {"candidate": number, "op": "skip", "targets": [ref]}
+            if same or key == "profile":
+                prefix = "- " if key == "profile" else ""
+                new = [prefix + candidate["content"] if topic(line) == mine else line for line in lines]
+                if not same:
+                    new.append(prefix + candidate["content"])
+                return {"candidate": number, "op": "update", "targets": [ref], "content": "\n".join(new)}
+        return {"candidate": number, "op": "create"}
+
+
+@pytest.fixture(params=MEMORY_BACKENDS)
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> MemoryConfig:
+    return MemoryConfig(store=make_memory_store(request.param, tmp_path), user="alice", agent="coder")
+
+
+def pref(content: str) -> dict[str, Any]:
+    return {"category": "preferences", "key": "editor theme", "abstract": content, "content": content}
+
+
+def profile(content: str) -> dict[str, Any]:
+    return {"category": "profile", "key": topic(content), "abstract": content, "content": content}
+
+
+def commit(memory: MemoryConfig, name: str, *memories: dict[str, Any], **kw: Any) -> tuple[dict[str, Any], Reader]:
+    model = Reader(memories=list(memories), **kw)
+    session = Session(name, model=model, memory=memory)
+    session.append_message({"role": "user", "content": "facts"})
+    session.append_message({"role": "assistant", "content": "noted"})
+    return session.commit(), model
+
+
+def test_a_candidate_is_decided_by_the_number_the_prompt_shows(memory: MemoryConfig) -> None:
+    commit(memory, "a", pref("Theme: dark in the editor."))
+    event = {"category": "events", "abstract": "Dentist on 2026-03-04", "content": "Dentist appointment on 2026-03-04."}
+    result, model = commit(memory, "b", event, pref("Theme: light in the editor."))  # the first candidate has no hits
+    assert "Candidate 1 (preferences" in model.prompts[0] and "Candidate 0" not in model.prompts[0]
+    assert result["status"] == "committed", result["errors"]
+    items = active(memory.memory_store, PREFS)
+    assert [v["content"] for v in items.values()] == ["Theme: light in the editor."]
+
+
+def test_two_updates_of_the_profile_in_one_batch_are_never_side_by_side(memory: MemoryConfig) -> None:
+    commit(memory, "a", profile("Lives in Munich."), profile("Works at Acme."))
+    result, model = commit(memory, "b", profile("Lives in Berlin."), profile("Works at Globex."))
+    assert result["status"] == "committed", result["errors"]
+    content = memory.memory_store.get(PROFILE, "profile").value["content"]
+    assert content.splitlines() == ["- Lives in Berlin.", "- Works at Globex."]
+    assert len(model.prompts) == 2  # the second update was decided again on the profile the first wrote
+
+
+def test_an_update_decided_on_an_older_version_is_decided_again_never_concatenated(memory: MemoryConfig) -> None:
+    commit(memory, "a", pref("Theme: dark in the editor."))
+    rival = lambda: commit(memory, "rival", pref("Theme: solarized in the editor."))  # noqa: E731
+    result, model = commit(memory, "b", pref("Theme: light in the editor."), before_decide=rival)
+    assert result["status"] == "committed", result["errors"]
+    (item,) = active(memory.memory_store, PREFS).values()
+    assert item["content"] == "Theme: light in the editor." and item["version"] == 3  # dark -> solarized -> light
+    assert "solarized" in model.prompts[1]  # the second decision was shown what the rival wrote
+
+
+def test_racing_creates_of_one_fact_converge_on_one_item(memory: MemoryConfig) -> None:
+    rival = lambda: commit(memory, "rival", pref("Theme: dark, in the editor, please."))  # noqa: E731
+    font = {"category": "preferences", "key": "editor font", "abstract": "Font", "content": "Font: Fira Code in the editor."}
+    commit(memory, "seed", font)  # so the candidate below has a (similar) hit and goes to the model
+    result, model = commit(memory, "b", pref("Theme: dark in the editor."), before_decide=rival)
+    assert result["status"] == "committed", result["errors"]
+    assert len(model.prompts) == 2  # the CREATE found the rival's item at its key: decided again
+    assert sorted(active(memory.memory_store, PREFS)) == ["editor_font", "editor_theme"]  # no editor_theme_<hash>
+
+
+def test_a_compare_and_set_write_writes_nothing_when_the_item_moved(tmp_path: Path) -> None:
+    store = make_memory_store("file", tmp_path)
+    (op,) = create_plan([pref("Theme: dark.")], [list(PREFS)])
+    apply_op(store, op, "a#0", [], "2026-01-01T00:00:00Z")
+    update = {**op, "op": "update", "targets": ["editor_theme"], "seen": {"editor_theme": 1}, "content": "Theme: light."}
+    moved = {**update, "content": "Theme: solarized."}
+    assert apply_op(store, moved, "b#0", [], "2026-01-02T00:00:00Z") == "updated"
+    assert apply_op(store, update, "c#0", [], "2026-01-03T00:00:00Z") == "conflict"
+    assert store.get(PREFS, "editor_theme").value["content"] == "Theme: solarized."
