@@ -153,3 +153,44 @@ def test_a_compare_and_set_write_writes_nothing_when_the_item_moved(tmp_path: Pa
     assert apply_op(store, moved, "b#0", [], "2026-01-02T00:00:00Z") == "updated"
     assert apply_op(store, update, "c#0", [], "2026-01-03T00:00:00Z") == "conflict"
     assert store.get(PREFS, "editor_theme").value["content"] == "Theme: solarized."
+
+
+def test_remember_without_a_model_rewrites_the_fact_it_restates(memory: MemoryConfig) -> None:
+    from session_graph.memory.recall import remember
+
+    said = ["User prefers dark mode in the editor.", "The user likes a dark editor theme.",
+            "User now prefers light mode in the editor."]
+    assert [remember(memory, text) for text in said] == ["created", "updated", "updated"]
+    (item,) = active(memory.memory_store, PREFS).values()
+    assert item["content"] == said[-1] and item["version"] == 3  # the older texts are in its history
+    assert remember(memory, said[-1]) == "skipped"
+    assert remember(memory, "User prefers tabs over spaces.") == "created"  # another fact stays another memory
+
+
+def test_remember_with_a_model_goes_through_the_decide_step(memory: MemoryConfig) -> None:
+    from session_graph.memory.recall import remember
+
+    model = Reader(memories=[])
+    assert remember(memory, "Theme: dark in the editor.", key="look", model=model) == "created"
+    assert remember(memory, "Theme: light, in the editor.", key="colours", model=model) == "updated"  # another key
+    assert "Candidate 0 (preferences" in model.prompts[0] and "Theme: dark" in model.prompts[0]
+    (item,) = active(memory.memory_store, PREFS).values()
+    assert item["content"] == "Theme: light, in the editor."
+
+
+def test_the_extraction_prompt_lists_the_keys_already_stored(memory: MemoryConfig) -> None:
+    commit(memory, "a", pref("Theme: dark in the editor."))
+    seen: list[str] = []
+    model = Reader(memories=[])
+    original = model._generate
+
+    def spy(messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        seen.append(str(messages[0].content))
+        return original(messages, *args, **kwargs)
+
+    object.__setattr__(model, "_generate", spy)
+    session = Session("b", model=model, memory=memory)
+    session.append_message({"role": "user", "content": "more"})
+    session.commit()
+    extract_system = next(text for text in seen if "worth remembering" in text)
+    assert "preferences/editor_theme: Theme: dark in the editor." in extract_system and "(none yet)" not in extract_system

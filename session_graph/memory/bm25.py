@@ -15,7 +15,7 @@ import math
 import re
 import unicodedata
 
-__all__ = ["Bm25", "terms"]
+__all__ = ["Bm25", "terms", "word_terms"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
@@ -52,6 +52,11 @@ def terms(text: str) -> list[str]:
         if len(word) >= 6:
             out.extend(f"#{word[i : i + n]}" for n in (3, 4, 5) for i in range(len(word) - n + 1))
     return out
+
+
+def word_terms(text: str) -> list[str]:
+    """The whole-word terms of a text (no character grams): what two statements share."""
+    return [term for term in terms(text) if not term.startswith("#")]
 
 
 class Bm25:

@@ -26,7 +26,7 @@ from session_graph.errors import MemoryReplyError
 from session_graph.memory.categories import CATEGORIES, item_key
 from session_graph.memory.replies import Decision
 
-__all__ = ["create_plan", "decide_entries", "needs_decision", "plan_from_decisions"]
+__all__ = ["create_plan", "decide_entries", "needs_decision", "plan_from_decisions", "unseen_rivals"]
 
 
 def needs_decision(hits: dict[str, dict[str, Any]]) -> bool:
@@ -111,3 +111,12 @@ def _target_key(ref: str, hits: dict[str, dict[str, Any]], keys: dict[int, str])
     if ref.startswith("c"):
         return keys[int(ref[1:])]
     return hits[ref]["key"]
+
+
+def unseen_rivals(hits: dict[str, dict[str, Any]], op: dict[str, Any], mine: str | None = None) -> list[str]:
+    """The keys of stored hits (looked up again just before a CREATE lands) that the op's decision
+    was not shown and that another writer made (no applied reference starting with ``mine``, the
+    prefix of this batch's op references): the CREATE must be decided again."""
+    seen = op.get("seen") or {}
+    return [hit["key"] for ref, hit in hits.items() if ref.startswith("m") and hit["key"] not in seen
+            and not (mine and any(str(r).startswith(mine) for r in hit.get("applied") or ()))]

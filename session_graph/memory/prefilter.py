@@ -22,7 +22,7 @@ from session_graph.memory.bm25 import Bm25
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.items import searchable_text
 
-__all__ = ["active_items", "hit_of", "prefilter"]
+__all__ = ["active_items", "hit_of", "key_catalogue", "prefilter"]
 
 _LIMIT = 1_000_000
 _lock = threading.Lock()
@@ -62,6 +62,23 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
             index.vectors.pop(gone, None)
         index.values = now
         return index
+
+
+def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars: int = 4000) -> list[str]:
+    """``category/key: abstract`` of the active items of the mergeable namespaces, most recently
+    updated first, within ``max_chars``: what the extraction prompt lists so the model reuses keys."""
+    entries = []
+    for namespace in namespaces:
+        for key, value in active_items(store, namespace).items():
+            entries.append((str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]))
+    entries.sort(key=lambda entry: entry[0], reverse=True)
+    out, used = [], 0
+    for _, line in entries:
+        if used + len(line) + 1 > max_chars:
+            break
+        out.append(line)
+        used += len(line) + 1
+    return out
 
 
 def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = None) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from langgraph.runtime import Runtime
 from session_graph._flow import Flow, Invoke
 from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.state import CommitContext, CommitState
+from session_graph.memory.categories import CATEGORIES, memory_namespace
+from session_graph.memory.prefilter import key_catalogue
 from session_graph.memory.prompts import extract_prompt, transcript_chunks
 from session_graph.memory.replies import parse_extraction
 
@@ -22,7 +24,9 @@ NO_CANDIDATES = "no candidates"
 def extract(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str, Any]]:
     """One model call (one per chunk of an archive longer than ``max_input_chars``, each with
     the archive's overview); candidates found twice across chunks are kept once, the later
-    one. Journaled per chunk: a resume neither asks again nor loses what was found."""
+    one. Journaled per chunk: a resume neither asks again nor loses what was found. The prompt
+    lists the keys already stored (preferences, entities, patterns), so a fact about the same
+    thing reuses its key."""
     journal, ctx = state.journal, runtime.context
     if "candidates" in journal:
         return {"route": NO_CANDIDATES if not journal["candidates"] else "extracted"}
@@ -32,12 +36,14 @@ def extract(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[st
     if not messages:
         return {**journaled(state, ctx, candidates=[]), "route": NO_CANDIDATES}
     chunks = transcript_chunks(messages, ctx.max_input_chars)
+    catalogue = key_catalogue(ctx.memory.memory_store, [memory_namespace(c, ctx.memory.user, ctx.memory.agent)
+                                                        for c, rule in CATEGORIES.items() if rule.mergeable and c != "profile"])
     done = journal.get("extract_chunks", 0)
     found: list[dict[str, Any]] = list(journal.get("partial_candidates") or []) if done else []
     update: dict[str, Any] = {}
     for index in range(done, len(chunks)):
         try:
-            reply = yield Invoke(ctx.model, extract_prompt(chunks[index], journal.get("overview", ""), [], ctx.memory.user))
+            reply = yield Invoke(ctx.model, extract_prompt(chunks[index], journal.get("overview", ""), catalogue, ctx.memory.user))
             found = _once([*found, *(c.model_dump() for c in parse_extraction(reply))])
         except Exception as error:
             where = f" (chunk {index + 1} of {len(chunks)})" if len(chunks) > 1 else ""

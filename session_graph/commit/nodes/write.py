@@ -22,7 +22,7 @@ from session_graph.commit.journal import journaled
 from session_graph.commit.nodes.prefilter import namespaces_of
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
-from session_graph.memory.plan import decide_entries, plan_from_decisions
+from session_graph.memory.plan import decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import prefilter as find_hits
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
@@ -38,14 +38,7 @@ def _rivals(state: CommitState, ctx: CommitContext, op: dict[str, Any], candidat
     same fact in other words; then the CREATE is decided again instead of duplicating it."""
     (hits,) = find_hits(ctx.memory.memory_store, [candidate], [tuple(op["namespace"])], top_k=ctx.top_k,
                         embeddings=ctx.memory.embeddings)
-    seen = op.get("seen") or {}
-    mine = f"{state.session.id}/{state.name}#"
-    for ref, hit in hits.items():
-        if not ref.startswith("m") or hit["key"] in seen:
-            continue
-        if not any(str(r).startswith(mine) for r in hit.get("applied") or ()):
-            return True
-    return False
+    return bool(unseen_rivals(hits, op, f"{state.session.id}/{state.name}#"))
 
 
 def _apply_pass(state: CommitState, ctx: CommitContext, plan: list[dict[str, Any]], applied: dict[str, Any],
