@@ -90,7 +90,8 @@ class SessionCommit:
                 "commit() needs long-term memory: Session(..., memory=MemoryConfig(user=..., agent=...)) "
                 "or SessionManager(..., memory=MemoryConfig(...))."
             )
-        model: Runnable | None = self.memory.model or self.handlers.model
+        memory = self.memory.for_run()  # a commit inside a LangGraph run: that run's user and agent
+        model: Runnable | None = memory.model or self.handlers.model
         settings: SessionSettings = self._state.settings
 
         def adopt_then(state: SessionState) -> None:
@@ -98,7 +99,7 @@ class SessionCommit:
             if checkpoint is not None:
                 checkpoint(state)
 
-        return CommitContext(memory=self.memory, model=model, dry_run=dry_run, wait=wait, now=utc_now(),
+        return CommitContext(memory=memory, model=model, dry_run=dry_run, wait=wait, now=utc_now(),
                              checkpoint=None if dry_run else adopt_then, top_k=_setting(settings, "top_k", 5),
                              profile=(_setting(settings, "profile.max_items", 30), _setting(settings, "profile.max_chars", 2000)),
                              keep_recent=_setting(settings, "keep_recent", 0),

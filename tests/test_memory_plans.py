@@ -194,3 +194,31 @@ def test_the_extraction_prompt_lists_the_keys_already_stored(memory: MemoryConfi
     session.commit()
     extract_system = next(text for text in seen if "worth remembering" in text)
     assert "preferences/editor_theme: Theme: dark in the editor." in extract_system and "(none yet)" not in extract_system
+
+
+def test_tenants_never_share_memory(tmp_path: Path) -> None:
+    from session_graph import SessionManager
+
+    model = Reader(memories=[pref("Theme: dark in the editor.")])
+    memory = MemoryConfig(store=make_memory_store("inmemory", tmp_path), user="alice", agent="coder", model=model)
+    alice = SessionManager(tmp_path / "sessions", memory=memory)
+    bob = alice.for_tenant("bob")
+    assert bob.memory is not None and (bob.memory.user, bob.memory.store) == ("bob", memory.store)
+    session = bob.get_or_create("s1")
+    session.append_message({"role": "user", "content": "facts"})
+    assert bob.commit(session)["status"] == "committed"
+    assert active(memory.memory_store, ("user", "bob", "memories", "preferences"))
+    assert not active(memory.memory_store, PREFS)  # nothing written into alice's memories
+
+
+def test_the_user_and_agent_come_from_the_run(memory: MemoryConfig) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    from session_graph.memory.recall import recall, remember
+
+    assert memory.for_run({"configurable": {"user_id": "carol"}}).user == "carol"
+    assert memory.for_run(None, {"user_id": "dave", "agent_id": "helper"}).namespace("cases") == ("agent", "helper", "memories", "cases")
+    assert memory.for_run().user == "alice"  # outside a run: the config's own
+    store_in_run = RunnableLambda(lambda text: remember(memory.for_run(), text))
+    store_in_run.invoke("Theme: dark in the editor.", config={"configurable": {"user_id": "erin"}})
+    assert recall(memory.for_user("erin"), "editor theme") and not recall(memory, "editor theme")

@@ -6,7 +6,8 @@ are settings under ``session.memory`` so they travel with a session and its expo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 import os
 from typing import Any
 
@@ -15,7 +16,10 @@ from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError
 
-__all__ = ["MemoryConfig"]
+__all__ = ["MemoryConfig", "run_owners"]
+
+USER_KEYS = ("user_id", "langgraph_user_id")
+AGENT_KEYS = ("agent_id", "assistant_id")
 
 
 def _check_owner(value: Any, what: str) -> str:
@@ -75,3 +79,58 @@ class MemoryConfig:
 
             self._made["store"] = FileMemoryStore(self.path)
         return self._made["store"]
+
+    def namespace(self, category: str) -> tuple[str, str, str, str]:
+        """Where this user's (or agent's) memories of ``category`` live: the one derivation every
+        reader and writer uses (never a namespace read from stored data or a message)."""
+        from session_graph.memory.categories import memory_namespace
+
+        return memory_namespace(category, self.user, self.agent)
+
+    def for_user(self, user: str | None = None, agent: str | None = None) -> MemoryConfig:
+        """This config for another user (or agent), over the same store."""
+        if (user is None or user == self.user) and (agent is None or agent == self.agent):
+            return self
+        return replace(self, user=self.user if user is None else user, agent=self.agent if agent is None else agent)
+
+    def for_run(self, config: Mapping[str, Any] | None = None, context: Any = None) -> MemoryConfig:
+        """This config for the run in progress: the user and agent from ``config["configurable"]``
+        (``user_id``, ``agent_id``; LangGraph's config of the current run when none is given) or
+        from the runtime ``context`` (an attribute or key ``user_id`` / ``agent_id``; the current
+        run's when none is given), else this config's own, as langmem reads them.
+
+        Raises:
+            ConfigurationError: the run names a user or agent that cannot name a namespace.
+        """
+        user, agent = run_owners(config, context)
+        return self.for_user(user, agent)
+
+
+def _pick(source: Any, keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+        if value is not None and value != "":
+            return str(value)
+    return None
+
+
+def run_owners(config: Mapping[str, Any] | None = None, context: Any = None) -> tuple[str | None, str | None]:
+    """(user, agent) named by a LangGraph run (see ``MemoryConfig.for_run``); None where it names none."""
+    if config is None:
+        try:
+            from langgraph.config import get_config
+
+            config = get_config()
+        except Exception:  # not inside a run
+            config = None
+    if context is None:
+        try:
+            from langgraph.runtime import get_runtime
+
+            context = get_runtime().context
+        except Exception:  # not inside a run, or a run without a context
+            context = None
+    configurable = (config or {}).get("configurable") or {}
+    user = _pick(configurable, USER_KEYS) or (_pick(context, USER_KEYS) if context is not None else None)
+    agent = _pick(configurable, AGENT_KEYS) or (_pick(context, AGENT_KEYS) if context is not None else None)
+    return user, agent

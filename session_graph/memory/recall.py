@@ -16,7 +16,7 @@ from session_graph._ids import new_id, utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
-from session_graph.memory.categories import CATEGORIES, content_hash, memory_namespace
+from session_graph.memory.categories import CATEGORIES, content_hash
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import _index, _similar, prefilter
@@ -32,7 +32,7 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         return []
     scored: list[tuple[float, str, dict[str, Any]]] = []
     for category in CATEGORIES:
-        namespace = memory_namespace(category, memory.user, memory.agent)
+        namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
         for key, score in _similar(index, query, k, memory.embeddings):
             if score > 0:
@@ -76,7 +76,7 @@ def remember(memory: MemoryConfig, content: str, category: str = "preferences", 
         raise ConfigurationError("remember() needs the fact to store as non-empty text.")
     decider = model if model is not None else memory.model
     candidate = {"category": category, "key": key, "abstract": abstract or content[:80], "overview": "", "content": content}
-    namespace = memory_namespace(category, memory.user, memory.agent)
+    namespace = memory.namespace(category)
     store = memory.memory_store
     ref = f"{source}/{new_id()}"
     for _ in range(_ATTEMPTS):

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from session_graph._flow import Flow, Invoke
 from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.state import CommitContext, CommitState
-from session_graph.memory.categories import CATEGORIES, memory_namespace
+from session_graph.memory.categories import CATEGORIES
 from session_graph.memory.prefilter import key_catalogue
 from session_graph.memory.prompts import extract_prompt, transcript_chunks
 from session_graph.memory.replies import parse_extraction
@@ -36,7 +36,7 @@ def extract(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[st
     if not messages:
         return {**journaled(state, ctx, candidates=[]), "route": NO_CANDIDATES}
     chunks = transcript_chunks(messages, ctx.max_input_chars)
-    catalogue = key_catalogue(ctx.memory.memory_store, [memory_namespace(c, ctx.memory.user, ctx.memory.agent)
+    catalogue = key_catalogue(ctx.memory.memory_store, [ctx.memory.namespace(c)
                                                         for c, rule in CATEGORIES.items() if rule.mergeable and c != "profile"])
     done = journal.get("extract_chunks", 0)
     found: list[dict[str, Any]] = list(journal.get("partial_candidates") or []) if done else []

@@ -31,6 +31,8 @@ def link_usage(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str,
         if place is None:
             continue
         namespace, key = place
+        if namespace != ctx.memory.namespace(namespace[3]):
+            continue  # a URI naming another user's (or agent's) memory: never touched from here
         with owner_lock(store, (namespace[0], namespace[1])):
             item = store.get(namespace, key)
             if item is None:

@@ -7,7 +7,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph.commit.state import CommitContext, CommitState
-from session_graph.memory.categories import memory_namespace
 from session_graph.memory.prefilter import prefilter as find_hits
 
 __all__ = ["namespaces_of", "prefilter"]
@@ -15,7 +14,7 @@ __all__ = ["namespaces_of", "prefilter"]
 
 def namespaces_of(candidates: list[dict[str, Any]], ctx: CommitContext) -> list[tuple[str, ...]]:
     """Each candidate's namespace (its category's owner: the user or the agent)."""
-    return [memory_namespace(c["category"], ctx.memory.user, ctx.memory.agent) for c in candidates]
+    return [ctx.memory.namespace(c["category"]) for c in candidates]
 
 
 def prefilter(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, Any]:
