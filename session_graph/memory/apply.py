@@ -32,9 +32,10 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, normalize
+from session_graph.memory.changes import bump
 from session_graph.memory.items import INDEX_FIELDS, add_sources, applied, new_value, record_op
 
-__all__ = ["CONFLICT", "apply_op", "bound_profile", "owner_lock"]
+__all__ = ["CONFLICT", "apply_op", "bound_profile", "index_fields", "owner_lock"]
 
 CONFLICT = "conflict"
 """What ``apply_op`` returns when the store moved since the decision; nothing was written."""
@@ -90,8 +91,16 @@ def _shared_lock(store: BaseStore, owner: tuple[str, str]) -> Iterator[None]:
     yield
 
 
+def index_fields(value: dict[str, Any]) -> list[str]:
+    """The fields a vector-indexed store embeds: abstract and content, or the content alone when
+    the two are the same text (LangGraph's InMemoryStore fails on one text sent twice, langgraph#8822)."""
+    same = " ".join(str(value.get("abstract") or "").split()) == " ".join(str(value.get("content") or "").split())
+    return ["content"] if same or not str(value.get("abstract") or "").strip() else list(INDEX_FIELDS)
+
+
 def _put(store: BaseStore, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, index: bool = True) -> None:
-    store.put(namespace, key, value, index=INDEX_FIELDS if index and value.get("status") == "active" else False)
+    store.put(namespace, key, value, index=index_fields(value) if index and value.get("status") == "active" else False)
+    bump(store, namespace, key)  # the namespace's change feed: other processes' indexes re-read this key
 
 
 def _keep_history(store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any]) -> None:

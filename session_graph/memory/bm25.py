@@ -23,6 +23,11 @@ _STOP = frozenset(
 )
 
 
+COMMON_FROM = 500
+"""Above this many documents, a term found in more than half of them is not scored: so a
+query costs what its distinctive terms cost, not the size of the index."""
+
+
 def _is_cjk(ch: str) -> bool:
     code = ord(ch)
     return (0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x4DBF or 0x4E00 <= code <= 0x9FFF
@@ -106,8 +111,8 @@ class Bm25:
         scores: dict[Hashable, float] = {}
         for term, weight in Counter(terms(query)).items():
             holders = self._postings.get(term)
-            if not holders:
-                continue
+            if not holders or (n > COMMON_FROM and len(holders) * 2 > n):
+                continue  # in most documents of a large index: worth < log 2 each, and would cost O(n) to score
             idf = math.log(1 + (n - len(holders) + 0.5) / (len(holders) + 0.5))
             for doc_id in holders:
                 if allowed is not None and doc_id not in allowed:

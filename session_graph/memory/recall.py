@@ -34,7 +34,7 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     for category in CATEGORIES:
         namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
-        for key, score in _similar(index, query, k, memory.embeddings):
+        for key, score in _similar(index, query, k, memory.embeddings, memory.memory_store, namespace):
             if score > 0:
                 scored.append((score, f"{category}/{key}", index.values[key]))
     scored.sort(key=lambda entry: (-entry[0], entry[1]))

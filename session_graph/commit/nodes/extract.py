@@ -36,8 +36,11 @@ def extract(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[st
     if not messages:
         return {**journaled(state, ctx, candidates=[]), "route": NO_CANDIDATES}
     chunks = transcript_chunks(messages, ctx.max_input_chars)
-    catalogue = key_catalogue(ctx.memory.memory_store, [ctx.memory.namespace(c)
-                                                        for c, rule in CATEGORIES.items() if rule.mergeable and c != "profile"])
+    try:
+        catalogue = key_catalogue(ctx.memory.memory_store, [ctx.memory.namespace(c)
+                                                            for c, rule in CATEGORIES.items() if rule.mergeable and c != "profile"])
+    except Exception:  # a failing store: the prefilter step reports it; the extraction goes on without the list
+        catalogue = []
     done = journal.get("extract_chunks", 0)
     found: list[dict[str, Any]] = list(journal.get("partial_candidates") or []) if done else []
     update: dict[str, Any] = {}

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from session_graph.commit.journal import journaled
 from session_graph.commit.state import CommitContext, CommitState
-from session_graph.memory.apply import owner_lock
+from session_graph.memory.apply import index_fields, owner_lock
 from session_graph.memory.categories import parse_uri
 from session_graph.memory.items import applied, record_op
 from session_graph.usage import derived_usage
@@ -33,14 +33,17 @@ def link_usage(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str,
         namespace, key = place
         if namespace != ctx.memory.namespace(namespace[3]):
             continue  # a URI naming another user's (or agent's) memory: never touched from here
-        with owner_lock(store, (namespace[0], namespace[1])):
-            item = store.get(namespace, key)
-            if item is None:
-                continue
-            ref = f"{state.session.id}/{state.name}#use"  # unique across sessions: each has its own archive_001
-            if not applied(item.value, ref):
-                value = record_op({**item.value, "active_count": int(item.value.get("active_count") or 0) + 1,
-                                   "last_used_at": ctx.now}, ref)
-                store.put(namespace, key, value)
-            linked.append(uri)
+        try:
+            with owner_lock(store, (namespace[0], namespace[1])):
+                item = store.get(namespace, key)
+                if item is None:
+                    continue
+                ref = f"{state.session.id}/{state.name}#use"  # unique across sessions: each has its own archive_001
+                if not applied(item.value, ref):
+                    value = record_op({**item.value, "active_count": int(item.value.get("active_count") or 0) + 1,
+                                       "last_used_at": ctx.now}, ref)
+                    store.put(namespace, key, value, index=index_fields(value))
+        except Exception as error:  # the store failed: partial; the next commit counts again (once per archive)
+            return {"errors": [*state.errors, f"link_usage: the memory store failed: {type(error).__name__}: {error}"]}
+        linked.append(uri)
     return journaled(state, ctx, linked=linked, relations=uris)

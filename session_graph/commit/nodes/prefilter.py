@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from session_graph.commit.journal import FAILED
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.prefilter import prefilter as find_hits
 
@@ -23,5 +24,9 @@ def prefilter(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, 
         return {}
     ctx = runtime.context
     candidates = state.journal["candidates"]
-    return {"hits": find_hits(ctx.memory.memory_store, candidates, namespaces_of(candidates, ctx), top_k=ctx.top_k,
-                              embeddings=ctx.memory.embeddings)}
+    try:
+        return {"hits": find_hits(ctx.memory.memory_store, candidates, namespaces_of(candidates, ctx), top_k=ctx.top_k,
+                                  embeddings=ctx.memory.embeddings)}
+    except Exception as error:  # the store (or its vector index) failed: partial, resumed by the next commit
+        return {"errors": [*state.errors, f"prefilter: the memory store failed: {type(error).__name__}: {error}"],
+                "route": FAILED}

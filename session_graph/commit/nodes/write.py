@@ -74,7 +74,11 @@ def write(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str,
     candidates = journal.get("candidates") or []
     redecided = int(journal.get("redecided") or 0)
     for round_ in range(REDECIDE_ROUNDS + 1):
-        conflicts = _apply_pass(state, ctx, plan, applied, candidates)
+        try:
+            conflicts = _apply_pass(state, ctx, plan, applied, candidates)
+        except Exception as error:  # the store failed: what landed is journaled; the next commit goes on
+            update = journaled(state, ctx, applied=dict(applied))
+            return {**update, "errors": [*state.errors, f"write: the memory store failed: {type(error).__name__}: {error}"]}
         update = journaled(state, ctx, applied=dict(applied))
         state = replace(state, **update)
         if not conflicts:
