@@ -185,6 +185,8 @@ def apply_op(
             old = store.get(namespace, key)
             if old is None:
                 value = new_value(namespace, key, category, op["abstract"], op.get("overview", ""), content, sources, op_ref, now)
+                if op.get("expires_at"):
+                    value["expires_at"] = op["expires_at"]  # an event with a TTL (MemoryConfig.event_ttl)
                 if category == "profile":
                     value["content"], _ = bound_profile(content, *profile)
                 _put(store, namespace, key, value)

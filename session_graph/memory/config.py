@@ -16,7 +16,7 @@ from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError
 
-__all__ = ["MemoryConfig", "run_owners"]
+__all__ = ["MemoryConfig", "expiry", "run_owners"]
 
 USER_KEYS = ("user_id", "langgraph_user_id")
 AGENT_KEYS = ("agent_id", "assistant_id")
@@ -43,6 +43,8 @@ class MemoryConfig:
         embeddings: a LangChain ``Embeddings`` for the prefilter (fused with BM25); None: BM25 only.
         path: the root of the default file store.
         model: a chat model for commits; None: the session's own model.
+        event_ttl: seconds an event is kept after it is written (its ``expires_at``; expired
+            events are never hits or recalled, and ``expire()`` forgets them); None: forever.
     """
 
     store: BaseStore | None = None
@@ -51,6 +53,7 @@ class MemoryConfig:
     embeddings: Any = None
     path: str | os.PathLike[str] = ".session_graph/memory"
     model: Runnable | None = None
+    event_ttl: float | None = None
     _made: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -66,6 +69,9 @@ class MemoryConfig:
                 f"MemoryConfig embeddings must be a LangChain Embeddings (with embed_documents), "
                 f"got {type(self.embeddings).__name__}."
             )
+        if self.event_ttl is not None and (isinstance(self.event_ttl, bool) or not isinstance(self.event_ttl, int | float)
+                                           or self.event_ttl <= 0):
+            raise ConfigurationError(f"MemoryConfig event_ttl must be a positive number of seconds or None, got {self.event_ttl!r}.")
         if self.model is not None and not isinstance(self.model, Runnable):
             raise ConfigurationError(f"MemoryConfig model must be a chat model or chat Runnable, got {type(self.model).__name__}.")
 
@@ -134,3 +140,12 @@ def run_owners(config: Mapping[str, Any] | None = None, context: Any = None) -> 
     user = _pick(configurable, USER_KEYS) or (_pick(context, USER_KEYS) if context is not None else None)
     agent = _pick(configurable, AGENT_KEYS) or (_pick(context, AGENT_KEYS) if context is not None else None)
     return user, agent
+
+
+def expiry(memory: MemoryConfig, category: str, now: str) -> str | None:
+    """The ``expires_at`` a new item of ``category`` written at ``now`` gets (events with a TTL)."""
+    if category != "events" or memory.event_ttl is None:
+        return None
+    from datetime import datetime, timedelta
+
+    return (datetime.fromisoformat(now.replace("Z", "+00:00")) + timedelta(seconds=memory.event_ttl)).isoformat()

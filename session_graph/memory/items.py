@@ -15,11 +15,12 @@ unchanged, so replaying a journaled plan after a crash changes nothing twice.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from session_graph.memory.categories import CATEGORIES, content_hash, memory_uri
 
-__all__ = ["MAX_APPLIED", "add_sources", "applied", "new_value", "record_op", "searchable_text"]
+__all__ = ["MAX_APPLIED", "add_sources", "applied", "expired", "new_value", "record_op", "searchable_text"]
 
 MAX_APPLIED = 32
 INDEX_FIELDS = ["abstract", "content"]
@@ -87,3 +88,16 @@ def searchable_text(value: dict[str, Any]) -> str:
 def is_mergeable(category: str) -> bool:
     """Whether items of ``category`` change after creation."""
     return CATEGORIES[category].mergeable
+
+
+def expired(value: dict[str, Any], now: str | None = None) -> bool:
+    """Whether an item's ``expires_at`` (ISO time) has passed (at ``now``, default: the clock)."""
+    stamp = value.get("expires_at")
+    if not stamp:
+        return False
+    try:
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        at = datetime.fromisoformat(now.replace("Z", "+00:00")) if now else datetime.now(UTC)
+    except ValueError:
+        return False
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)) <= (at if at.tzinfo else at.replace(tzinfo=UTC))

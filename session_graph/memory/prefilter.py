@@ -24,7 +24,7 @@ from langgraph.store.base import BaseStore
 from session_graph.memory.bm25 import Bm25
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
-from session_graph.memory.items import searchable_text
+from session_graph.memory.items import expired, searchable_text
 
 __all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
 
@@ -174,14 +174,14 @@ def prefilter(
         digest = content_hash(candidate["content"])
         found: dict[str, dict[str, Any]] = {}
         if key in index.values:
-            found[key] = index.values[key]
+            found[key] = index.values[key]  # an expired event at its key still counts: the same event, restated
         for other in sorted(index.by_hash.get(digest, ())):
             found.setdefault(other, index.values[other])
         kinds = {k: ("key" if k == key else "hash") for k in found}
         text = f"{candidate.get('key') or ''} {candidate['abstract']} {candidate['content']}"
         scores: dict[str, float] = {}
         for other, score in _similar(index, text, top_k, embeddings, store, namespace):
-            if other not in found and len(found) < top_k + 2:
+            if other not in found and len(found) < top_k + 2 and not expired(index.values[other]):
                 found[other], kinds[other], scores[other] = index.values[other], "similar", round(score, 4)
         hits = {}
         for n, (other, value) in enumerate(found.items()):

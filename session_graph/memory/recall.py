@@ -17,13 +17,14 @@ from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
-from session_graph.memory.config import MemoryConfig
+from session_graph.memory.items import expired
+from session_graph.memory.config import MemoryConfig, expiry
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import _index, _similar, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
-__all__ = ["format_memories", "recall", "remember"]
+__all__ = ["cite", "format_memories", "recall", "remember"]
 
 
 def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]:
@@ -35,18 +36,33 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
         for key, score in _similar(index, query, k, memory.embeddings, memory.memory_store, namespace):
-            if score > 0:
+            if score > 0 and not expired(index.values[key]):
                 scored.append((score, f"{category}/{key}", index.values[key]))
     scored.sort(key=lambda entry: (-entry[0], entry[1]))
     return [value for _, _, value in scored[:k]]
 
 
-def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None) -> str:
-    """Memories as lines for a prompt (``[category] abstract: content``), within ``limit_chars``."""
+def cite(value: dict[str, Any]) -> str:
+    """Where a memory came from: ``session s1, archive_003 (messages m1, m2); tool`` ("" when unknown)."""
+    parts = []
+    for source in value.get("sources") or ():
+        if source.get("session"):
+            ids = source.get("message_ids") or []
+            parts.append(f"session {source['session']}, {source.get('archive')}" + (f" (messages {', '.join(ids)})" if ids else ""))
+        elif source.get("source"):
+            parts.append(str(source["source"]))
+    return "; ".join(parts)
+
+
+def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None, *, citations: bool = False) -> str:
+    """Memories as lines for a prompt (``[category] abstract: content``, with ``citations`` the
+    ``[from ...]`` each came from), within ``limit_chars``."""
     lines: list[str] = []
     used = 0
     for value in values:
         line = f"- [{value.get('category')}] {value.get('abstract', '')}: {value.get('content', '')}"
+        if citations and cite(value):
+            line += f" [from {cite(value)}]"
         if limit_chars is not None and used + len(line) > limit_chars:
             break
         lines.append(line)
@@ -94,7 +110,9 @@ def remember(memory: MemoryConfig, content: str, category: str = "preferences", 
                 (now_found,) = prefilter(store, [candidate], [namespace], embeddings=memory.embeddings)
                 if unseen_rivals(now_found, op):
                     continue  # another writer stored something like it meanwhile: look again
-            result = apply_op(store, op, ref, [{"source": source}], utc_now())
+            now = utc_now()
+            op = {**op, "expires_at": expiry(memory, category, now)} if op["op"] == "create" else op
+            result = apply_op(store, op, ref, [{"source": source}], now)
         if result != CONFLICT:
             return result
     raise ConfigurationError(f"remember(): the memories near {content[:60]!r} kept changing under concurrent writers "

@@ -22,6 +22,7 @@ from session_graph.commit.journal import journaled
 from session_graph.commit.nodes.prefilter import namespaces_of
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
+from session_graph.memory.config import expiry
 from session_graph.memory.plan import decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import prefilter as find_hits
 from session_graph.memory.prompts import decide_prompt
@@ -41,15 +42,28 @@ def _rivals(state: CommitState, ctx: CommitContext, op: dict[str, Any], candidat
     return bool(unseen_rivals(hits, op, f"{state.session.id}/{state.name}#"))
 
 
+def citation(state: CommitState) -> dict[str, Any]:
+    """Where a commit's memories come from: the session, the archive, and the ids of the
+    archived messages the user wrote (the first ``MAX_CITED``; all of them when fewer)."""
+    journal = state.journal
+    messages = state.session.full_chat_history[journal.get("start", 0) : journal.get("end", 0)]
+    said = [m.id for m in messages if m.type == "human" and m.id] or [m.id for m in messages if m.id]
+    return {"session": state.session.id, "archive": state.name, "message_ids": said[:MAX_CITED]}
+
+
+MAX_CITED = 20
+
+
 def _apply_pass(state: CommitState, ctx: CommitContext, plan: list[dict[str, Any]], applied: dict[str, Any],
                 candidates: list[dict[str, Any]]) -> list[int]:
     """Apply every op not applied yet; the positions that conflicted (nothing written for them)."""
     store = ctx.memory.memory_store
-    sources = [{"session": state.session.id, "archive": state.name}]
+    sources = [citation(state)]
     conflicts = []
     for position, op in enumerate(plan):
         if str(position) in applied:
             continue
+        op = {**op, "expires_at": expiry(ctx.memory, op["category"], ctx.now)} if op["op"] == "create" else op
         namespace = tuple(op["namespace"])
         with owner_lock(store, (namespace[0], namespace[1])):
             if op["op"] == "create" and position < len(candidates) and _rivals(state, ctx, op, candidates[position]):
