@@ -45,6 +45,8 @@ class MemoryConfig:
         model: a chat model for commits; None: the session's own model.
         event_ttl: seconds an event is kept after it is written (its ``expires_at``; expired
             events are never hits or recalled, and ``expire()`` forgets them); None: forever.
+        max_commit_calls, max_commit_tokens: one commit's budget of model calls and prompt
+            tokens; beyond it the commit is ``partial`` with the reason and the next goes on.
     """
 
     store: BaseStore | None = None
@@ -54,6 +56,8 @@ class MemoryConfig:
     path: str | os.PathLike[str] = ".session_graph/memory"
     model: Runnable | None = None
     event_ttl: float | None = None
+    max_commit_calls: int = 64
+    max_commit_tokens: int = 400_000
     _made: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -72,6 +76,10 @@ class MemoryConfig:
         if self.event_ttl is not None and (isinstance(self.event_ttl, bool) or not isinstance(self.event_ttl, int | float)
                                            or self.event_ttl <= 0):
             raise ConfigurationError(f"MemoryConfig event_ttl must be a positive number of seconds or None, got {self.event_ttl!r}.")
+        for name in ("max_commit_calls", "max_commit_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"MemoryConfig {name} must be a whole number >= 1, got {value!r}.")
         if self.model is not None and not isinstance(self.model, Runnable):
             raise ConfigurationError(f"MemoryConfig model must be a chat model or chat Runnable, got {type(self.model).__name__}.")
 

@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph._flow import Flow, Invoke
+from session_graph.commit.budget import over_budget, record_reply
 from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.categories import CATEGORIES
@@ -19,6 +20,8 @@ __all__ = ["NO_CANDIDATES", "NO_MODEL", "extract"]
 
 NO_MODEL = "no model"
 NO_CANDIDATES = "no candidates"
+MAX_CANDIDATES = 50
+"""The most memories one extraction reply may propose (more: the first ones, with a warning)."""
 
 
 def extract(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str, Any]]:
@@ -44,17 +47,27 @@ def extract(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[st
     done = journal.get("extract_chunks", 0)
     found: list[dict[str, Any]] = list(journal.get("partial_candidates") or []) if done else []
     update: dict[str, Any] = {}
+    warnings = list(journal.get("warnings") or [])
     for index in range(done, len(chunks)):
+        prompt = extract_prompt(chunks[index], journal.get("overview", ""), catalogue, ctx.memory.user)
+        reason = over_budget(ctx, prompt, "extract" + (f" (chunk {index + 1} of {len(chunks)})" if len(chunks) > 1 else ""))
+        if reason is not None:
+            return {**update, "errors": [*state.errors, reason], "route": FAILED}
         try:
-            reply = yield Invoke(ctx.model, extract_prompt(chunks[index], journal.get("overview", ""), catalogue, ctx.memory.user))
-            found = _once([*found, *(c.model_dump() for c in parse_extraction(reply))])
+            reply = yield Invoke(ctx.model, prompt)
+            record_reply(ctx, reply)
+            proposed = [c.model_dump() for c in parse_extraction(reply)]
+            if len(proposed) > MAX_CANDIDATES:  # a runaway reply: the first ones, and say so
+                warnings = [*warnings, f"extract: a reply proposed {len(proposed)} memories; the first {MAX_CANDIDATES} were kept"]
+                proposed = proposed[:MAX_CANDIDATES]
+            found = _once([*found, *proposed])
         except Exception as error:
             where = f" (chunk {index + 1} of {len(chunks)})" if len(chunks) > 1 else ""
             return {**update, "errors": [*state.errors, f"extract{where}: {type(error).__name__}: {error}"], "route": FAILED}
         if index + 1 < len(chunks):
             update = journaled(state, ctx, extract_chunks=index + 1, partial_candidates=found)
             state = replace(state, **update)
-    return {**journaled(state, ctx, candidates=found), "route": "extracted" if found else NO_CANDIDATES}
+    return {**journaled(state, ctx, candidates=found, warnings=warnings), "route": "extracted" if found else NO_CANDIDATES}
 
 
 def _once(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph._flow import Flow, Invoke
+from session_graph.commit.budget import over_budget, record_reply
 from session_graph.commit.journal import journaled
 from session_graph.commit.nodes.prefilter import namespaces_of
 from session_graph.commit.state import CommitContext, CommitState
@@ -108,7 +109,12 @@ def write(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str,
         try:
             entries = decide_entries(candidates, hits)
             if entries:
-                reply = yield Invoke(ctx.model, decide_prompt(entries))
+                prompt = decide_prompt(entries)
+                reason = over_budget(ctx, prompt, "write (deciding again)")
+                if reason is not None:
+                    return {**update, "errors": [*state.errors, reason]}
+                reply = yield Invoke(ctx.model, prompt)
+                record_reply(ctx, reply)
                 decisions = parse_decisions(reply)
             else:
                 decisions = []
