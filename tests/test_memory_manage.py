@@ -81,3 +81,25 @@ def test_an_expired_event_is_not_a_similar_hit(memory: MemoryConfig) -> None:
     candidate = {"category": "events", "key": None, "abstract": "dentist", "content": "Dentist visit moved to 2026-03-09."}
     (hits,) = prefilter(short.memory_store, [candidate], [short.namespace("events")])
     assert hits == {}
+
+
+def test_used_reads_openviking_uris_and_counts_skills(memory: MemoryConfig) -> None:
+    remember(memory, "Engineer in Berlin.", "profile")
+    remember(memory, "Theme: dark in the editor.", key="editor theme")
+    bob = memory.for_user("bob")
+    remember(bob, "Theme: light.", key="editor theme")
+    session = Session("s", memory=memory)
+    session.append_message({"role": "user", "content": "hi"})
+    session.used(["viking://user/memories/profile.md", "viking://user/memories/preferences/editor_theme.md",
+                  "viking://user/bob/memories/preferences/editor_theme.md"],
+                 skill={"uri": "viking://agent/skills/code-search", "input": {"q": "x"}, "output": "3 files", "success": True})
+    session.used(skill={"uri": "viking://agent/skills/code-search", "success": False})
+    result = session.commit()
+    assert result["active_count_updated"] == 2 and result["skills_used"] == 2
+    counts = {v["category"]: v["active_count"] for v in list_memories(memory)}
+    assert counts == {"profile": 1, "preferences": 1}
+    assert list_memories(bob)[0]["active_count"] == 0  # another user's memory is never touched
+    skill = memory.memory_store.get(("agent", "coder", "skills"), "viking_agent_skills_code_search").value
+    assert (skill["uses"], skill["successes"], skill["failures"]) == (2, 1, 1)
+    session.commit()  # nothing new: counted once
+    assert memory.memory_store.get(("agent", "coder", "skills"), "viking_agent_skills_code_search").value["uses"] == 2

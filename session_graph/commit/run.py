@@ -64,6 +64,7 @@ def commit_result(state: CommitState, ctx: CommitContext) -> dict[str, Any]:
         "archive": state.name,
         "memories_extracted": len(journal.get("candidates") or []),
         "active_count_updated": len(journal.get("linked") or []),
+        "skills_used": len(journal.get("skills") or []),
         "memories": memories,
         "errors": list(state.errors),
         "plan": list(journal.get("plan") or []),

@@ -101,6 +101,32 @@ class MemoryConfig:
 
         return memory_namespace(category, self.user, self.agent)
 
+    def place_of(self, uri: str) -> tuple[tuple[str, str, str, str], str] | None:
+        """The (namespace, key) a memory URI names, in this config's own namespaces; None for a
+        URI that names no memory or another owner's. Reads ``memory://user/alice/preferences/k``
+        and OpenViking's ``viking://user/memories/profile.md``,
+        ``viking://user/memories/preferences/k.md`` (the config's user; ``agent/`` likewise) and
+        ``viking://user/alice/memories/preferences/k.md``."""
+        from session_graph.memory.categories import CATEGORIES, parse_uri
+
+        place = parse_uri(uri)
+        if place is None and uri.startswith("viking://"):
+            parts = [p for p in uri[len("viking://") :].split("/") if p]
+            if len(parts) >= 3 and parts[0] in ("user", "agent") and parts[1] != "memories":
+                owner, parts = parts[1], [parts[0], *parts[2:]]
+            else:
+                owner = None
+            if len(parts) == 3 and parts[1:] == ["memories", "profile.md"]:
+                parts = [parts[0], "memories", "profile", "profile.md"]
+            if len(parts) == 4 and parts[1] == "memories" and parts[2] in CATEGORIES and parts[3].endswith(".md"):
+                namespace = self.namespace(parts[2])
+                if namespace[0] == parts[0] and owner in (None, namespace[1]):
+                    return namespace, parts[3][: -len(".md")]
+            return None
+        if place is None or place[0] != self.namespace(place[0][3]):
+            return None
+        return place
+
     def for_user(self, user: str | None = None, agent: str | None = None) -> MemoryConfig:
         """This config for another user (or agent), over the same store."""
         if (user is None or user == self.user) and (agent is None or agent == self.agent):
