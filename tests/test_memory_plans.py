@@ -222,3 +222,12 @@ def test_the_user_and_agent_come_from_the_run(memory: MemoryConfig) -> None:
     store_in_run = RunnableLambda(lambda text: remember(memory.for_run(), text))
     store_in_run.invoke("Theme: dark in the editor.", config={"configurable": {"user_id": "erin"}})
     assert recall(memory.for_user("erin"), "editor theme") and not recall(memory, "editor theme")
+
+
+def test_remember_with_a_key_never_folds_another_key_s_fact(memory: MemoryConfig) -> None:
+    from session_graph.memory.recall import remember
+
+    for n in (5, 77, 301):
+        remember(memory, f"The user maintains the postgres replica number {n} for the billing team.", "entities",
+                 key=f"postgres replica {n}")
+    assert len(active(memory.memory_store, ("user", "alice", "memories", "entities"))) == 3

@@ -74,9 +74,9 @@ def remember(memory: MemoryConfig, content: str, category: str = "preferences", 
              abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None) -> str:
     """Store one fact as a commit would: the same prefilter, then the decide model (``model``, else
     ``memory.model``) on what it found, then a compare-and-set write (decided again if the store
-    moved meanwhile). Without a model, a conservative rule: the same text is a SKIP; the same key,
-    or a stored fact of the same mergeable category sharing at least half the words of the
-    shorter of the two (its key's words count, and two at least), is
+    moved meanwhile). Without a model, a conservative rule: the same text is a SKIP; the same key, or
+    (when no key is given) a stored fact of the same mergeable category sharing at least half
+    the words of the shorter of the two (its key's words count, and two at least), is
     rewritten (its old text kept in the item's history); anything else is a new item.
 
     Returns:
@@ -136,6 +136,6 @@ def _conservative(candidate: dict[str, Any], namespace: list[str], hits: dict[st
     for hit in hits.values():
         theirs = set(word_terms(f"{str(hit['key']).replace('_', ' ')} {hit['content']}"))
         close = len(words & theirs) >= 2 and len(words & theirs) >= 0.5 * min(len(words), len(theirs))
-        if hit["kind"] == "key" or close:
+        if hit["kind"] == "key" or (close and not candidate.get("key")):  # a key given names its own topic
             return {**op, "op": "update", "key": hit["key"], "targets": [hit["key"]]}
     return op
