@@ -114,3 +114,18 @@ def test_the_index_follows_another_process_s_writes(tmp_path: Path) -> None:
     (hits,) = prefilter(mine, [candidate], [PREFS])
     assert hits["m1"]["content"] == "The user drinks oat latte." and hits["m1"]["version"] == 2
     assert "tea" in [h["key"] for h in hits.values()]
+
+
+def test_the_offline_embedding_loads_without_a_network_and_finds_a_synonym() -> None:
+    pytest.importorskip("wordllama")
+    from session_graph.memory.embeddings import OfflineEmbeddings
+
+    embeddings = OfflineEmbeddings()
+    store = InMemoryStore()
+    put(store, "The user wants window seats on flights.", "seating", "a#0")
+    for n in range(12):
+        put(store, f"The user wants the aisle printer number {n} when printing.", f"printer {n}", f"b#{n}")
+    candidate = {"category": "preferences", "key": None, "abstract": "aisle seat", "content": "Aisle seat when flying."}
+    (hits,) = prefilter(store, [candidate], [PREFS], embeddings=embeddings)
+    assert "seating" in [hit["key"] for hit in hits.values()]
+    assert len(embeddings.embed_query("hello")) == 256
