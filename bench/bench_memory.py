@@ -50,7 +50,7 @@ from session_graph.memory.prefilter import prefilter
 from session_graph.memory.recall import remember
 
 sys.path.insert(0, str(Path(__file__).parent))
-import memory_workload as workload  # noqa: E402
+import memory_workload as workload
 
 FACT = re.compile(r"FACT\[(\w+)\|([\w ]+)\|([^\]]+)\]")
 TOPICS = ["editor theme", "test runner", "shell", "deploy day", "coffee order", "team", "timezone", "language",
@@ -213,7 +213,7 @@ def _worker(seed: int, kind: str, root: str, part: int, parts: int, barrier: Any
             chars += model.sent - before_chars
         if barrier is not None:
             barrier.wait()
-    for session, model in sessions.values():  # what stays pending is finished now (and counted)
+    for session, _model in sessions.values():  # what stays pending is finished now (and counted)
         if (session.state.archives or {}).get("pending"):
             statuses.append("pending at end: " + session.commit()["status"])
     out.put({"statuses": statuses, "calls": calls, "chars": chars, "new": new_messages})

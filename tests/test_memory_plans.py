@@ -18,6 +18,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from memory_util import MEMORY_BACKENDS, active, make_memory_store
+from pydantic import Field
 import pytest
 
 from session_graph import Session
@@ -44,7 +45,7 @@ class Reader(BaseChatModel):
     decide reply is returned (to let another writer in between a decision and its write)."""
 
     memories: list[dict[str, Any]]
-    prompts: list[str] = []
+    prompts: list[str] = Field(default_factory=list)
     before_decide: Callable[[], None] | None = None
 
     @property

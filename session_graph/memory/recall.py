@@ -17,8 +17,8 @@ from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
-from session_graph.memory.items import expired
 from session_graph.memory.config import MemoryConfig, expiry
+from session_graph.memory.items import expired
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import _index, _similar, prefilter
 from session_graph.memory.prompts import decide_prompt
