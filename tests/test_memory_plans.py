@@ -232,3 +232,23 @@ def test_remember_with_a_key_never_folds_another_key_s_fact(memory: MemoryConfig
         remember(memory, f"The user maintains the postgres replica number {n} for the billing team.", "entities",
                  key=f"postgres replica {n}")
     assert len(active(memory.memory_store, ("user", "alice", "memories", "entities"))) == 3
+
+
+def test_a_pending_plan_is_never_applied_to_a_namespace_it_was_not_derived_for(memory: MemoryConfig) -> None:
+    from session_graph.commit.nodes.write import write as real_write
+
+    def die(state: Any, runtime: Any) -> Any:
+        raise KeyboardInterrupt
+
+    model = Reader(memories=[pref("Theme: dark in the editor.")])
+    session = Session("s", model=model, memory=memory).override_commit_node("write", die)
+    session.append_message({"role": "user", "content": "facts"})
+    with pytest.raises(KeyboardInterrupt):
+        session.commit()
+    (name, journal), = session.state.archives["pending"].items()
+    journal["plan"][0]["namespace"] = ["user", "mallory", "memories", "preferences"]  # a tampered or foreign journal
+    session.override_commit_node("write", real_write)
+    result = session.commit()
+    assert result["status"] == "partial" and "mallory" in result["errors"][0]
+    assert not active(memory.memory_store, ("user", "mallory", "memories", "preferences"))
+    assert not active(memory.memory_store, PREFS)

@@ -22,6 +22,7 @@ from session_graph.commit.budget import over_budget, record_reply
 from session_graph.commit.journal import journaled
 from session_graph.commit.nodes.prefilter import namespaces_of
 from session_graph.commit.state import CommitContext, CommitState
+from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.config import expiry
 from session_graph.memory.plan import decide_entries, plan_from_decisions, unseen_rivals
@@ -65,7 +66,12 @@ def _apply_pass(state: CommitState, ctx: CommitContext, plan: list[dict[str, Any
         if str(position) in applied:
             continue
         op = {**op, "expires_at": expiry(ctx.memory, op["category"], ctx.now)} if op["op"] == "create" else op
-        namespace = tuple(op["namespace"])
+        namespace = ctx.memory.namespace(op["category"])  # derived, never read from the journal
+        if tuple(op.get("namespace") or ()) != namespace:
+            raise ConfigurationError(f"op {position} of the pending plan names {tuple(op.get('namespace') or ())}, but this "
+                                   f"commit writes as {namespace} (user {ctx.memory.user!r}, agent {ctx.memory.agent!r}); "
+                                   "nothing of it is applied: commit as the owner it was planned for")
+        op = {**op, "namespace": list(namespace)}
         with owner_lock(store, (namespace[0], namespace[1])):
             if op["op"] == "create" and position < len(candidates) and _rivals(state, ctx, op, candidates[position]):
                 result = CONFLICT
@@ -91,6 +97,9 @@ def write(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str,
     for round_ in range(REDECIDE_ROUNDS + 1):
         try:
             conflicts = _apply_pass(state, ctx, plan, applied, candidates)
+        except ConfigurationError as error:  # a journaled op of another owner
+            update = journaled(state, ctx, applied=dict(applied))
+            return {**update, "errors": [*state.errors, f"write: {error}"]}
         except Exception as error:  # the store failed: what landed is journaled; the next commit goes on
             update = journaled(state, ctx, applied=dict(applied))
             return {**update, "errors": [*state.errors, f"write: the memory store failed: {type(error).__name__}: {error}"]}
