@@ -245,7 +245,7 @@ def test_a_pending_plan_is_never_applied_to_a_namespace_it_was_not_derived_for(m
     session.append_message({"role": "user", "content": "facts"})
     with pytest.raises(KeyboardInterrupt):
         session.commit()
-    (name, journal), = session.state.archives["pending"].items()
+    (journal,) = session.state.archives["pending"].values()
     journal["plan"][0]["namespace"] = ["user", "mallory", "memories", "preferences"]  # a tampered or foreign journal
     session.override_commit_node("write", real_write)
     result = session.commit()
