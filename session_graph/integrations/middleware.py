@@ -147,8 +147,10 @@ def memory_tools(memory: MemoryConfig) -> list[BaseTool]:
     for the user and agent of the run that calls them (see ``MemoryConfig.for_run``)."""
 
     def search_memory(query: str, k: int = 5) -> str:
-        """Search the user's and the agent's long-term memories; returns the best matches, one per line."""
-        return format_memories(recall(memory.for_run(), query, max(1, min(int(k), 20)))) or "No memory matches."
+        """Search the user's and the agent's long-term memories; returns the best matches, one per line,
+        each with where it came from (session, archive, messages)."""
+        found = recall(memory.for_run(), query, max(1, min(int(k), 20)))
+        return format_memories(found, citations=True) or "No memory matches."
 
     def remember_fact(content: str, category: str = "preferences", key: str | None = None) -> str:
         """Store a lasting fact about the user (profile, preferences, entities, events) or about how the

@@ -66,9 +66,9 @@ def record_op(value: dict[str, Any], op_ref: str) -> dict[str, Any]:
 
 def _union(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = [dict(s) for s in old]
-    seen = {(s.get("session"), s.get("archive")) for s in out}
+    seen = {(s.get("session"), s.get("archive"), s.get("source")) for s in out}
     for source in new:
-        mark = (source.get("session"), source.get("archive"))
+        mark = (source.get("session"), source.get("archive"), source.get("source"))
         if mark not in seen:
             out.append(dict(source))
             seen.add(mark)
@@ -76,7 +76,7 @@ def _union(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]]) -> list
 
 
 def add_sources(value: dict[str, Any], sources: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """``value`` with ``sources`` unioned in (by session and archive)."""
+    """``value`` with ``sources`` unioned in (by session and archive, or by source: ``remember``, ``tool``)."""
     return {**value, "sources": _union(value.get("sources") or (), sources)}
 
 
