@@ -120,9 +120,19 @@ def test_two_updates_of_the_profile_in_one_batch_are_never_side_by_side(memory: 
     commit(memory, "a", profile("Lives in Munich."), profile("Works at Acme."))
     result, model = commit(memory, "b", profile("Lives in Berlin."), profile("Works at Globex."))
     assert result["status"] == "committed", result["errors"]
+    stored = memory.memory_store.get(PROFILE, "profile").value
+    assert stored["content"].splitlines() == ["- Lives in Berlin.", "- Works at Globex."]
+    assert len(model.prompts) == 1 and stored["version"] == 3  # folded: one decision, one write (v2 -> v3)
+
+
+def test_two_updates_of_one_fact_in_one_batch_are_decided_again_not_folded(memory: MemoryConfig) -> None:
+    commit(memory, "a", profile("Lives in Munich."))
+    moved = {**profile("Lives in Oslo."), "key": "home"}  # the same fact twice in one reply, under two keys
+    result, model = commit(memory, "b", profile("Lives in Berlin."), moved)
+    assert result["status"] == "committed", result["errors"]
     content = memory.memory_store.get(PROFILE, "profile").value["content"]
-    assert content.splitlines() == ["- Lives in Berlin.", "- Works at Globex."]
-    assert len(model.prompts) == 2  # the second update was decided again on the profile the first wrote
+    assert content.splitlines() == ["- Lives in Oslo."]  # the later one, decided on what the first wrote
+    assert len(model.prompts) == 2
 
 
 def test_an_update_decided_on_an_older_version_is_decided_again_never_concatenated(memory: MemoryConfig) -> None:
@@ -252,3 +262,14 @@ def test_a_pending_plan_is_never_applied_to_a_namespace_it_was_not_derived_for(m
     assert result["status"] == "partial" and "mallory" in result["errors"][0]
     assert not active(memory.memory_store, ("user", "mallory", "memories", "preferences"))
     assert not active(memory.memory_store, PREFS)
+
+
+def test_three_way_merge_keeps_both_changes_or_refuses_a_clash() -> None:
+    from session_graph.memory.fold import merge3
+
+    base = "- Lives in Munich.\n- Works at Acme."
+    assert merge3(base, "- Lives in Berlin.\n- Works at Acme.", "- Lives in Munich.\n- Works at Globex.") == \
+        "- Lives in Berlin.\n- Works at Globex."
+    assert merge3(base, "- Lives in Berlin.\n- Works at Acme.", "- Lives in Oslo.\n- Works at Acme.") is None
+    assert merge3(base, base + "\n- Likes tea.", base + "\n- Has a cat.") == base + "\n- Likes tea.\n- Has a cat."
+    assert merge3(base, base + "\n- Likes tea.", base + "\n- Likes tea.") == base + "\n- Likes tea."

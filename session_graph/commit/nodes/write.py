@@ -1,6 +1,8 @@
 """write: apply the plan to the memory store, each op once (its reference is recorded on the items).
 
-Each op is a compare-and-set under the owner's lock: it lands only if the items its decision
+Several UPDATEs of one item decided from the version stored now are first folded into one
+write where their changes do not clash (``memory/fold.py``). Each op is a compare-and-set
+under the owner's lock: it lands only if the items its decision
 was shown still have the versions it saw (see ``memory/apply.py``). An op whose items moved
 meanwhile (an earlier op of this batch on the same item, or another session's commit, in this
 process or another) writes nothing; after the pass, those candidates are shown again, with
@@ -12,6 +14,7 @@ moving after that: the commit is ``partial`` and the next one goes on from there
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +28,7 @@ from session_graph.commit.state import CommitContext, CommitState
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.config import expiry
+from session_graph.memory.fold import fold_updates
 from session_graph.memory.plan import decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import prefilter as find_hits
 from session_graph.memory.prompts import decide_prompt
@@ -56,6 +60,26 @@ def citation(state: CommitState) -> dict[str, Any]:
 MAX_CITED = 20
 
 
+def _fold(ctx: CommitContext, plan: list[dict[str, Any]], applied: dict[str, Any]) -> bool:
+    """Fold UPDATEs of one item decided from the version stored now into one write where their
+    changes do not clash (``memory/fold.py``); the folded ops are recorded as applied ``into`` it."""
+    done = {int(position) for position in applied}
+    counts = Counter((op["category"], op["key"]) for p, op in enumerate(plan) if p not in done and op["op"] == "update")
+    current = {}
+    for (category, key), count in counts.items():
+        if count >= 2:
+            namespace = ctx.memory.namespace(category)
+            item = ctx.memory.memory_store.get(namespace, key)
+            if item is not None:
+                current[(*namespace, key)] = item.value
+    folded = fold_updates(plan, done, current) if current else {}
+    for position, head in folded.items():
+        op = plan[position]
+        applied[str(position)] = {"result": "folded", "key": op["key"], "category": op["category"],
+                                  "targets": list(op.get("targets") or []), "into": head}
+    return bool(folded)
+
+
 def _apply_pass(state: CommitState, ctx: CommitContext, plan: list[dict[str, Any]], applied: dict[str, Any],
                 candidates: list[dict[str, Any]]) -> list[int]:
     """Apply every op not applied yet; the positions that conflicted (nothing written for them)."""
@@ -79,6 +103,10 @@ def _apply_pass(state: CommitState, ctx: CommitContext, plan: list[dict[str, Any
                 result = apply_op(store, op, f"{state.session.id}/{state.name}#{position}", sources, ctx.now, ctx.profile)
         if result == CONFLICT:
             conflicts.append(position)
+            for other, entry in list(applied.items()):  # ops folded into this one are decided again with it
+                if entry.get("into") == position:
+                    del applied[other]
+                    conflicts.append(int(other))
             continue
         applied[str(position)] = {"result": result, "key": op["key"], "category": op["category"],
                                   "targets": list(op.get("targets") or [])}
@@ -94,6 +122,8 @@ def write(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str,
     applied = dict(journal.get("applied") or {})
     candidates = journal.get("candidates") or []
     redecided = int(journal.get("redecided") or 0)
+    if _fold(ctx, plan, applied):
+        state = replace(state, **journaled(state, ctx, plan=[dict(op) for op in plan], applied=dict(applied)))
     for round_ in range(REDECIDE_ROUNDS + 1):
         try:
             conflicts = _apply_pass(state, ctx, plan, applied, candidates)
