@@ -273,3 +273,15 @@ def test_three_way_merge_keeps_both_changes_or_refuses_a_clash() -> None:
     assert merge3(base, "- Lives in Berlin.\n- Works at Acme.", "- Lives in Oslo.\n- Works at Acme.") is None
     assert merge3(base, base + "\n- Likes tea.", base + "\n- Has a cat.") == base + "\n- Likes tea.\n- Has a cat."
     assert merge3(base, base + "\n- Likes tea.", base + "\n- Likes tea.") == base + "\n- Likes tea."
+
+
+def test_the_async_remember_decides_through_ainvoke(memory: MemoryConfig) -> None:
+    import asyncio
+
+    from session_graph.memory.recall import aremember
+
+    model = Reader(memories=[])
+    assert asyncio.run(aremember(memory, "Theme: dark in the editor.", key="look", model=model)) == "created"
+    assert asyncio.run(aremember(memory, "Theme: light, in the editor.", key="colours", model=model)) == "updated"
+    assert len(model.prompts) == 1 and [v["content"] for v in active(memory.memory_store, PREFS).values()] == [
+        "Theme: light, in the editor."]

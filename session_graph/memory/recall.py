@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.runnables import Runnable
 
+from session_graph._flow import Flow, Invoke, sync_and_async
 from session_graph._ids import new_id, utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
@@ -24,7 +25,7 @@ from session_graph.memory.prefilter import _index, _similar, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
-__all__ = ["cite", "format_memories", "recall", "remember"]
+__all__ = ["aremember", "cite", "format_memories", "recall", "remember"]
 
 
 def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]:
@@ -70,8 +71,8 @@ def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None
     return "\n".join(lines)
 
 
-def remember(memory: MemoryConfig, content: str, category: str = "preferences", key: str | None = None,
-             abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None) -> str:
+def _remember(memory: MemoryConfig, content: str, category: str = "preferences", key: str | None = None,
+              abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None) -> Flow[str]:
     """Store one fact as a commit would: the same prefilter, then the decide model (``model``, else
     ``memory.model``) on what it found, then a compare-and-set write (decided again if the store
     moved meanwhile). Without a model, a conservative rule: the same text is a SKIP; the same key, or
@@ -101,7 +102,7 @@ def remember(memory: MemoryConfig, content: str, category: str = "preferences", 
         if not hits:
             (op,) = create_plan([candidate], [list(namespace)])
         elif decider is not None:
-            reply = decider.invoke(decide_prompt(decide_entries([candidate], [hits])))
+            reply = yield Invoke(decider, decide_prompt(decide_entries([candidate], [hits])))
             (op,) = plan_from_decisions([candidate], [list(namespace)], [hits], parse_decisions(reply))
         else:
             op = _conservative(candidate, list(namespace), hits)
@@ -120,6 +121,9 @@ def remember(memory: MemoryConfig, content: str, category: str = "preferences", 
 
 
 _ATTEMPTS = 4
+remember, aremember = sync_and_async(_remember)
+remember.__name__, aremember.__name__ = "remember", "aremember"
+aremember.__doc__ = "Async twin of :func:`remember` (the decide model through ``ainvoke``)."
 
 
 def _conservative(candidate: dict[str, Any], namespace: list[str], hits: dict[str, dict[str, Any]]) -> dict[str, Any]:
