@@ -71,7 +71,7 @@ def _shared_lock(store: BaseStore, owner: tuple[str, str]) -> Iterator[None]:
         if path is None:  # an in-memory database is one process's
             yield
             return
-        from session_graph.stores.files import lock_file, unlock_file  # on use: the stores package imports this module
+        from session_graph._base.files import lock_file, unlock_file  # on use: the stores package imports this module
 
         with open(f"{path}.session_graph-{name[:16]}.lock", "a") as handle:
             lock_file(handle)

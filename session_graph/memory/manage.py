@@ -23,7 +23,7 @@ from pathlib import Path
 import re
 from typing import Any, Literal
 
-from session_graph._ids import utc_now
+from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import owner_lock
 from session_graph.memory.categories import CATEGORIES, history_namespace, parse_uri

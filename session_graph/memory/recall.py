@@ -12,8 +12,8 @@ from typing import Any
 
 from langchain_core.runnables import Runnable
 
-from session_graph._flow import Flow, Invoke, sync_and_async
-from session_graph._ids import new_id, utc_now
+from session_graph._base.flow import Flow, Invoke, sync_and_async
+from session_graph._base.ids import new_id, utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
