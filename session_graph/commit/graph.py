@@ -84,7 +84,7 @@ def _build(overrides: tuple[tuple[str, Callable[..., Any]], ...], sync: bool) ->
     graph.add_conditional_edges("summarize", _on_failure("extract"), {FAILED: "finalize", "extract": "extract"})
     graph.add_conditional_edges("extract", _after_extract, {FAILED: "finalize", NO_MODEL: "link_usage",
                                                             NO_CANDIDATES: "link_usage", "prefilter": "prefilter"})
-    graph.add_edge("prefilter", "decide")
+    graph.add_conditional_edges("prefilter", _on_failure("decide"), {FAILED: "finalize", "decide": "decide"})
     graph.add_conditional_edges("decide", _on_failure("write"), {FAILED: "finalize", "write": "write"})
     graph.add_edge("write", "link_usage")
     graph.add_edge("link_usage", "finalize")

@@ -57,7 +57,7 @@ def commit_result(state: CommitState, ctx: CommitContext) -> dict[str, Any]:
     if state.route == NOTHING:
         return {"status": "skipped", "archived": False, "archive": None, "memories_extracted": 0,
                 "active_count_updated": 0, "memories": {"created": [], "updated": [], "merged": [], "skipped": 0},
-                "errors": [], "plan": []}
+                "errors": [], "plan": [], "tokens": {"calls": 0, "input": 0, "output": 0}, "warnings": []}
     applied = journal.get("applied") or {}
     memories: dict[str, Any] = {"created": [], "updated": [], "merged": [], "skipped": 0}
     for entry in applied.values():
@@ -87,8 +87,13 @@ def commit_result(state: CommitState, ctx: CommitContext) -> dict[str, Any]:
         "archive": state.name,
         "memories_extracted": len(journal.get("candidates") or []),
         "active_count_updated": len(journal.get("linked") or []),
+        "skills_used": len(journal.get("skills") or []),
         "memories": memories,
         "errors": list(state.errors),
         "plan": list(journal.get("plan") or []),
         "abstract": journal.get("abstract"),
+        "summary": "fallback" if journal.get("fallback_summary") else ("model" if "overview" in journal else None),
+        "tokens": {"calls": ctx.spent.get("calls", 0), "input": ctx.spent.get("input_tokens", 0),
+                   "output": ctx.spent.get("output_tokens", 0)},
+        "warnings": list(journal.get("warnings") or []),
     }

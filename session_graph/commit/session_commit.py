@@ -57,6 +57,7 @@ def commit_context(memory: MemoryConfig | None, model: Runnable | None, settings
             "commit() needs long-term memory: Session(..., memory=MemoryConfig(user=..., agent=...)) "
             "or SessionManager(..., memory=MemoryConfig(...))."
         )
+    memory = memory.for_run()  # a commit inside a LangGraph run: that run's user and agent
     return CommitContext(memory=memory, model=memory.model or model, dry_run=dry_run, wait=wait, now=utc_now(),
                          checkpoint=None if dry_run else adopt, top_k=_setting(settings, "top_k", 5),
                          profile=(_setting(settings, "profile.max_items", 30), _setting(settings, "profile.max_chars", 2000)),

@@ -53,6 +53,7 @@ class CommitContext:
         keep_recent: the newest messages a commit leaves unarchived.
         max_input_chars: the longest transcript one summary or extraction prompt carries; a
             longer archive is summarised and mined chunk by chunk.
+        spent: this run's model calls and tokens (see ``commit/budget.py``), filled as it goes.
     """
 
     memory: MemoryConfig
@@ -65,3 +66,4 @@ class CommitContext:
     profile: tuple[int, int] = (30, 2000)
     keep_recent: int = 0
     max_input_chars: int = 24_000
+    spent: dict[str, int] = field(default_factory=dict)

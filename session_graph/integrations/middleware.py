@@ -98,7 +98,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     # -- the model sees the view; its reply is recorded at once ---------------------------------
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         session = self._session(request)
-        response = handler(self._with_view(session, request, self._recalled(session)))
+        response = handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
         self.binding.step(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
         return response
@@ -107,7 +107,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         session = self._session(request)
-        response = await handler(self._with_view(session, request, self._recalled(session)))
+        response = await handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
         await self.binding.astep(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
         return response
@@ -117,13 +117,17 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self.binding.live(key)
         return session if session is not None else self.binding.session()
 
-    def _recalled(self, session: Session) -> str:
-        """The memories and evicted messages recalled for the newest user message, as prompt text ("" when none)."""
+    def _recalled(self, session: Session, request: ModelRequest | None = None) -> str:
+        """The memories and evicted messages recalled for the newest user message, as prompt text
+        ("" when none): memories of the run's user and agent (``config["configurable"]`` or the
+        runtime context), else the config's."""
         earlier = recall_text(session, self.history)
         if self.memory is None or not self.recall_k:
             return earlier
         query = next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
-        found = format_memories(recall(self.memory, query, self.recall_k), self.recall_chars)
+        runtime = getattr(request, "runtime", None)
+        memory = self.memory.for_run(context=getattr(runtime, "context", None))
+        found = format_memories(recall(memory, query, self.recall_k), self.recall_chars)
         return "\n\n".join(p for p in (f"Relevant long-term memories:\n{found}" if found else "", earlier) if p)
 
     @staticmethod
@@ -152,17 +156,20 @@ def _turn_ended(replies: list[BaseMessage]) -> bool:
 
 
 def memory_tools(memory: MemoryConfig) -> list[BaseTool]:
-    """``search_memory`` and ``remember`` over ``memory`` (what ``SessionMiddleware(memory=...)`` offers)."""
+    """``search_memory`` and ``remember`` over ``memory`` (what ``SessionMiddleware(memory=...)`` offers),
+    for the user and agent of the run that calls them (see ``MemoryConfig.for_run``)."""
 
     def search_memory(query: str, k: int = 5) -> str:
-        """Search the user's and the agent's long-term memories; returns the best matches, one per line."""
-        return format_memories(recall(memory, query, max(1, min(int(k), 20)))) or "No memory matches."
+        """Search the user's and the agent's long-term memories; returns the best matches, one per line,
+        each with where it came from (session, archive, messages)."""
+        found = recall(memory.for_run(), query, max(1, min(int(k), 20)))
+        return format_memories(found, citations=True) or "No memory matches."
 
     def remember_fact(content: str, category: str = "preferences", key: str | None = None) -> str:
         """Store a lasting fact about the user (profile, preferences, entities, events) or about how the
         agent works (cases, patterns). ``key`` names the topic a later fact on it should update."""
         try:
-            return f"{remember(memory, content, category, key, source='tool')}: {content}"
+            return f"{remember(memory.for_run(), content, category, key, source='tool')}: {content}"
         except ConfigurationError as error:
             return f"Not stored: {error}"
 

@@ -6,7 +6,9 @@ messages, abstract and overview) and ``tools/{tool_id}/tool.json`` (each finishe
 session imported from it holds every message, archives first, in one full history; each
 archive becomes a finished archive of its commit ledger (range, abstract, overview), so the
 next ``commit()`` writes ``archive_{N+1}`` and never overwrites one. Exporting writes the same
-layout back: lines byte-identical to the ones read.
+layout back: lines byte-identical to the ones read; the session root's ``.abstract.md`` and
+``.overview.md`` and each ``tool.json`` as they were read (a tool.json is rebuilt only if the
+tool's name, input, output or status changed since).
 """
 
 from __future__ import annotations
@@ -113,7 +115,29 @@ def read_openviking_session(directory: Path) -> tuple[list[BaseMessage], dict[st
     archived_through = len(messages)
     messages.extend(_messages(directory, "messages.jsonl"))
     ledger = {"next": (archives[-1][0] + 1) if archives else 1, "pending": {}, "done": done, "last_overview": last_overview}
+    kept = _as_read(directory)
+    if kept:
+        ledger["openviking"] = kept
     return messages, ledger, archived_through
+
+
+def _as_read(directory: Path) -> dict[str, Any]:
+    """The files an export writes back as they were read: the session root's ``.abstract.md`` and
+    ``.overview.md`` and each ``tools/<id>/tool.json`` (its text, byte for byte)."""
+    kept: dict[str, Any] = {}
+    for name in (".abstract.md", ".overview.md"):
+        if (directory / name).is_file():
+            kept[name] = _read(directory / name)
+    tools = directory / "tools"
+    if tools.is_dir():
+        found = {child.name: _read(child / "tool.json") for child in sorted(tools.iterdir()) if (child / "tool.json").is_file()}
+        if found:
+            kept["tools"] = found
+    return kept
+
+
+def _read(file: Path) -> str:
+    return file.read_text(encoding="utf-8") if file.is_file() and not file.is_symlink() else ""  # links are never followed
 
 
 def write_openviking_session(state: SessionState, directory: str | os.PathLike[str]) -> Path:
@@ -148,6 +172,10 @@ def write_openviking_session(state: SessionState, directory: str | os.PathLike[s
         files.append((f"{where}/messages.jsonl", _text_lines(full[record["start"] : record["end"]], results), True))
         files.append((f"{where}/.abstract.md", str(record.get("abstract", "")), False))
         files.append((f"{where}/.overview.md", str(record.get("overview", "")), False))
+    as_read = ledger.get("openviking") or {}  # the session root's files as imported, written back as read
+    for root_file in (".abstract.md", ".overview.md"):
+        if isinstance(as_read.get(root_file), str):
+            files.append((f"{name}/{root_file}", as_read[root_file], False))
     files.append((f"{name}/messages.jsonl", _text_lines(full[state.archived_through :], results), True))
     for message in full:
         if isinstance(message, ToolMessage):
@@ -158,8 +186,10 @@ def write_openviking_session(state: SessionState, directory: str | os.PathLike[s
                 record = {"tool_id": part.tool_id, "tool_name": part.tool_name, "session_id": state.id,
                           "input": part.tool_input, "output": part.tool_output, "status": part.tool_status,
                           "time": {"created": created}}
-                files.append((f"{name}/tools/{folder_name(str(part.tool_id))}/tool.json",
-                              json.dumps(record, ensure_ascii=False), False))
+                text = (as_read.get("tools") or {}).get(part.tool_id)
+                if not (isinstance(text, str) and _same_tool(text, record)):  # as read, unless the tool changed since
+                    text = json.dumps(record, ensure_ascii=False)
+                files.append((f"{name}/tools/{folder_name(str(part.tool_id))}/tool.json", text, False))
     written = "".join(text for _, text, by_lines in files if by_lines)  # a commit moves live lines into an archive
     for path, text, by_lines in files:  # check all before writing any
         old = read_text(root, path, "export target")
@@ -194,6 +224,15 @@ def covered(old: str, new: str) -> bool:
     if mine is None or theirs is None:
         return False
     return not (Counter(theirs) - Counter(mine))
+
+
+def _same_tool(text: str, record: dict[str, Any]) -> bool:
+    """Whether a tool.json as read says what the session now holds (name, input, output, status)."""
+    try:
+        read = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(read, dict) and all(read.get(k) == record[k] for k in ("tool_name", "input", "output", "status"))
 
 
 def _text_lines(messages: list[BaseMessage], results: dict[str, ToolMessage]) -> str:

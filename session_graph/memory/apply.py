@@ -14,24 +14,32 @@
 Each put records the op's reference (``archive_003#7``) in ``applied``; replaying an op
 whose reference is there changes nothing, so a retry after a crash between any two puts
 ends with the same store as a clean run. If a target changed since the decision was
-made (another session wrote it), the new content is appended to what is stored, so
-neither writer's fact is lost.
+made (another session or process wrote it, or an earlier op of the same batch), the op
+writes nothing and returns ``CONFLICT``: the write step decides it again on what is stored
+now (compare-and-set on the item's version, under the owner's lock), so two updates of one
+fact never end up side by side and racing commits converge on one item per key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import hashlib
 import logging
+import sqlite3
 import threading
 from typing import Any
 
 from langgraph.store.base import BaseStore
 
 from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, normalize
+from session_graph.memory.changes import bump
 from session_graph.memory.items import INDEX_FIELDS, add_sources, applied, new_value, record_op
 
-__all__ = ["apply_op", "bound_profile", "owner_lock"]
+__all__ = ["CONFLICT", "apply_op", "bound_profile", "index_fields", "owner_lock"]
+
+CONFLICT = "conflict"
+"""What ``apply_op`` returns when the store moved since the decision; nothing was written."""
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +49,9 @@ _locks_guard = threading.Lock()
 
 @contextlib.contextmanager
 def owner_lock(store: BaseStore, owner: tuple[str, str]) -> Iterator[None]:
-    """Serialise edits of one owner's memories: across processes for the file store, in-process otherwise."""
+    """Serialise edits of one owner's memories, across processes where the store is shared:
+    the file store's own lock; for LangGraph's SqliteStore a lock file beside its database; for
+    its PostgresStore (on one connection) an advisory lock; in-process otherwise (InMemoryStore)."""
     file_lock = getattr(store, "owner_lock", None)
     if file_lock is not None:
         with file_lock(owner):
@@ -49,12 +59,51 @@ def owner_lock(store: BaseStore, owner: tuple[str, str]) -> Iterator[None]:
         return
     with _locks_guard:
         lock = _locks.setdefault((id(store), owner), threading.Lock())
-    with lock:
+    with lock, _shared_lock(store, owner):
         yield
 
 
+@contextlib.contextmanager
+def _shared_lock(store: BaseStore, owner: tuple[str, str]) -> Iterator[None]:
+    """The cross-process half of ``owner_lock`` for LangGraph's SQL stores (nothing for others)."""
+    name = hashlib.sha256("\x00".join(owner).encode()).hexdigest()
+    conn = getattr(store, "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        rows = conn.execute("PRAGMA database_list").fetchall()
+        path = next((row[2] for row in rows if row[1] == "main" and row[2]), None)
+        if path is None:  # an in-memory database is one process's
+            yield
+            return
+        from session_graph._base.files import lock_file, unlock_file  # on use: the stores package imports this module
+
+        with open(f"{path}.session_graph-{name[:16]}.lock", "a") as handle:
+            lock_file(handle)
+            try:
+                yield
+            finally:
+                unlock_file(handle)
+        return
+    if type(conn).__module__.startswith("psycopg") and callable(getattr(conn, "execute", None)):
+        key = int(name[:15], 16)  # fits a signed bigint
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return
+    yield
+
+
+def index_fields(value: dict[str, Any]) -> list[str]:
+    """The fields a vector-indexed store embeds: abstract and content, or the content alone when
+    the two are the same text (LangGraph's InMemoryStore fails on one text sent twice, langgraph#8822)."""
+    same = " ".join(str(value.get("abstract") or "").split()) == " ".join(str(value.get("content") or "").split())
+    return ["content"] if same or not str(value.get("abstract") or "").strip() else list(INDEX_FIELDS)
+
+
 def _put(store: BaseStore, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, index: bool = True) -> None:
-    store.put(namespace, key, value, index=INDEX_FIELDS if index and value.get("status") == "active" else False)
+    store.put(namespace, key, value, index=index_fields(value) if index and value.get("status") == "active" else False)
+    bump(store, namespace, key)  # the namespace's change feed: other processes' indexes re-read this key
 
 
 def _keep_history(store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any]) -> None:
@@ -102,7 +151,8 @@ def apply_op(
     store: BaseStore, op: dict[str, Any], op_ref: str, sources: list[dict[str, Any]], now: str,
     profile: tuple[int, int] = (30, 2000),
 ) -> str:
-    """Apply one plan op; returns what happened (``created``, ``updated``, ``merged``, ``skipped``, ``replayed``).
+    """Apply one plan op; returns what happened (``created``, ``updated``, ``merged``, ``skipped``, ``replayed``,
+    or ``CONFLICT``: the store moved since the decision and nothing was written).
 
     Args:
         store: the memory store.
@@ -124,6 +174,8 @@ def apply_op(
         else:
             if applied(old.value, op_ref):
                 return "replayed"
+            if "profile" not in (op.get("seen") or {}):
+                return CONFLICT  # the profile appeared since the decision: decide again with what it says
             have = {normalize(line.lstrip("-* ")) for line in old.value["content"].splitlines()}
             fresh = [b for b in _bullets(content) if normalize(b.lstrip("-* ")) not in have]
             if not fresh:
@@ -137,6 +189,8 @@ def apply_op(
             old = store.get(namespace, key)
             if old is None:
                 value = new_value(namespace, key, category, op["abstract"], op.get("overview", ""), content, sources, op_ref, now)
+                if op.get("expires_at"):
+                    value["expires_at"] = op["expires_at"]  # an event with a TTL (MemoryConfig.event_ttl)
                 if category == "profile":
                     value["content"], _ = bound_profile(content, *profile)
                 _put(store, namespace, key, value)
@@ -145,13 +199,17 @@ def apply_op(
                 return "replayed"
             if old.value.get("status") == "active" and old.value.get("hash") == content_hash(content):
                 return _skip(store, namespace, key, old.value, sources, op_ref, now)
-            key = f"{op['key']}_{content_hash(content)[:6]}"  # a different topic under the same slug
+            if old.value.get("status") == "active" and key not in (op.get("seen") or {}) and CATEGORIES[category].mergeable:
+                return CONFLICT  # written since the decision (another session, another process): decide again
+            key = f"{op['key']}_{content_hash(content)[:6]}"  # shown, and decided a different topic under the same slug
         return "replayed"
     targets = list(dict.fromkeys(op["targets"]))
     olds = {key: store.get(namespace, key) for key in targets}
     present = {key: item.value for key, item in olds.items() if item is not None}
     if any(applied(value, op_ref) for value in present.values()) and kind != "merge":
         return "replayed"
+    if kind in ("update", "merge") and not any(applied(v, op_ref) for v in present.values()) and _moved(op, present):
+        return CONFLICT  # a target changed since the decision: never concatenate, decide again on what is stored
     if kind == "skip":
         key = targets[0]
         if key not in present:  # gone meanwhile: keep the fact
@@ -164,11 +222,15 @@ def apply_op(
         if key not in present:
             return apply_op(store, {**op, "op": "create", "key": key}, op_ref, sources, now, profile)
         old = present[key]
-        if int(old.get("version", 1)) != int(op.get("seen", {}).get(key, old.get("version", 1))):
-            content = f"{old['content']}\n{content}"  # changed by another writer since the decision: keep both
         _rewrite(store, namespace, key, old, content, op.get("abstract"), sources, op_ref, now, profile)
         return "updated"
     return _merge(store, namespace, op, present, op_ref, sources, now, profile)
+
+
+def _moved(op: dict[str, Any], present: dict[str, dict[str, Any]]) -> bool:
+    """Whether a target the decision saw (at ``seen[key]``) has another version now."""
+    seen = op.get("seen") or {}
+    return any(key in seen and int(value.get("version", 1)) != int(seen[key]) for key, value in present.items())
 
 
 def _skip(store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any], sources: list[dict[str, Any]],

@@ -15,12 +15,17 @@ import math
 import re
 import unicodedata
 
-__all__ = ["Bm25", "terms"]
+__all__ = ["Bm25", "terms", "word_terms"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the", "to", "was", "were", "will", "with", "user", "users", "prefers", "likes"]
 )
+
+
+COMMON_FROM = 500
+"""Above this many documents, a term found in more than half of them is not scored: so a
+query costs what its distinctive terms cost, not the size of the index."""
 
 
 def _is_cjk(ch: str) -> bool:
@@ -52,6 +57,11 @@ def terms(text: str) -> list[str]:
         if len(word) >= 6:
             out.extend(f"#{word[i : i + n]}" for n in (3, 4, 5) for i in range(len(word) - n + 1))
     return out
+
+
+def word_terms(text: str) -> list[str]:
+    """The whole-word terms of a text (no character grams): what two statements share."""
+    return [term for term in terms(text) if not term.startswith("#")]
 
 
 class Bm25:
@@ -101,8 +111,8 @@ class Bm25:
         scores: dict[Hashable, float] = {}
         for term, weight in Counter(terms(query)).items():
             holders = self._postings.get(term)
-            if not holders:
-                continue
+            if not holders or (n > COMMON_FROM and len(holders) * 2 > n):
+                continue  # in most documents of a large index: worth < log 2 each, and would cost O(n) to score
             idf = math.log(1 + (n - len(holders) + 0.5) / (len(holders) + 0.5))
             for doc_id in holders:
                 if allowed is not None and doc_id not in allowed:

@@ -6,7 +6,8 @@ are settings under ``session.memory`` so they travel with a session and its expo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 import os
 from typing import Any
 
@@ -17,7 +18,7 @@ from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
 from session_graph.memory.filestore import FileMemoryStore
 
-__all__ = ["MemoryConfig", "unavailable"]
+__all__ = ["MemoryConfig", "expiry", "run_owners", "unavailable"]
 
 _CONNECTION_ERRORS = ("OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "TooManyRequests")
 
@@ -40,6 +41,10 @@ def unavailable(error: BaseException) -> StoreUnavailableError | None:
             )
         current = current.__cause__ or current.__context__
     return None
+
+
+USER_KEYS = ("user_id", "langgraph_user_id")
+AGENT_KEYS = ("agent_id", "assistant_id")
 
 
 def _check_owner(value: Any, what: str) -> str:
@@ -68,6 +73,10 @@ class MemoryConfig:
         path: the root of the default file store.
         model: a chat model for commits, or a name init_chat_model accepts ("openai:gpt-4o-mini");
             None: the session's own model.
+        event_ttl: seconds an event is kept after it is written (its ``expires_at``; expired
+            events are never hits or recalled, and ``expire()`` forgets them); None: forever.
+        max_commit_calls, max_commit_tokens: one commit's budget of model calls and prompt
+            tokens; beyond it the commit is ``partial`` with the reason and the next goes on.
     """
 
     store: BaseStore | None = None
@@ -76,6 +85,9 @@ class MemoryConfig:
     embeddings: Any = None
     path: str | os.PathLike[str] = ".session_graph/memory"
     model: Runnable | str | None = None
+    event_ttl: float | None = None
+    max_commit_calls: int = 64
+    max_commit_tokens: int = 400_000
     _made: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +103,13 @@ class MemoryConfig:
                 f"MemoryConfig embeddings must be a LangChain Embeddings (with embed_documents), "
                 f"got {type(self.embeddings).__name__}."
             )
+        if self.event_ttl is not None and (isinstance(self.event_ttl, bool) or not isinstance(self.event_ttl, int | float)
+                                           or self.event_ttl <= 0):
+            raise ConfigurationError(f"MemoryConfig event_ttl must be a positive number of seconds or None, got {self.event_ttl!r}.")
+        for name in ("max_commit_calls", "max_commit_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"MemoryConfig {name} must be a whole number >= 1, got {value!r}.")
         if self.model is not None:
             object.__setattr__(self, "model", chat_model(self.model, "MemoryConfig model"))  # a name becomes its model
 
@@ -102,3 +121,93 @@ class MemoryConfig:
         if "store" not in self._made:
             self._made["store"] = FileMemoryStore(self.path)
         return self._made["store"]
+
+    def namespace(self, category: str) -> tuple[str, str, str, str]:
+        """Where this user's (or agent's) memories of ``category`` live: the one derivation every
+        reader and writer uses (never a namespace read from stored data or a message)."""
+        from session_graph.memory.categories import memory_namespace
+
+        return memory_namespace(category, self.user, self.agent)
+
+    def place_of(self, uri: str) -> tuple[tuple[str, str, str, str], str] | None:
+        """The (namespace, key) a memory URI names, in this config's own namespaces; None for a
+        URI that names no memory or another owner's. Reads ``memory://user/alice/preferences/k``
+        and OpenViking's ``viking://user/memories/profile.md``,
+        ``viking://user/memories/preferences/k.md`` (the config's user; ``agent/`` likewise) and
+        ``viking://user/alice/memories/preferences/k.md``."""
+        from session_graph.memory.categories import CATEGORIES, parse_uri
+
+        place = parse_uri(uri)
+        if place is None and uri.startswith("viking://"):
+            parts = [p for p in uri[len("viking://") :].split("/") if p]
+            if len(parts) >= 3 and parts[0] in ("user", "agent") and parts[1] != "memories":
+                owner, parts = parts[1], [parts[0], *parts[2:]]
+            else:
+                owner = None
+            if len(parts) == 3 and parts[1:] == ["memories", "profile.md"]:
+                parts = [parts[0], "memories", "profile", "profile.md"]
+            if len(parts) == 4 and parts[1] == "memories" and parts[2] in CATEGORIES and parts[3].endswith(".md"):
+                namespace = self.namespace(parts[2])
+                if namespace[0] == parts[0] and owner in (None, namespace[1]):
+                    return namespace, parts[3][: -len(".md")]
+            return None
+        if place is None or place[0] != self.namespace(place[0][3]):
+            return None
+        return place
+
+    def for_user(self, user: str | None = None, agent: str | None = None) -> MemoryConfig:
+        """This config for another user (or agent), over the same store."""
+        if (user is None or user == self.user) and (agent is None or agent == self.agent):
+            return self
+        return replace(self, user=self.user if user is None else user, agent=self.agent if agent is None else agent)
+
+    def for_run(self, config: Mapping[str, Any] | None = None, context: Any = None) -> MemoryConfig:
+        """This config for the run in progress: the user and agent from ``config["configurable"]``
+        (``user_id``, ``agent_id``; LangGraph's config of the current run when none is given) or
+        from the runtime ``context`` (an attribute or key ``user_id`` / ``agent_id``; the current
+        run's when none is given), else this config's own, as langmem reads them.
+
+        Raises:
+            ConfigurationError: the run names a user or agent that cannot name a namespace.
+        """
+        user, agent = run_owners(config, context)
+        return self.for_user(user, agent)
+
+
+def _pick(source: Any, keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+        if value is not None and value != "":
+            return str(value)
+    return None
+
+
+def run_owners(config: Mapping[str, Any] | None = None, context: Any = None) -> tuple[str | None, str | None]:
+    """(user, agent) named by a LangGraph run (see ``MemoryConfig.for_run``); None where it names none."""
+    if config is None:
+        try:
+            from langgraph.config import get_config
+
+            config = get_config()
+        except Exception:  # not inside a run
+            config = None
+    if context is None:
+        try:
+            from langgraph.runtime import get_runtime
+
+            context = get_runtime().context
+        except Exception:  # not inside a run, or a run without a context
+            context = None
+    configurable = (config or {}).get("configurable") or {}
+    user = _pick(configurable, USER_KEYS) or (_pick(context, USER_KEYS) if context is not None else None)
+    agent = _pick(configurable, AGENT_KEYS) or (_pick(context, AGENT_KEYS) if context is not None else None)
+    return user, agent
+
+
+def expiry(memory: MemoryConfig, category: str, now: str) -> str | None:
+    """The ``expires_at`` a new item of ``category`` written at ``now`` gets (events with a TTL)."""
+    if category != "events" or memory.event_ttl is None:
+        return None
+    from datetime import datetime, timedelta
+
+    return (datetime.fromisoformat(now.replace("Z", "+00:00")) + timedelta(seconds=memory.event_ttl)).isoformat()

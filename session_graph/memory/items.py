@@ -15,11 +15,12 @@ unchanged, so replaying a journaled plan after a crash changes nothing twice.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from session_graph.memory.categories import CATEGORIES, content_hash, memory_uri
 
-__all__ = ["MAX_APPLIED", "add_sources", "applied", "new_value", "record_op", "searchable_text"]
+__all__ = ["MAX_APPLIED", "add_sources", "applied", "expired", "new_value", "record_op", "searchable_text"]
 
 MAX_APPLIED = 32
 INDEX_FIELDS = ["abstract", "content"]
@@ -65,9 +66,9 @@ def record_op(value: dict[str, Any], op_ref: str) -> dict[str, Any]:
 
 def _union(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = [dict(s) for s in old]
-    seen = {(s.get("session"), s.get("archive")) for s in out}
+    seen = {(s.get("session"), s.get("archive"), s.get("source")) for s in out}
     for source in new:
-        mark = (source.get("session"), source.get("archive"))
+        mark = (source.get("session"), source.get("archive"), source.get("source"))
         if mark not in seen:
             out.append(dict(source))
             seen.add(mark)
@@ -75,7 +76,7 @@ def _union(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]]) -> list
 
 
 def add_sources(value: dict[str, Any], sources: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """``value`` with ``sources`` unioned in (by session and archive)."""
+    """``value`` with ``sources`` unioned in (by session and archive, or by source: ``remember``, ``tool``)."""
     return {**value, "sources": _union(value.get("sources") or (), sources)}
 
 
@@ -87,3 +88,16 @@ def searchable_text(value: dict[str, Any]) -> str:
 def is_mergeable(category: str) -> bool:
     """Whether items of ``category`` change after creation."""
     return CATEGORIES[category].mergeable
+
+
+def expired(value: dict[str, Any], now: str | None = None) -> bool:
+    """Whether an item's ``expires_at`` (ISO time) has passed (at ``now``, default: the clock)."""
+    stamp = value.get("expires_at")
+    if not stamp:
+        return False
+    try:
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        at = datetime.fromisoformat(now.replace("Z", "+00:00")) if now else datetime.now(UTC)
+    except ValueError:
+        return False
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)) <= (at if at.tzinfo else at.replace(tzinfo=UTC))

@@ -5,6 +5,12 @@ A plan op is a dict::
     {"index", "op": "create" | "update" | "merge" | "skip", "category", "namespace", "key",
      "targets": [keys], "seen": {key: version}, "abstract", "overview", "content"}
 
+``seen`` holds the version of every stored item the decision was shown: the write step
+applies an op only if its targets still have those versions, and a CREATE only if its key
+was empty or shown (compare-and-set); otherwise it decides again (see ``apply.py``).
+Candidates are named by their index in the whole batch (the same number in the prompt, the
+decision and the plan), hits by refs that are validated against what that candidate was shown.
+
 Validation happens here, before anything is written: a decision for a candidate that does
 not exist, naming a ref it was not shown, with an op its category does not allow, an UPDATE
 without one target or content, a MERGE with fewer than two targets: each is a
@@ -20,7 +26,7 @@ from session_graph.errors import MemoryReplyError
 from session_graph.memory.categories import CATEGORIES, item_key
 from session_graph.memory.replies import Decision
 
-__all__ = ["create_plan", "decide_entries", "needs_decision", "plan_from_decisions"]
+__all__ = ["create_plan", "decide_entries", "needs_decision", "plan_from_decisions", "unseen_rivals"]
 
 
 def needs_decision(hits: dict[str, dict[str, Any]]) -> bool:
@@ -75,6 +81,7 @@ def plan_from_decisions(
     for i, (candidate, namespace, seen_hits) in enumerate(zip(candidates, namespaces, hits, strict=True)):
         decision = by_candidate.get(i)
         op = _create(i, candidate, namespace)
+        op["seen"] = {hit["key"]: hit["version"] for ref, hit in seen_hits.items() if ref.startswith("m")}
         if decision is not None and decision.op != "create":
             rule = CATEGORIES[candidate["category"]]
             unknown = [ref for ref in decision.targets if ref not in seen_hits]
@@ -90,9 +97,7 @@ def plan_from_decisions(
                 problems.append(f"candidate {i}: {decision.op!r} needs the merged 'content'")
             else:
                 targets = [_target_key(ref, seen_hits, keys) for ref in dict.fromkeys(decision.targets)]
-                op.update(op=decision.op, key=targets[0], targets=targets,
-                          seen={k: seen_hits[r]["version"] for r, k in zip(dict.fromkeys(decision.targets), targets, strict=True)
-                                if r.startswith("m")})
+                op.update(op=decision.op, key=targets[0], targets=targets)
                 if decision.op in ("update", "merge"):
                     op.update(content=decision.content, abstract=decision.abstract or candidate["abstract"])
         keys[i] = op["key"]
@@ -106,3 +111,12 @@ def _target_key(ref: str, hits: dict[str, dict[str, Any]], keys: dict[int, str])
     if ref.startswith("c"):
         return keys[int(ref[1:])]
     return hits[ref]["key"]
+
+
+def unseen_rivals(hits: dict[str, dict[str, Any]], op: dict[str, Any], mine: str | None = None) -> list[str]:
+    """The keys of stored hits (looked up again just before a CREATE lands) that the op's decision
+    was not shown and that another writer made (no applied reference starting with ``mine``, the
+    prefix of this batch's op references): the CREATE must be decided again."""
+    seen = op.get("seen") or {}
+    return [hit["key"] for ref, hit in hits.items() if ref.startswith("m") and hit["key"] not in seen
+            and not (mine and any(str(r).startswith(mine) for r in hit.get("applied") or ()))]

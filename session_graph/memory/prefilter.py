@@ -1,12 +1,15 @@
 """The prefilter: which stored memories a candidate is shown beside, without a model.
 
 Per candidate, in its own owner and category: the item at its deterministic key, the items
-with its content hash, then the most similar active items by BM25 (and, with an
-``Embeddings``, by cosine similarity, fused by reciprocal rank), plus earlier candidates of
-the same batch that share its key or content hash. Superseded items are never hits.
+with its content hash, then the most similar active items by BM25 fused (reciprocal rank,
+small ``k``) with the nearest by meaning: the store's own vector index when it has one, else
+the config's ``Embeddings``; plus earlier candidates of the same batch that share its key or
+content hash. Superseded items are never hits; each hit is shown as stored now.
 
-Indexes are kept per (store, namespace) in the process and refreshed by each item's
-``updated_at``, so a commit at 10,000 stored memories re-indexes only what changed.
+Indexes are kept per (store, namespace) in the process and brought up to date through the
+namespace's change feed (``changes.py``), so a commit at 10,000 stored memories reads and
+re-indexes only what changed; candidates of a batch are matched by key and hash maps, in
+linear time.
 """
 
 from __future__ import annotations
@@ -20,21 +23,39 @@ from langgraph.store.base import BaseStore
 
 from session_graph.memory.bm25 import Bm25
 from session_graph.memory.categories import content_hash, item_key
-from session_graph.memory.items import searchable_text
+from session_graph.memory.changes import changed_since
+from session_graph.memory.items import expired, searchable_text
 
-__all__ = ["active_items", "hit_of", "prefilter"]
+__all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
 
 _LIMIT = 1_000_000
 _lock = threading.Lock()
 _indexes: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _Index]] = weakref.WeakKeyDictionary()
+RRF_K = 2
+"""Reciprocal-rank fusion's constant: small, so a list's first hit (rank 0: 1/2) outweighs an
+item that is only third in both lists (2/5), and a strong single-list hit survives the cut."""
 
 
 class _Index:
     def __init__(self) -> None:
         self.bm25 = Bm25()
-        self.seen: dict[str, str] = {}
         self.values: dict[str, dict[str, Any]] = {}
+        self.by_hash: dict[str, set[str]] = {}
         self.vectors: dict[str, tuple[str, list[float]]] = {}
+        self.seq: int | None = None
+
+    def set(self, key: str, value: dict[str, Any] | None) -> None:
+        """Index an item's current value (None, or not active: drop it)."""
+        old = self.values.pop(key, None)
+        if old is not None:
+            self.by_hash.get(str(old.get("hash")), set()).discard(key)
+            self.bm25.remove(key)
+            self.vectors.pop(key, None)
+        if value is None or value.get("status") != "active":
+            return
+        self.values[key] = value
+        self.by_hash.setdefault(str(value.get("hash")), set()).add(key)
+        self.bm25.add(key, searchable_text(value))
 
 
 def active_items(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -43,31 +64,49 @@ def active_items(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, dict
 
 
 def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
-    items = store.search(namespace, filter={"status": "active"}, limit=_LIMIT)
+    """The namespace's index, brought up to date through its change feed: one read when nothing
+    changed, one per changed key otherwise, a full listing only the first time (or after more
+    changes than the feed keeps)."""
     with _lock:
-        per_store = _indexes.setdefault(store, {})
-        index = per_store.setdefault(namespace, _Index())
-        now = {}
-        for item in items:
-            if item.namespace != namespace:
-                continue
-            stamp = f"{item.updated_at.isoformat()}|{item.value.get('version')}|{item.value.get('hash')}"
-            now[item.key] = item.value
-            if index.seen.get(item.key) != stamp:
-                index.bm25.add(item.key, searchable_text(item.value))
-                index.seen[item.key] = stamp
-        for gone in set(index.seen) - set(now):
-            index.bm25.remove(gone)
-            del index.seen[gone]
-            index.vectors.pop(gone, None)
-        index.values = now
+        index = _indexes.setdefault(store, {}).setdefault(namespace, _Index())
+        seq, keys = changed_since(store, namespace, index.seq)
+        if keys is None:
+            fresh = _Index()
+            for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT):
+                if item.namespace == namespace:
+                    fresh.set(item.key, item.value)
+            fresh.vectors = {k: v for k, v in index.vectors.items() if k in fresh.values}
+            index.__dict__.update(fresh.__dict__)
+        else:
+            for key in keys:
+                item = store.get(namespace, key)
+                index.set(key, item.value if item is not None else None)
+        index.seq = seq
         return index
+
+
+def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars: int = 4000) -> list[str]:
+    """``category/key: abstract`` of the active items of the mergeable namespaces, most recently
+    updated first, within ``max_chars``: what the extraction prompt lists so the model reuses keys."""
+    entries = []
+    for namespace in namespaces:
+        for key, value in active_items(store, namespace).items():
+            entries.append((str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]))
+    entries.sort(key=lambda entry: entry[0], reverse=True)
+    out, used = [], 0
+    for _, line in entries:
+        if used + len(line) + 1 > max_chars:
+            break
+        out.append(line)
+        used += len(line) + 1
+    return out
 
 
 def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = None) -> dict[str, Any]:
     """What the decide step is shown of a stored item."""
     return {"key": key, "kind": kind, "score": score, "abstract": value.get("abstract", ""),
-            "content": value.get("content", ""), "version": value.get("version", 1), "hash": value.get("hash")}
+            "content": value.get("content", ""), "version": value.get("version", 1), "hash": value.get("hash"),
+            "applied": list(value.get("applied") or ())}
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
@@ -76,23 +115,42 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def _similar(index: _Index, text: str, top_k: int, embeddings: Any) -> list[tuple[str, float]]:
-    lexical = index.bm25.search(text, limit=max(top_k * 4, 20))
+def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion of best-first rankings with a small ``k`` (see ``RRF_K``)."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, (key, _) in enumerate(ranking):
+            fused[str(key)] = fused.get(str(key), 0.0) + 1.0 / (k + rank)
+    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]
+
+
+def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: BaseStore | None,
+              namespace: tuple[str, ...] | None) -> list[tuple[str, float]] | None:
+    """The nearest active items by meaning: the store's own vector index when it has one
+    (``store.search(query=...)``: nothing embedded twice), else ``embeddings``; None: neither."""
+    if store is not None and namespace is not None and getattr(store, "index_config", None) and not hasattr(store, "owner_lock"):
+        found = store.search(namespace, query=text, filter={"status": "active"}, limit=depth)
+        return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
-        return [(str(k), s) for k, s in lexical[:top_k]]
+        return None
     stale = [k for k, v in index.values.items() if index.vectors.get(k, ("",))[0] != v.get("hash")]
     if stale:
         vectors = embeddings.embed_documents([searchable_text(index.values[k]) for k in stale])
         for key, vector in zip(stale, vectors, strict=True):
             index.vectors[key] = (index.values[key].get("hash"), list(vector))
     query = embeddings.embed_query(text)
-    semantic = sorted(((k, _cosine(query, v[1])) for k, v in index.vectors.items() if k in index.values),
-                      key=lambda pair: -pair[1])[: max(top_k * 4, 20)]
-    fused: dict[str, float] = {}
-    for ranking in (lexical, semantic):  # reciprocal-rank fusion
-        for rank, (key, _) in enumerate(ranking):
-            fused[str(key)] = fused.get(str(key), 0.0) + 1.0 / (60 + rank)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))[:top_k]
+    return sorted(((k, _cosine(query, v[1])) for k, v in index.vectors.items() if k in index.values),
+                  key=lambda pair: -pair[1])[:depth]
+
+
+def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
+             namespace: tuple[str, ...] | None = None) -> list[tuple[str, float]]:
+    depth = max(top_k * 4, 20)
+    lexical = [(str(k), s) for k, s in index.bm25.search(text, limit=depth)]
+    semantic = _semantic(index, text, depth, embeddings, store, namespace)
+    if semantic is None:
+        return lexical[:top_k]
+    return fuse([lexical, semantic], top_k)
 
 
 def prefilter(
@@ -109,28 +167,34 @@ def prefilter(
         embeddings: a LangChain ``Embeddings`` to fuse with BM25, or None.
     """
     out: list[dict[str, dict[str, Any]]] = []
+    batch: dict[tuple[tuple[str, ...], str], list[int]] = {}  # (namespace, key or hash) -> earlier candidates
     for position, (candidate, namespace) in enumerate(zip(candidates, namespaces, strict=True)):
         index = _index(store, namespace)
         key = item_key(candidate["category"], candidate.get("key"), candidate["content"])
         digest = content_hash(candidate["content"])
         found: dict[str, dict[str, Any]] = {}
         if key in index.values:
-            found[key] = hit_of(key, index.values[key], "key")
-        for other, value in index.values.items():
-            if value.get("hash") == digest and other not in found:
-                found[other] = hit_of(other, value, "hash")
+            found[key] = index.values[key]  # an expired event at its key still counts: the same event, restated
+        for other in sorted(index.by_hash.get(digest, ())):
+            found.setdefault(other, index.values[other])
+        kinds = {k: ("key" if k == key else "hash") for k in found}
         text = f"{candidate.get('key') or ''} {candidate['abstract']} {candidate['content']}"
-        for other, score in _similar(index, text, top_k, embeddings):
-            if other not in found and len(found) < top_k + 2:
-                found[other] = hit_of(other, index.values[other], "similar", round(score, 4))
-        hits = {f"m{n + 1}": hit for n, hit in enumerate(found.values())}
-        for earlier in range(position):
-            before = candidates[earlier]
-            if namespaces[earlier] != namespace:
-                continue
-            same_key = item_key(before["category"], before.get("key"), before["content"]) == key
-            if same_key or content_hash(before["content"]) == digest:
-                hits[f"c{earlier}"] = {"key": None, "kind": "batch", "score": None, "abstract": before["abstract"],
-                                       "content": before["content"], "version": 0, "hash": content_hash(before["content"])}
+        scores: dict[str, float] = {}
+        for other, score in _similar(index, text, top_k, embeddings, store, namespace):
+            if other not in found and len(found) < top_k + 2 and not expired(index.values[other]):
+                found[other], kinds[other], scores[other] = index.values[other], "similar", round(score, 4)
+        hits = {}
+        for n, (other, value) in enumerate(found.items()):
+            item = store.get(namespace, other)  # what is stored now (the index may trail a foreign writer)
+            if item is not None and item.value.get("status") == "active":
+                value = item.value
+            hits[f"m{n + 1}"] = hit_of(other, value, kinds[other], scores.get(other))
+        earlier = sorted({*batch.get((namespace, "k:" + key), []), *batch.get((namespace, "h:" + digest), [])})
+        for number in earlier:
+            before = candidates[number]
+            hits[f"c{number}"] = {"key": None, "kind": "batch", "score": None, "abstract": before["abstract"],
+                                  "content": before["content"], "version": 0, "hash": content_hash(before["content"])}
+        batch.setdefault((namespace, "k:" + key), []).append(position)
+        batch.setdefault((namespace, "h:" + digest), []).append(position)
         out.append(hits)
     return out

@@ -7,6 +7,7 @@ and the context parts' URIs, not only the first text part.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -15,7 +16,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from session_graph.compression.transcript import transcript_line
 from session_graph.memory.categories import CATEGORIES
 
-__all__ = ["decide_prompt", "extract_prompt", "summary_prompt", "transcript_chunks"]
+__all__ = ["HUGE_CHUNKS", "decide_prompt", "digested", "extract_prompt", "summary_prompt", "transcript_chunks"]
 
 SUMMARY_SYSTEM = """You write the archive record of one stretch of a conversation between a user and an assistant.
 Be factual and brief (at most 800 words); never invent. Quote the user's own words where they matter.
@@ -66,12 +67,12 @@ Answer with one JSON object and nothing else:
 def transcript_chunks(messages: list[BaseMessage], max_chars: int) -> list[str]:
     """The transcript a commit model reads (every message, tool I/O, and the URIs of context
     parts) in chunks of at most ``max_chars``, whole messages where they fit; a message longer
-    than that is split across chunks (each piece marked ``(continued)``), never cut. One chunk
-    when everything fits."""
+    than that is split across chunks (each piece marked ``(continued)``), never cut, up to
+    ``HUGE_CHUNKS`` chunks; a longer one is ``digested``. One chunk when everything fits."""
     chunks: list[str] = []
     current: list[str] = []
     size = 0
-    for line in _lines(messages):
+    for line in (digested(line, max_chars) for line in _lines(messages)):
         pieces = [line] if len(line) <= max_chars else [
             (line[i : i + max_chars] if i == 0 else "(continued) " + line[i : i + max_chars])
             for i in range(0, len(line), max_chars)]
@@ -84,6 +85,22 @@ def transcript_chunks(messages: list[BaseMessage], max_chars: int) -> list[str]:
     if current or not chunks:
         chunks.append("\n".join(current))
     return chunks
+
+
+HUGE_CHUNKS = 4
+"""A message longer than this many chunks (a pasted log, a dumped file) is shown by its head,
+its tail and a digest of the whole, not read in full: one paste must not cost thousands of calls."""
+
+
+def digested(line: str, max_chars: int) -> str:
+    """``line`` as a commit model reads it: whole, or for a huge one its head and tail around a
+    marker naming its size and SHA-256 (so the same paste is recognisable across archives)."""
+    if len(line) <= HUGE_CHUNKS * max_chars:
+        return line
+    head, tail = line[: max_chars // 2], line[-(max_chars // 4) :]
+    digest = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return (f"{head}\n[... {len(line) - len(head) - len(tail):,} characters not shown: a huge part "
+            f"({len(line):,} characters, sha256 {digest}) is read by its head and tail ...]\n{tail}")
 
 
 def _lines(messages: list[BaseMessage]) -> list[str]:
@@ -120,12 +137,13 @@ def extract_prompt(text: str, summary: str, catalogue: list[str], user: str) -> 
 def decide_prompt(entries: list[dict[str, Any]]) -> list[BaseMessage]:
     """Ask for one decision per candidate; each entry has the candidate, its allowed ops and its hits by ref."""
     blocks = []
-    for index, entry in enumerate(entries):
+    for entry in entries:  # numbered by the candidate's index in the batch: the number the decision must give back
         candidate = entry["candidate"]
-        lines = [f"Candidate {index} ({candidate['category']}; allowed: {', '.join(entry['ops'])}):",
+        lines = [f"Candidate {entry['index']} ({candidate['category']}; allowed: {', '.join(entry['ops'])}):",
                  json.dumps({k: candidate.get(k) for k in ("key", "abstract", "content")}, ensure_ascii=False)]
         for ref, hit in entry["hits"].items():
-            lines.append(f"  {ref} [{hit['key']}]: {hit['abstract']}\n    {hit['content']}")
+            body = "\n".join(f"    {line}" for line in str(hit["content"]).splitlines() or [""])
+            lines.append(f"  {ref} [{hit['key']}]: {hit['abstract']}\n{body}")  # every line indented: a multi-line memory stays under its ref
         blocks.append("\n".join(lines))
     return [SystemMessage(content=DECIDE_SYSTEM), HumanMessage(content="\n\n".join(blocks))]
 

@@ -2,23 +2,30 @@
 
 ``recall`` ranks the active memories of the user and the agent for a query (BM25, fused with
 the config's embeddings when given). ``remember`` stores one fact through the same
-prefilter and apply step as a commit: the same key or the same content never makes a second
-item (an existing fact gains a source, a mergeable one is rewritten in place).
+prefilter, decide and compare-and-set apply steps as a commit (with no model, a conservative
+rule), so a restated or changed fact rewrites the memory it is about instead of adding one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.runnables import Runnable
+
+from session_graph._base.flow import Flow, Invoke, sync_and_async
 from session_graph._base.ids import new_id, utc_now
 from session_graph.errors import ConfigurationError
-from session_graph.memory.apply import apply_op, owner_lock
-from session_graph.memory.categories import CATEGORIES, content_hash, memory_namespace
-from session_graph.memory.config import MemoryConfig
-from session_graph.memory.plan import create_plan
+from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
+from session_graph.memory.bm25 import word_terms
+from session_graph.memory.categories import CATEGORIES, content_hash
+from session_graph.memory.config import MemoryConfig, expiry
+from session_graph.memory.items import expired
+from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import _index, _similar, prefilter
+from session_graph.memory.prompts import decide_prompt
+from session_graph.memory.replies import parse_decisions
 
-__all__ = ["format_memories", "recall", "remember"]
+__all__ = ["aremember", "cite", "format_memories", "recall", "remember"]
 
 
 def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]:
@@ -27,21 +34,36 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         return []
     scored: list[tuple[float, str, dict[str, Any]]] = []
     for category in CATEGORIES:
-        namespace = memory_namespace(category, memory.user, memory.agent)
+        namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
-        for key, score in _similar(index, query, k, memory.embeddings):
-            if score > 0:
+        for key, score in _similar(index, query, k, memory.embeddings, memory.memory_store, namespace):
+            if score > 0 and not expired(index.values[key]):
                 scored.append((score, f"{category}/{key}", index.values[key]))
     scored.sort(key=lambda entry: (-entry[0], entry[1]))
     return [value for _, _, value in scored[:k]]
 
 
-def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None) -> str:
-    """Memories as lines for a prompt (``[category] abstract: content``), within ``limit_chars``."""
+def cite(value: dict[str, Any]) -> str:
+    """Where a memory came from: ``session s1, archive_003 (messages m1, m2); tool`` ("" when unknown)."""
+    parts = []
+    for source in value.get("sources") or ():
+        if source.get("session"):
+            ids = source.get("message_ids") or []
+            parts.append(f"session {source['session']}, {source.get('archive')}" + (f" (messages {', '.join(ids)})" if ids else ""))
+        elif source.get("source"):
+            parts.append(str(source["source"]))
+    return "; ".join(parts)
+
+
+def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None, *, citations: bool = False) -> str:
+    """Memories as lines for a prompt (``[category] abstract: content``, with ``citations`` the
+    ``[from ...]`` each came from), within ``limit_chars``."""
     lines: list[str] = []
     used = 0
     for value in values:
         line = f"- [{value.get('category')}] {value.get('abstract', '')}: {value.get('content', '')}"
+        if citations and cite(value):
+            line += f" [from {cite(value)}]"
         if limit_chars is not None and used + len(line) > limit_chars:
             break
         lines.append(line)
@@ -49,28 +71,75 @@ def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None
     return "\n".join(lines)
 
 
-def remember(memory: MemoryConfig, content: str, category: str = "preferences", key: str | None = None,
-             abstract: str | None = None, source: str = "remember") -> str:
-    """Store one fact; returns what happened (``created``, ``updated``, ``skipped``).
+def _remember(memory: MemoryConfig, content: str, category: str = "preferences", key: str | None = None,
+              abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None) -> Flow[str]:
+    """Store one fact as a commit would: the same prefilter, then the decide model (``model``, else
+    ``memory.model``) on what it found, then a compare-and-set write (decided again if the store
+    moved meanwhile). Without a model, a conservative rule: the same text is a SKIP; the same key, or
+    (when no key is given) a stored fact of the same mergeable category sharing at least half
+    the words of the shorter of the two (its key's words count, and two at least), is
+    rewritten (its old text kept in the item's history); anything else is a new item.
+
+    Returns:
+        what happened: ``created``, ``updated``, ``merged`` or ``skipped``.
 
     Raises:
         ConfigurationError: an unknown category or empty content.
+        MemoryReplyError: the decide model's reply could not be used.
     """
     if category not in CATEGORIES:
         raise ConfigurationError(f"unknown memory category {category!r}; the categories are {', '.join(CATEGORIES)}.")
     if not isinstance(content, str) or not content.strip():
         raise ConfigurationError("remember() needs the fact to store as non-empty text.")
+    decider = model if model is not None else memory.model
     candidate = {"category": category, "key": key, "abstract": abstract or content[:80], "overview": "", "content": content}
-    namespace = memory_namespace(category, memory.user, memory.agent)
+    namespace = memory.namespace(category)
     store = memory.memory_store
-    with owner_lock(store, (namespace[0], namespace[1])):
-        (hits,) = prefilter(store, [candidate], [namespace], top_k=0)
-        (op,) = create_plan([candidate], [list(namespace)])
-        exact = [h for h in hits.values() if h.get("kind") in ("key", "hash")]
-        if exact:
-            same = next((h for h in exact if h.get("hash") == content_hash(content)), None)
-            target = same or exact[0]
-            mergeable = CATEGORIES[category].mergeable
-            op = {**op, "op": "skip" if same is not None or not mergeable else "update", "targets": [target["key"]],
-                  "seen": {target["key"]: target.get("version", 1)}}
-        return apply_op(store, op, f"{source}/{new_id()}", [{"source": source}], utc_now())
+    ref = f"{source}/{new_id()}"
+    for _ in range(_ATTEMPTS):
+        (found,) = prefilter(store, [candidate], [namespace], embeddings=memory.embeddings)
+        hits = {r: h for r, h in found.items() if r.startswith("m")}
+        if not hits:
+            (op,) = create_plan([candidate], [list(namespace)])
+        elif decider is not None:
+            reply = yield Invoke(decider, decide_prompt(decide_entries([candidate], [hits])))
+            (op,) = plan_from_decisions([candidate], [list(namespace)], [hits], parse_decisions(reply))
+        else:
+            op = _conservative(candidate, list(namespace), hits)
+        with owner_lock(store, (namespace[0], namespace[1])):
+            if op["op"] == "create":
+                (now_found,) = prefilter(store, [candidate], [namespace], embeddings=memory.embeddings)
+                if unseen_rivals(now_found, op):
+                    continue  # another writer stored something like it meanwhile: look again
+            now = utc_now()
+            op = {**op, "expires_at": expiry(memory, category, now)} if op["op"] == "create" else op
+            result = apply_op(store, op, ref, [{"source": source}], now)
+        if result != CONFLICT:
+            return result
+    raise ConfigurationError(f"remember(): the memories near {content[:60]!r} kept changing under concurrent writers "
+                             f"({_ATTEMPTS} attempts); try again.")
+
+
+_ATTEMPTS = 4
+remember, aremember = sync_and_async(_remember)
+remember.__name__, aremember.__name__ = "remember", "aremember"
+aremember.__doc__ = "Async twin of :func:`remember` (the decide model through ``ainvoke``)."
+
+
+def _conservative(candidate: dict[str, Any], namespace: list[str], hits: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The no-model decision (see ``remember``)."""
+    (op,) = create_plan([candidate], [namespace])
+    op["seen"] = {h["key"]: h["version"] for h in hits.values()}
+    category = candidate["category"]
+    same = next((h for h in hits.values() if h.get("hash") == content_hash(candidate["content"])), None)
+    if same is not None:
+        return {**op, "op": "skip", "key": same["key"], "targets": [same["key"]]}
+    if category == "profile" or not CATEGORIES[category].mergeable:
+        return op  # a profile line is added to the profile; events and cases never change
+    words = set(word_terms(candidate["content"]))
+    for hit in hits.values():
+        theirs = set(word_terms(f"{str(hit['key']).replace('_', ' ')} {hit['content']}"))
+        close = len(words & theirs) >= 2 and len(words & theirs) >= 0.5 * min(len(words), len(theirs))
+        if hit["kind"] == "key" or (close and not candidate.get("key")):  # a key given names its own topic
+            return {**op, "op": "update", "key": hit["key"], "targets": [hit["key"]]}
+    return op

@@ -147,14 +147,17 @@ class SessionManager(SessionInterop):
         if memory is not None and not isinstance(memory, MemoryConfig):
             raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
         self.memory = memory
+        self._own_factory = session_factory
         self.session_factory = session_factory or (lambda key: Session(key, memory=memory))
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self.merges = 0  # saves or loads that merged another writer's changes (for measurement)
 
     def for_tenant(self, tenant: str) -> SessionManager:
-        """A manager over the same store that sees only ``tenant``'s sessions."""
-        return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self.session_factory,
-                              memory=self.memory)
+        """A manager over the same store that sees only ``tenant``'s sessions; its long-term memory
+        is ``tenant``'s (``memory.for_user(tenant)``), never this manager's user's."""
+        memory = self.memory.for_user(tenant) if self.memory is not None else None
+        return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self._own_factory,
+                              memory=memory)
 
     # -- sessions ----------------------------------------------------------------------------
     # Each operation is written once, as a generator of store calls (``_Call``) and blocking
@@ -308,8 +311,8 @@ class SessionManager(SessionInterop):
         Raises:
             ConfigurationError: the session has no memory (give ``memory=`` here or to the session).
         """
-        if session.memory is None and self.memory is not None:
-            session.memory = self.memory
+        if self.memory is not None and (session.memory is None or session.memory.user != self.memory.user):
+            session.memory = self.memory  # a tenant's sessions commit into that tenant's memory, whatever made them
         if session.memory is None:
             raise ConfigurationError("commit() needs long-term memory: SessionManager(..., memory=MemoryConfig(...)).")
         self.save(session)  # what the commit archives is stored first

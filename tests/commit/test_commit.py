@@ -174,7 +174,8 @@ def test_without_a_model_messages_are_archived_and_nothing_is_invented(memory: M
     conversation(session)
     result = session.commit()
     assert result["status"] == "committed" and result["memories_extracted"] == 0 and dump_memories(memory.memory_store) == {}
-    assert result["abstract"] == "1 user turns, 4 messages"
+    assert result["abstract"] == "1 user turns, 4 messages (not summarised)"  # a count, marked as such
+    assert result["summary"] == "fallback" and "no model" in result["warnings"][0]
 
 
 def test_bad_configuration_is_a_clear_error() -> None:

@@ -74,3 +74,23 @@ def test_re_import_and_bad_input(tmp_path: Path) -> None:
     assert SessionManager(tmp_path / "s2").list_sessions() == []  # nothing half-imported
     with pytest.raises(Exception, match="needs the directory"):
         manager.export("chat_001", "openviking")
+
+
+def test_root_summaries_and_tool_json_export_as_read(tmp_path: Path) -> None:
+    import json
+
+    source = openviking_session(tmp_path / "ov")
+    (source / ".abstract.md").write_text("Root abstract, as OpenViking wrote it", encoding="utf-8")
+    (source / ".overview.md").write_text("---\ndirectory: chat_001\n---\n# Overview\n", encoding="utf-8")
+    first = SessionManager(tmp_path / "a")
+    first.import_openviking(tmp_path / "ov")
+    built = Path(first.export("chat_001", "openviking", tmp_path / "built"))
+    for tool in (built / "tools").iterdir():  # OpenViking's own formatting and times
+        record = {**json.loads((tool / "tool.json").read_text()), "time": {"created": "2026-01-01T00:00:00", "duration_ms": 12}}
+        (source / "tools" / tool.name).mkdir(parents=True)
+        (source / "tools" / tool.name / "tool.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+    manager = SessionManager(tmp_path / "b")
+    manager.import_openviking(tmp_path / "ov")
+    out = Path(SessionManager(manager.store).export("chat_001", "openviking", tmp_path / "out"))
+    for relative in (".abstract.md", ".overview.md", "tools/c9/tool.json", "tools/call_1/tool.json"):
+        assert (out / relative).read_bytes() == (source / relative).read_bytes(), relative

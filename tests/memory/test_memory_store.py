@@ -169,6 +169,9 @@ def test_create_on_an_occupied_key_never_duplicates(store) -> None:  # type: ign
     apply_op(store, plan[0], "a1#0", SRC, NOW)
     assert apply_op(store, plan[0], "a2#0", SRC, NOW) == "skipped"  # same content, another archive
     other = create_plan([candidate("preferences", "Theme park fan", key="theme")], [list(PREFS)])
+    assert apply_op(store, other[0], "a3#0", SRC, NOW) == "conflict"  # the decision never saw "theme": decide again
+    assert sorted(active(store, PREFS)) == ["theme"]  # nothing written
+    other[0]["seen"] = {"theme": 1}  # shown "theme" and still decided CREATE: another topic under the same slug
     assert apply_op(store, other[0], "a3#0", SRC, NOW) == "created"
     keys = sorted(active(store, PREFS))
     assert keys[0] == "theme" and keys[1].startswith("theme_") and len(keys) == 2
@@ -181,6 +184,8 @@ def test_profile_stays_bounded_after_sixty_commits(tmp_path: Path) -> None:
     ns = ["user", "alice", "memories", "profile"]
     for n in range(60):
         op = create_plan([candidate("profile", f"Works on project number {n} this week")], [ns])[0]
+        shown = store.get(tuple(ns), "profile")
+        op["seen"] = {"profile": shown.value["version"]} if shown else {}  # as a decision that was shown the profile
         apply_op(store, op, f"archive_{n:03d}#0", SRC, NOW, profile=(30, 2000))
     profile = store.get(tuple(ns), "profile").value
     lines = profile["content"].splitlines()

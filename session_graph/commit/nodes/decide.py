@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Flow, Invoke
+from session_graph.commit.budget import over_budget, record_reply
 from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.nodes.prefilter import namespaces_of
 from session_graph.commit.state import CommitContext, CommitState
@@ -33,8 +34,13 @@ def decide(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str
     if ctx.model is None:
         return {"errors": [*state.errors, "decide: candidates have similar memories and there is no model to decide"],
                 "route": FAILED}
+    prompt = decide_prompt(entries)
+    reason = over_budget(ctx, prompt, "decide")
+    if reason is not None:
+        return {"errors": [*state.errors, reason], "route": FAILED}
     try:
-        reply = yield Invoke(ctx.model, decide_prompt(entries))
+        reply = yield Invoke(ctx.model, prompt)
+        record_reply(ctx, reply)
         plan = plan_from_decisions(candidates, namespaces, hits, parse_decisions(reply))
     except Exception as error:
         return {"errors": [*state.errors, f"decide: {type(error).__name__}: {error}"], "route": FAILED}

@@ -6,8 +6,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from session_graph.commit.journal import FAILED
 from session_graph.commit.state import CommitContext, CommitState
-from session_graph.memory.categories import memory_namespace
 from session_graph.memory.prefilter import prefilter as find_hits
 
 __all__ = ["namespaces_of", "prefilter"]
@@ -15,7 +15,7 @@ __all__ = ["namespaces_of", "prefilter"]
 
 def namespaces_of(candidates: list[dict[str, Any]], ctx: CommitContext) -> list[tuple[str, ...]]:
     """Each candidate's namespace (its category's owner: the user or the agent)."""
-    return [memory_namespace(c["category"], ctx.memory.user, ctx.memory.agent) for c in candidates]
+    return [ctx.memory.namespace(c["category"]) for c in candidates]
 
 
 def prefilter(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, Any]:
@@ -24,5 +24,9 @@ def prefilter(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, 
         return {}
     ctx = runtime.context
     candidates = state.journal["candidates"]
-    return {"hits": find_hits(ctx.memory.memory_store, candidates, namespaces_of(candidates, ctx), top_k=ctx.top_k,
-                              embeddings=ctx.memory.embeddings)}
+    try:
+        return {"hits": find_hits(ctx.memory.memory_store, candidates, namespaces_of(candidates, ctx), top_k=ctx.top_k,
+                                  embeddings=ctx.memory.embeddings)}
+    except Exception as error:  # the store (or its vector index) failed: partial, resumed by the next commit
+        return {"errors": [*state.errors, f"prefilter: the memory store failed: {type(error).__name__}: {error}"],
+                "route": FAILED}

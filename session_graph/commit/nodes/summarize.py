@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Flow, Invoke
+from session_graph.commit.budget import over_budget, record_reply
 from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.prompts import summary_prompt, transcript_chunks
@@ -28,16 +29,27 @@ def summarize(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[
     messages = list(state.session.full_chat_history[journal["start"] : journal["end"]])
     if ctx.model is None or not messages:
         users = sum(1 for m in messages if m.type == "human")
-        overview = f"# Session Summary\n**Overview**: {users} user turns, {len(messages)} messages"
-        return journaled(state, ctx, overview=overview, abstract=f"{users} user turns, {len(messages)} messages")
+        counted = f"{users} user turns, {len(messages)} messages"
+        if not messages:
+            return journaled(state, ctx, overview=f"# Session Summary\n**Overview**: {counted}", abstract=counted)
+        note = "no model: this archive has a count, not a summary (give the session or MemoryConfig a model)"
+        overview = f"# Session Summary (fallback: no model)\n**Overview**: {counted} (not summarised: no model)"
+        return journaled(state, ctx, overview=overview, abstract=f"{counted} (not summarised)", fallback_summary=True,
+                         warnings=[*journal.get("warnings", []), note])
     chunks = transcript_chunks(messages, ctx.max_input_chars)
     done = journal.get("summary_chunks", 0)
     overview = journal.get("partial_overview") if done else (state.session.archives or {}).get("last_overview")
     update: dict[str, Any] = {}
     abstract = ""
     for index in range(done, len(chunks)):
+        prompt = summary_prompt(chunks[index], overview)
+        where = f" (chunk {index + 1} of {len(chunks)})" if len(chunks) > 1 else ""
+        reason = over_budget(ctx, prompt, f"summarize{where}")
+        if reason is not None:
+            return {**update, "errors": [*state.errors, reason], "route": FAILED}
         try:
-            reply = yield Invoke(ctx.model, summary_prompt(chunks[index], overview))
+            reply = yield Invoke(ctx.model, prompt)
+            record_reply(ctx, reply)
             overview, abstract = parse_summary(reply)
         except Exception as error:  # the archive stays pending; the next commit goes on from this chunk
             where = f" (chunk {index + 1} of {len(chunks)})" if len(chunks) > 1 else ""

@@ -1,0 +1,131 @@
+"""Retrieval for the prefilter and recall (issue 22): fusion that keeps a strong single-list
+hit, the store's own vector index used, an indexed store whose abstract equals its content,
+a failing store making a commit partial, and an index that follows other writers' changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langgraph.store.memory import InMemoryStore
+from memory_util import active
+import pytest
+
+from session_graph import Session
+from session_graph.memory import FileMemoryStore, MemoryConfig
+from session_graph.memory.apply import apply_op
+from session_graph.memory.plan import create_plan
+from session_graph.memory.prefilter import fuse, prefilter
+from session_graph.memory.recall import recall
+
+PREFS = ("user", "alice", "memories", "preferences")
+CONCEPTS = [("seat", "aisle", "window"), ("flight", "flying", "flights", "plane"), ("coffee", "espresso", "latte")]
+
+
+class Concepts(Embeddings):
+    """A tiny embedding by concept (synonyms share an axis); counts the queries it embeds."""
+
+    def __init__(self) -> None:
+        self.queries = 0
+
+    def _vector(self, text: str) -> list[float]:
+        words = text.lower().replace(".", " ").replace(",", " ").split()
+        return [float(sum(1 for w in words if any(w.startswith(c) for c in group))) + 0.01 for group in CONCEPTS]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return self._vector(text)
+
+
+def put(store: Any, content: str, key: str, ref: str) -> None:
+    (op,) = create_plan([{"category": "preferences", "key": key, "abstract": content, "content": content}], [list(PREFS)])
+    apply_op(store, op, ref, [], "2026-01-01T00:00:00Z")
+
+
+def test_fusion_keeps_a_list_s_first_hit_in_the_top_five() -> None:
+    lexical = [(f"d{i}", 10.0 - i) for i in range(8)]
+    semantic = [("target", 0.99)] + [(f"d{i}", 0.5) for i in range(8)]
+    assert "target" in [key for key, _ in fuse([lexical, semantic], 5)]
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_synonym_only_the_embedding_finds_is_a_hit(indexed: bool) -> None:
+    embeddings = Concepts()
+    store = InMemoryStore(index={"dims": 3, "embed": embeddings, "fields": ["abstract", "content"]}) if indexed else InMemoryStore()
+    put(store, "The user wants window seats on flights.", "seating", "a#0")
+    for n in range(12):  # lexical distractors: they share the candidate's words
+        put(store, f"The user wants the aisle printer number {n} when printing.", f"printer {n}", f"b#{n}")
+    candidate = {"category": "preferences", "key": None, "abstract": "aisle seat", "content": "Aisle seat when flying."}
+    (hits,) = prefilter(store, [candidate], [PREFS], embeddings=None if indexed else embeddings)
+    assert "seating" in [hit["key"] for hit in hits.values()]
+    before = embeddings.queries
+    prefilter(store, [candidate], [PREFS], embeddings=None if indexed else embeddings)
+    assert embeddings.queries == before + 1  # one query embedded per lookup (stored items not embedded again)
+
+
+def test_an_indexed_store_commits_a_memory_whose_abstract_is_its_content() -> None:
+    store = InMemoryStore(index={"dims": 3, "embed": Concepts(), "fields": ["abstract", "content"]})
+    memory = MemoryConfig(store=store, user="alice", agent="coder")
+    same = '{"memories": [{"category": "preferences", "key": "seat", "abstract": "Window seat.", "content": "Window seat."}]}'
+    session = Session("s", model=FakeListChatModel(responses=["# Session Summary\n**Overview**: x", same]), memory=memory)
+    session.append_message({"role": "user", "content": "window seat please"})
+    assert session.commit()["status"] == "committed"
+    assert recall(memory, "window seat")[0]["content"] == "Window seat."
+
+
+class Failing(InMemoryStore):
+    """An InMemoryStore whose searches fail while ``broken`` is set."""
+
+    broken: bool = True
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if self.broken and any(type(op).__name__ == "SearchOp" for op in ops):
+            raise ConnectionError("store down")
+        return super().batch(ops)
+
+
+def test_a_failing_store_makes_the_commit_partial_and_the_next_one_finishes() -> None:
+    store = Failing()
+    memory = MemoryConfig(store=store, user="alice", agent="coder")
+    reply = '{"memories": [{"category": "preferences", "key": "seat", "abstract": "Window seat", "content": "Window seat."}]}'
+    session = Session("s", model=FakeListChatModel(responses=["# Session Summary\n**Overview**: x", reply]), memory=memory)
+    session.append_message({"role": "user", "content": "window seat please"})
+    result = session.commit()
+    assert result["status"] == "partial" and "store down" in result["errors"][0]
+    store.broken = False
+    assert session.commit()["status"] == "committed"
+    assert list(active(store, PREFS)) == ["seat"]
+
+
+def test_the_index_follows_another_process_s_writes(tmp_path: Path) -> None:
+    mine, theirs = FileMemoryStore(tmp_path, fsync=False), FileMemoryStore(tmp_path, fsync=False)  # two processes' views
+    put(mine, "The user drinks espresso.", "coffee", "a#0")
+    candidate = {"category": "preferences", "key": "coffee", "abstract": "oat latte", "content": "The user drinks oat latte."}
+    assert prefilter(mine, [candidate], [PREFS])[0]["m1"]["content"] == "The user drinks espresso."
+    update = {**create_plan([candidate], [list(PREFS)])[0], "op": "update", "targets": ["coffee"], "seen": {"coffee": 1}}
+    assert apply_op(theirs, update, "b#0", [], "2026-01-02T00:00:00Z") == "updated"
+    put(theirs, "The user drinks tea at night.", "tea", "c#0")
+    (hits,) = prefilter(mine, [candidate], [PREFS])
+    assert hits["m1"]["content"] == "The user drinks oat latte." and hits["m1"]["version"] == 2
+    assert "tea" in [h["key"] for h in hits.values()]
+
+
+def test_the_offline_embedding_loads_without_a_network_and_finds_a_synonym() -> None:
+    pytest.importorskip("wordllama")
+    from session_graph.memory.embeddings import OfflineEmbeddings
+
+    embeddings = OfflineEmbeddings()
+    store = InMemoryStore()
+    put(store, "The user wants window seats on flights.", "seating", "a#0")
+    for n in range(12):
+        put(store, f"The user wants the aisle printer number {n} when printing.", f"printer {n}", f"b#{n}")
+    candidate = {"category": "preferences", "key": None, "abstract": "aisle seat", "content": "Aisle seat when flying."}
+    (hits,) = prefilter(store, [candidate], [PREFS], embeddings=embeddings)
+    assert "seating" in [hit["key"] for hit in hits.values()]
+    assert len(embeddings.embed_query("hello")) == 256
