@@ -259,9 +259,11 @@ def test_a_pending_plan_is_never_applied_to_a_namespace_it_was_not_derived_for(m
     journal["plan"][0]["namespace"] = ["user", "mallory", "memories", "preferences"]  # a tampered or foreign journal
     session.override_commit_node("write", real_write)
     result = session.commit()
-    assert result["status"] == "partial" and "mallory" in result["errors"][0]
+    # the tampered plan is dropped when the commit resumes (commit/trust.py) and decided again for
+    # this session's own user; the write step would refuse a foreign namespace as well
+    assert result["status"] == "committed", result["errors"]
     assert not active(memory.memory_store, ("user", "mallory", "memories", "preferences"))
-    assert not active(memory.memory_store, PREFS)
+    assert active(memory.memory_store, PREFS)
 
 
 def test_three_way_merge_keeps_both_changes_or_refuses_a_clash() -> None:

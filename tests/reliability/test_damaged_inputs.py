@@ -72,7 +72,7 @@ def test_a_damaged_memory_file_is_skipped_and_the_commit_goes_on(tmp_path: Path,
     assert "editor_theme" in result["memories"]["created"]
     assert str(damaged) in store.damaged and any("damaged memory file" in str(w.message) for w in caught)
     assert (damaged.read_bytes() if not damaged.is_symlink() else ("link", str(damaged.readlink()))) == before
-    assert {item.key for item in store.search(("user", "alice"))} == {"coffee", "editor_theme"}
+    assert {item.key for item in store.search(("user", "alice", "memories"))} == {"coffee", "editor_theme"}
 
 
 def test_a_record_of_an_unknown_message_type_is_quarantined_and_the_session_loads(tmp_path: Path) -> None:

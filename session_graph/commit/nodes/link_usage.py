@@ -12,6 +12,7 @@ from session_graph.commit.journal import journaled
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.apply import index_fields, owner_lock
 from session_graph.memory.categories import memory_namespace, slug
+from session_graph.memory.config import unavailable
 from session_graph.memory.items import applied, record_op
 from session_graph.memory.usage import derived_usage
 
@@ -46,11 +47,15 @@ def link_usage(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str,
                                        "last_used_at": ctx.now}, ref)
                     store.put(namespace, key, value, index=index_fields(value))
         except Exception as error:  # the store failed: partial; the next commit counts again (once per archive)
+            if unavailable(error) is not None:  # a lost connection: a clear, retryable error (commit/run.py)
+                raise
             return {"errors": [*state.errors, f"link_usage: the memory store failed: {type(error).__name__}: {error}"]}
         linked.append(uri)
     try:
         skills = _count_skills(store, ctx, [r for r in journal["usage"] if r.get("type") == "skill"], state)
     except Exception as error:
+        if unavailable(error) is not None:  # a lost connection: a clear, retryable error (commit/run.py)
+            raise
         return {"errors": [*state.errors, f"link_usage: the memory store failed: {type(error).__name__}: {error}"]}
     return journaled(state, ctx, linked=linked, relations=uris, skills=skills)
 

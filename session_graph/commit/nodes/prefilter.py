@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from session_graph.commit.journal import FAILED
 from session_graph.commit.state import CommitContext, CommitState
+from session_graph.memory.config import unavailable
 from session_graph.memory.prefilter import prefilter as find_hits
 
 __all__ = ["namespaces_of", "prefilter"]
@@ -28,5 +29,7 @@ def prefilter(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, 
         return {"hits": find_hits(ctx.memory.memory_store, candidates, namespaces_of(candidates, ctx), top_k=ctx.top_k,
                                   embeddings=ctx.memory.embeddings)}
     except Exception as error:  # the store (or its vector index) failed: partial, resumed by the next commit
+        if unavailable(error) is not None:  # a lost connection: a clear, retryable error (commit/run.py)
+            raise
         return {"errors": [*state.errors, f"prefilter: the memory store failed: {type(error).__name__}: {error}"],
                 "route": FAILED}

@@ -27,7 +27,7 @@ from session_graph.commit.nodes.prefilter import namespaces_of
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
-from session_graph.memory.config import expiry
+from session_graph.memory.config import expiry, unavailable
 from session_graph.memory.fold import fold_updates
 from session_graph.memory.plan import decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import prefilter as find_hits
@@ -132,7 +132,9 @@ def write(state: CommitState, runtime: Runtime[CommitContext]) -> Flow[dict[str,
             return {**update, "errors": [*state.errors, f"write: {error}"]}
         except Exception as error:  # the store failed: what landed is journaled; the next commit goes on
             update = journaled(state, ctx, applied=dict(applied))
-            return {**update, "errors": [*state.errors, f"write: the memory store failed: {type(error).__name__}: {error}"]}
+            clear = unavailable(error)  # a lost connection: say so, and how to make the store reconnect
+            reason = f"write: {clear}" if clear is not None else f"write: the memory store failed: {type(error).__name__}: {error}"
+            return {**update, "errors": [*state.errors, reason]}
         update = journaled(state, ctx, applied=dict(applied))
         state = replace(state, **update)
         if not conflicts:
