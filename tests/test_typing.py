@@ -32,4 +32,4 @@ def test_mypy_strict_passes_a_user_file_and_catches_a_wrong_call(tmp_path: Path)
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert [Path(line.split(":")[0]).name for line in errors] == ["wrong_call.py"], done.stdout + done.stderr
-    assert 'Argument "messages" to "use_memo" of "SessionBase" has incompatible type "str"' in errors[0]
+    assert 'Argument "messages" to "use_memo" of "Session" has incompatible type "str"' in errors[0]
