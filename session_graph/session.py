@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from langchain_core.messages import BaseMessage, ToolMessage, convert_to_openai_messages
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
@@ -41,7 +41,7 @@ from session_graph.memory.config import MemoryConfig
 from session_graph.memory.parts import Part, has_extras, strip_view
 from session_graph.memory.session_parts import part_messages, parts_in_history, tool_result
 from session_graph.memory.usage import usage_records
-from session_graph.messages import MessageInput, check_storable, role_of, to_message
+from session_graph.messages import MessageInput, check_storable, to_message
 from session_graph.resize.handlers import Handlers, checked_callable
 from session_graph.resize.ledger import Ledger
 from session_graph.resize.policy import Decision, PolicyHandler
@@ -55,7 +55,7 @@ from session_graph.resize.state import (
     SummaryHandler,
 )
 from session_graph.resize.trace import ResizeTrace
-from session_graph.resize.view import SessionView, answered
+from session_graph.resize.view import SessionView, recent_history
 from session_graph.settings import SessionSettings
 
 if TYPE_CHECKING:
@@ -448,21 +448,7 @@ class Session:
             meta = self.metadata.get("nanobot")
             return session_history(self.full_chat_history, self.arrived_at, meta if isinstance(meta, dict) else {},
                                    max_messages, compat)
-        limit = 50 if max_messages is None else max_messages
-        window = answered(list(self._state.current_chat_history))
-        first = max(0, len(window) - max(limit, 0))
-        user = next((index for index in range(first, len(window)) if role_of(window[index]) == "user"), None)
-        if user is not None:
-            first = user
-        while first < len(window) and role_of(window[first]) == "tool":  # its call is outside: skip it
-            first += 1
-        chosen = window[first:]
-        history = convert_to_openai_messages(chosen)
-        for message, entry in zip(chosen, history, strict=True):  # type: ignore[arg-type]
-            reasoning = message.additional_kwargs.get("reasoning_content")
-            if reasoning is not None:
-                entry["reasoning_content"] = reasoning
-        return history  # type: ignore[return-value]
+        return recent_history(self._state.current_chat_history, 50 if max_messages is None else max_messages)
 
     # -- export: the spec's names; the format lives in interop/export.py -----------------
     def to_dict(self) -> dict[str, Any]:

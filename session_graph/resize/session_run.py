@@ -47,6 +47,10 @@ class SessionCore:
         strip_view: a view without that content (the same view when there is none).
     """
 
+    state: SessionState  # set by install()
+    ledger: Ledger
+    extras: bool  # whether the window may hold content a provider must not see
+
     def __init__(
         self,
         state: SessionState,
