@@ -387,10 +387,16 @@ class Session:
         """Async twin of :meth:`resize`."""
         return await self._core.resize(self.handlers, force)
 
+    def _install(self, state: SessionState, *, reindex: bool = True) -> None:
+        self._core.install(state, reindex=reindex)  # adopt a state, rebuild what derives from it
+
+    def _trim_archived(self) -> None:
+        self._core.trim_archived()  # session.memory.trim_window: archived messages leave the window
+
     # -- lifecycle -----------------------------------------------------------------------
     def restore(self, state: SessionState) -> Self:
         """Adopt a whole state (what stores and imports use); derived accounting is rebuilt."""
-        self._core.install(state)
+        self._install(state)
         return self
 
     def clear(self) -> Self:
@@ -474,7 +480,7 @@ class Session:
     def load_dict(self, data: Any) -> Self:
         """Replace this session's state with a parsed document; nothing changes on error."""
         state, trace = export.read_document(data, keep_id=self.id)
-        self._core.install(state)
+        self._install(state)
         self.trace.replace(trace)
         return self
 
@@ -631,7 +637,7 @@ class Session:
         trim = adopt_commit(self._state, state)
         self.revision += 1
         if trim:
-            self._core.trim_archived()
+            self._trim_archived()
 
     def __repr__(self) -> str:
         totals = self._ledger.totals
