@@ -9,18 +9,16 @@ anywhere leaves the session as it was (a memo failure keeps what the memo folded
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-import contextlib
-import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from langchain_core.messages import BaseMessage, ToolMessage, convert_to_openai_messages
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
-from session_graph._base.flow import Flow, adrive, drive
+from session_graph._base.flow import adrive, drive
 from session_graph._base.ids import new_id, utc_now
-from session_graph.accounting.counters import SessionCounter, as_token_counter
+from session_graph.accounting.counters import SessionCounter
 from session_graph.accounting.window import WindowTotals
 from session_graph.commit import commit_result, run_commit, run_commit_async
 from session_graph.commit.graph import build_commit_graph
@@ -36,38 +34,34 @@ from session_graph.display.cards import session_card
 from session_graph.display.plots import plot_costs, plot_window
 from session_graph.display.session_display import draw_resize_graph
 from session_graph.display.viz import GraphDrawing
-from session_graph.errors import ConfigurationError, SessionGraphError
+from session_graph.errors import ConfigurationError
 from session_graph.interop import export
 from session_graph.interop.nanobot import session_history
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.parts import Part, has_extras, strip_view
 from session_graph.memory.session_parts import part_messages, parts_in_history, tool_result
 from session_graph.memory.usage import usage_records
-from session_graph.messages import MessageInput, check_storable, role_of, to_message
+from session_graph.messages import MessageInput, check_storable, to_message
 from session_graph.resize.handlers import Handlers, checked_callable
-from session_graph.resize.ledger import Ledger, system_prompt
-from session_graph.resize.nodes.judge import judge_state
+from session_graph.resize.ledger import Ledger
 from session_graph.resize.policy import Decision, PolicyHandler
-from session_graph.resize.run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
+from session_graph.resize.run import ResizeEvent
+from session_graph.resize.session_run import Force, SessionCore
 from session_graph.resize.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
-    ResizeContext,
     ResizeHandler,
     SessionState,
     SummaryHandler,
 )
 from session_graph.resize.trace import ResizeTrace
-from session_graph.resize.trace_recording import TraceRecorder
-from session_graph.resize.view import SessionView, ViewBuilder, answered
+from session_graph.resize.view import SessionView, recent_history
 from session_graph.settings import SessionSettings
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["Session"]
-
-Force = Literal["lite", "deep"] | str | bool | None
 
 
 class Session:
@@ -127,28 +121,47 @@ class Session:
             summary=summary_handler,
             model=model,
         )
-        self._resizing = False
-        self._view: tuple[Any, SessionView] | None = None
-        self._views = ViewBuilder()  # extends the last view in O(new messages) when it can
-        self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
         self._commit_overrides: dict[str, Any] = {}  # commit step -> replacement (override_commit_node)
         self.metadata: dict[str, Any] = {}
         self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
-        self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
         self.cleared = False  # set by clear(); the next save replaces what the store holds
-        self._install(
+        self._core = SessionCore(  # the state, its ledger, trace, revision and view cache (resize/session_run.py)
             SessionState(
                 id=id or new_id(),
                 full_chat_history=[],
                 current_chat_history=[],
                 memo={},
                 settings=SessionSettings(settings),
-            )
+            ),
+            has_extras=has_extras,
+            strip_view=strip_view,
         )
         if token_counter is not None:
             self.set_token_counter(token_counter)
 
-    # -- state, as the spec names it -----------------------------------------------------
+    # -- state, as the spec names it (owned by the core, resize/session_run.py) -----------
+    @property
+    def _state(self) -> SessionState:
+        return self._core.state
+
+    @property
+    def _ledger(self) -> Ledger:
+        return self._core.ledger
+
+    @property
+    def trace(self) -> ResizeTrace:
+        """One record per resize: route, times, effect, cost (see ``session_graph.resize.trace``)."""
+        return self._core.trace
+
+    @property
+    def revision(self) -> int:
+        """Bumps on every change a store must see (append, resize, load, clear)."""
+        return self._core.revision
+
+    @revision.setter
+    def revision(self, value: int) -> None:
+        self._core.revision = value
+
     @property
     def id(self) -> str:
         """The session id (a store's key)."""
@@ -296,8 +309,7 @@ class Session:
         """The token counter in use, with this session's cost rules (``counter.name`` says which;
         ``chars`` without a token budget). Callable on a list of messages, so
         ``trim_messages(messages, token_counter=session.counter, ...)`` counts as the session does."""
-        self._ledger.sync(self._state, self._state.settings.resolved())
-        return SessionCounter(self._ledger.counter, self._ledger.rules)
+        return self._core.counter()
 
     def set_token_counter(self, counter: Any) -> Self:
         """Count tokens with your own counter (None: back to the settings' encoding or model).
@@ -308,10 +320,7 @@ class Session:
         ``session_graph.accounting.counters.as_token_counter``). The window is recounted with it. It is
         code, not saved with the session: a store's ``session_factory`` gives it again on load.
         """
-        custom = as_token_counter(counter) if counter is not None else None
-        self._ledger.custom = custom
-        self._ledger.sync(self._state, self._state.settings.resolved())
-        self._view = None
+        self._core.set_token_counter(counter)
         return self
 
     def view(self, *, outside_tokens: int = 0) -> SessionView:
@@ -323,18 +332,11 @@ class Session:
         """
         if isinstance(outside_tokens, bool) or not isinstance(outside_tokens, int) or outside_tokens < 0:
             raise ConfigurationError(f"outside_tokens must be a whole number >= 0, got {outside_tokens!r}.")
-        limits = self._state.settings.resolved()
-        self._ledger.sync(self._state, limits)
-        key = (self.revision, outside_tokens, limits, id(self._state.memo), len(self._state.memo))
-        if self._view is None or self._view[0] != key:  # unchanged since the last call: the same view, O(1)
-            view = self._views.build(self._state, self._ledger, limits, outside_tokens)
-            self._view = (key, strip_view(view) if self._extras else view)  # no block extras reach a provider
-        return self._view[1]
+        return self._core.view(outside_tokens)
 
     def tokens_of(self, message: BaseMessage) -> int:
         """What one message costs with the counter in use (its chars without a token budget)."""
-        self._ledger.sync(self._state, self._state.settings.resolved())
-        return self._ledger.token_count(message)
+        return self._core.tokens_of(message)
 
     @property
     def graph(self) -> CompiledStateGraph:
@@ -353,17 +355,8 @@ class Session:
             MessageError: the message is malformed or its id is already in the history.
         """
         message = check_storable(to_message(message))
-        state = self._state
-        self._ledger.sync(state, state.settings.resolved())
-        self._ledger.check_new(message, state.id)
-        role = self._ledger.add(message, len(state.full_chat_history))
-        state.full_chat_history.append(message)
-        state.current_chat_history.append(message)
+        self._core.append(message)
         self.arrived_at[message.id or ""] = utc_now()
-        self._extras = self._extras or has_extras(message)
-        if role == "assistant" and not getattr(message, "tool_calls", None):
-            state.turns += 1  # a reply ends a turn; a tool call is a step inside it
-        self.revision += 1
         return self
 
     def __contains__(self, message: object) -> bool:
@@ -372,17 +365,11 @@ class Session:
 
     def judge_resize(self, force: Force = False) -> Decision | None:
         """The policy's decision for the current window (``force`` overrides it)."""
-        return drive(self._judge(force))
+        return drive(self._core.judge(force, self.handlers.policy))
 
     async def async_judge_resize(self, force: Force = False) -> Decision | None:
         """Async twin of :meth:`judge_resize`."""
-        return await adrive(self._judge(force))
-
-    def _judge(self, force: Force) -> Flow[Decision | None]:
-        state = self._state
-        limits = state.settings.resolved()
-        self._ledger.sync(state, limits)
-        return judge_state(force, self.handlers.policy, state, self._ledger.totals, self._ledger.fixed_tokens(state, limits))
+        return await adrive(self._core.judge(force, self.handlers.policy))
 
     def resize(self, force: Force = False) -> list[BaseMessage]:
         """Run the resize graph; returns the new window.
@@ -394,95 +381,17 @@ class Session:
             UnknownResizeTypeError: (a ``KeyError``) the decided type has no route.
             MemoUpdateError: the memo could not fold messages; progress is kept.
         """
-        with self._one_resize():
-            state, context = self._run_context(force)
-            with self._traced_failure(state, context, force):
-                outcome = run_resize_sync(self.handlers.runner(state.settings.resolved(), sync=True), state, context)
-            return self._commit(state, context, outcome, force)
+        return self._core.resize_sync(self.handlers, force)
 
     async def async_resize(self, force: Force = False) -> list[BaseMessage]:
         """Async twin of :meth:`resize`."""
-        with self._one_resize():
-            state, context = self._run_context(force)
-            with self._traced_failure(state, context, force):
-                outcome = await run_resize(self.handlers.runner(state.settings.resolved(), sync=False), state, context)
-            return self._commit(state, context, outcome, force)
-
-    @contextlib.contextmanager
-    def _one_resize(self) -> Iterator[None]:
-        if self._resizing:
-            raise SessionGraphError(f"session {self.id} is already resizing; await that resize before starting another.")
-        self._resizing = True
-        try:
-            yield
-        finally:
-            self._resizing = False
-
-    def _run_context(self, force: Force) -> tuple[SessionState, ResizeContext]:
-        state = self._state
-        limits = state.settings.resolved()
-        self._ledger.sync(state, limits)
-        recorder = TraceRecorder()
-        return state, recorder.instrument(self.handlers.context(force, state, self._ledger, limits))
-
-    @contextlib.contextmanager
-    def _traced_failure(self, state: SessionState, context: ResizeContext, force: Force) -> Iterator[None]:
-        """A run that raises changes nothing; its trace record says what failed where."""
-        before = self._ledger.totals
-        try:
-            yield
-        except BaseException as error:
-            record = context.trace.record(self.trace.next_seq, state, before, before, None, error, force not in (False, None))
-            if record is not None:
-                self.trace.add(record)
-            raise
-
-    def _commit(self, state: SessionState, context: ResizeContext, outcome: ResizeOutcome, force: Force) -> list[BaseMessage]:
-        if outcome.state is None or outcome.decision is None:
-            return state.current_chat_history
-        before = self._ledger.totals
-        old_window = self._state.current_chat_history
-        default_route = outcome.decision["type"] in ("lite", "deep") and outcome.decision["type"] not in self.handlers.resize
-        if not outcome.full_replaced and default_route and self._ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
-            self._state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
-            self.revision += 1
-        else:
-            self._install(outcome.state, reindex=outcome.full_replaced)
-        self.trace.add(context.trace.record(self.trace.next_seq, state, before, self._ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
-                                            force not in (False, None)))
-        if outcome.error is not None:
-            raise outcome.error
-        return self._state.current_chat_history
-
-    def _trim_archived(self) -> None:
-        """``session.memory.trim_window``: archived messages leave the window (the system prompt stays)."""
-        state, index_of = self._state, self._ledger.index_of
-        system = system_prompt(state)
-        kept = [m for m in state.current_chat_history
-                if m is system or (position := index_of(m)) is None or position >= state.archived_through]
-        if len(kept) != len(state.current_chat_history):
-            self._install(dataclasses.replace(state, current_chat_history=kept), reindex=False)
+        return await self._core.resize(self.handlers, force)
 
     def _install(self, state: SessionState, *, reindex: bool = True) -> None:
-        """Adopt a state: rebuild what is derived from it (index, sizes, window totals).
+        self._core.install(state, reindex=reindex)  # adopt a state, rebuild what derives from it
 
-        Measures of messages the new state shares with the old one are kept (a reload that
-        only adds messages costs O(what it adds) in measuring, O(history) in indexing).
-        """
-        previous = getattr(self, "_ledger", None)
-        if previous is None:
-            ledger = Ledger(state)
-        elif reindex:
-            ledger = Ledger(state, previous)
-        else:
-            ledger = previous
-            ledger.rebuild(state, reindex=False)
-        ledger.sync(state, state.settings.resolved())
-        self._ledger = ledger
-        self._state = state
-        window = state.current_chat_history
-        self._extras = any(has_extras(m) for m in window) or bool(state.full_chat_history and has_extras(state.full_chat_history[0]))
-        self.revision += 1
+    def _trim_archived(self) -> None:
+        self._core.trim_archived()  # session.memory.trim_window: archived messages leave the window
 
     # -- lifecycle -----------------------------------------------------------------------
     def restore(self, state: SessionState) -> Self:
@@ -498,7 +407,7 @@ class Session:
         marker).
         """
         state = self._state
-        self._install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings,
+        self._core.install(SessionState(id=state.id, full_chat_history=[], current_chat_history=[], memo={}, settings=state.settings,
                                    usage=state.usage, archives=state.archives))  # archive indices never go back
         self.trace.clear()
         self.cleared = True
@@ -545,21 +454,7 @@ class Session:
             meta = self.metadata.get("nanobot")
             return session_history(self.full_chat_history, self.arrived_at, meta if isinstance(meta, dict) else {},
                                    max_messages, compat)
-        limit = 50 if max_messages is None else max_messages
-        window = answered(list(self._state.current_chat_history))
-        first = max(0, len(window) - max(limit, 0))
-        user = next((index for index in range(first, len(window)) if role_of(window[index]) == "user"), None)
-        if user is not None:
-            first = user
-        while first < len(window) and role_of(window[first]) == "tool":  # its call is outside: skip it
-            first += 1
-        chosen = window[first:]
-        history = convert_to_openai_messages(chosen)
-        for message, entry in zip(chosen, history, strict=True):  # type: ignore[arg-type]
-            reasoning = message.additional_kwargs.get("reasoning_content")
-            if reasoning is not None:
-                entry["reasoning_content"] = reasoning
-        return history  # type: ignore[return-value]
+        return recent_history(self._state.current_chat_history, 50 if max_messages is None else max_messages)
 
     # -- export: the spec's names; the format lives in interop/export.py -----------------
     def to_dict(self) -> dict[str, Any]:

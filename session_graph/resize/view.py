@@ -16,7 +16,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+)
 
 from session_graph.accounting.budget import plan_budget
 from session_graph.accounting.tokens import truncate_to_tokens
@@ -28,7 +35,7 @@ from session_graph.resize.state import SessionState
 from session_graph.resize.system_order import arranged_view
 from session_graph.settings import Limits
 
-__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "truncate_message"]
+__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "recent_history", "truncate_message"]
 
 CANCELLED_TEXT = "Cancelled: this tool call returned no result."
 
@@ -360,3 +367,25 @@ def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: 
         extra=extra, extra_tokens=extra_tokens, room=room,
     )
     return view, tail
+
+
+def recent_history(window: list[BaseMessage], limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` window messages as OpenAI-style dicts (``Session.get_history``).
+
+    Opens on a user turn when the slice holds one, cut so that no tool result loses its call; a
+    tool call with no result is answered (as in the view); ``reasoning_content`` is kept.
+    """
+    window = answered(list(window))
+    first = max(0, len(window) - max(limit, 0))
+    user = next((index for index in range(first, len(window)) if role_of(window[index]) == "user"), None)
+    if user is not None:
+        first = user
+    while first < len(window) and role_of(window[first]) == "tool":  # its call is outside: skip it
+        first += 1
+    chosen = window[first:]
+    history = convert_to_openai_messages(chosen)
+    for message, entry in zip(chosen, history, strict=True):  # type: ignore[arg-type]
+        reasoning = message.additional_kwargs.get("reasoning_content")
+        if reasoning is not None:
+            entry["reasoning_content"] = reasoning
+    return history  # type: ignore[return-value]

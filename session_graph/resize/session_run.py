@@ -1,0 +1,211 @@
+"""What a ``Session`` owns under its API, and the glue of one resize run over it.
+
+``SessionCore`` holds the state, the ledger derived from it, the trace, the revision and the
+view cache, and is the one place they change: ``install`` adopts a state (rebuilding what is
+derived from it), ``append`` takes one message in O(its size), ``resize_sync``/``resize`` run the
+resize graph (``run.py``) and commit its result in one step, so a failure anywhere leaves the
+state as it was (a memo failure keeps what the memo folded). ``Session`` (the facade, above this
+package) keeps the spec's API and its docstrings and delegates here.
+
+Block extras a provider must not see are memory's concept (``memory/parts.py``, a package
+above this one): the session hands in ``has_extras`` and ``strip_view`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+import contextlib
+import dataclasses
+from typing import Any, Literal
+
+from langchain_core.messages import BaseMessage
+
+from session_graph._base.flow import Flow
+from session_graph.accounting.counters import SessionCounter, as_token_counter
+from session_graph.errors import SessionGraphError
+from session_graph.resize.handlers import Handlers
+from session_graph.resize.ledger import Ledger, system_prompt
+from session_graph.resize.nodes.judge import judge_state
+from session_graph.resize.policy import Decision, PolicyHandler
+from session_graph.resize.run import ResizeOutcome, run_resize, run_resize_sync
+from session_graph.resize.state import ResizeContext, SessionState
+from session_graph.resize.trace import ResizeTrace
+from session_graph.resize.trace_recording import TraceRecorder
+from session_graph.resize.view import SessionView, ViewBuilder
+
+__all__ = ["Force", "SessionCore"]
+
+Force = Literal["lite", "deep"] | str | bool | None
+
+
+class SessionCore:
+    """A session's state and everything derived from it; every change goes through its methods.
+
+    Args:
+        state: the state to adopt.
+        has_extras: whether a message carries content a provider must not see.
+        strip_view: a view without that content (the same view when there is none).
+    """
+
+    state: SessionState  # set by install()
+    ledger: Ledger
+    extras: bool  # whether the window may hold content a provider must not see
+
+    def __init__(
+        self,
+        state: SessionState,
+        *,
+        has_extras: Callable[[BaseMessage], bool],
+        strip_view: Callable[[SessionView], SessionView],
+    ) -> None:
+        self.has_extras = has_extras
+        self.strip_view = strip_view
+        self.resizing = False
+        self.view_cache: tuple[Any, SessionView] | None = None
+        self.views = ViewBuilder()  # extends the last view in O(new messages) when it can
+        self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
+        self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
+        self.install(state)
+
+    # -- what the model sees -------------------------------------------------------------
+    def counter(self) -> SessionCounter:
+        """The token counter in use, with the session's cost rules."""
+        self.ledger.sync(self.state, self.state.settings.resolved())
+        return SessionCounter(self.ledger.counter, self.ledger.rules)
+
+    def set_token_counter(self, counter: Any) -> None:
+        """Count with ``counter`` (None: the settings'); the window is recounted with it."""
+        custom = as_token_counter(counter) if counter is not None else None
+        self.ledger.custom = custom
+        self.ledger.sync(self.state, self.state.settings.resolved())
+        self.view_cache = None
+
+    def view(self, outside_tokens: int) -> SessionView:
+        """The view for ``outside_tokens`` spent beyond it; the same object while nothing changed."""
+        limits = self.state.settings.resolved()
+        self.ledger.sync(self.state, limits)
+        key = (self.revision, outside_tokens, limits, id(self.state.memo), len(self.state.memo))
+        if self.view_cache is None or self.view_cache[0] != key:  # unchanged since the last call: the same view, O(1)
+            view = self.views.build(self.state, self.ledger, limits, outside_tokens)
+            self.view_cache = (key, self.strip_view(view) if self.extras else view)  # no block extras reach a provider
+        return self.view_cache[1]
+
+    def tokens_of(self, message: BaseMessage) -> int:
+        """What one message costs with the counter in use."""
+        self.ledger.sync(self.state, self.state.settings.resolved())
+        return self.ledger.token_count(message)
+
+    # -- a turn --------------------------------------------------------------------------
+    def append(self, message: BaseMessage) -> None:
+        """Append a normalised message to both histories; O(its size)."""
+        state = self.state
+        self.ledger.sync(state, state.settings.resolved())
+        self.ledger.check_new(message, state.id)
+        role = self.ledger.add(message, len(state.full_chat_history))
+        state.full_chat_history.append(message)
+        state.current_chat_history.append(message)
+        self.extras = self.extras or self.has_extras(message)
+        if role == "assistant" and not getattr(message, "tool_calls", None):
+            state.turns += 1  # a reply ends a turn; a tool call is a step inside it
+        self.revision += 1
+
+    def judge(self, force: Force, policy: PolicyHandler) -> Flow[Decision | None]:
+        """The policy's decision for the current window, as a flow (``drive`` or ``adrive`` it)."""
+        state = self.state
+        limits = state.settings.resolved()
+        self.ledger.sync(state, limits)
+        return judge_state(force, policy, state, self.ledger.totals, self.ledger.fixed_tokens(state, limits))
+
+    def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
+        """Run the sync resize graph and commit its result; returns the new window."""
+        with self._one_resize():
+            state, context = self._run_context(handlers, force)
+            with self._traced_failure(state, context, force):
+                outcome = run_resize_sync(handlers.runner(state.settings.resolved(), sync=True), state, context)
+            return self._commit(handlers, state, context, outcome, force)
+
+    async def resize(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
+        """Run the async resize graph and commit its result; returns the new window."""
+        with self._one_resize():
+            state, context = self._run_context(handlers, force)
+            with self._traced_failure(state, context, force):
+                outcome = await run_resize(handlers.runner(state.settings.resolved(), sync=False), state, context)
+            return self._commit(handlers, state, context, outcome, force)
+
+    @contextlib.contextmanager
+    def _one_resize(self) -> Iterator[None]:
+        if self.resizing:
+            raise SessionGraphError(f"session {self.state.id} is already resizing; await that resize before starting another.")
+        self.resizing = True
+        try:
+            yield
+        finally:
+            self.resizing = False
+
+    def _run_context(self, handlers: Handlers, force: Force) -> tuple[SessionState, ResizeContext]:
+        state = self.state
+        limits = state.settings.resolved()
+        self.ledger.sync(state, limits)
+        recorder = TraceRecorder()
+        return state, recorder.instrument(handlers.context(force, state, self.ledger, limits))
+
+    @contextlib.contextmanager
+    def _traced_failure(self, state: SessionState, context: ResizeContext, force: Force) -> Iterator[None]:
+        """A run that raises changes nothing; its trace record says what failed where."""
+        before = self.ledger.totals
+        try:
+            yield
+        except BaseException as error:
+            record = context.trace.record(self.trace.next_seq, state, before, before, None, error, force not in (False, None))
+            if record is not None:
+                self.trace.add(record)
+            raise
+
+    def _commit(self, handlers: Handlers, state: SessionState, context: ResizeContext, outcome: ResizeOutcome,
+                force: Force) -> list[BaseMessage]:
+        if outcome.state is None or outcome.decision is None:
+            return state.current_chat_history
+        before = self.ledger.totals
+        old_window = self.state.current_chat_history
+        default_route = outcome.decision["type"] in ("lite", "deep") and outcome.decision["type"] not in handlers.resize
+        if not outcome.full_replaced and default_route and self.ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
+            self.state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
+            self.revision += 1
+        else:
+            self.install(outcome.state, reindex=outcome.full_replaced)
+        self.trace.add(context.trace.record(self.trace.next_seq, state, before, self.ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
+                                            force not in (False, None)))
+        if outcome.error is not None:
+            raise outcome.error
+        return self.state.current_chat_history
+
+    # -- adopting a state ----------------------------------------------------------------
+    def trim_archived(self) -> None:
+        """``session.memory.trim_window``: archived messages leave the window (the system prompt stays)."""
+        state, index_of = self.state, self.ledger.index_of
+        system = system_prompt(state)
+        kept = [m for m in state.current_chat_history
+                if m is system or (position := index_of(m)) is None or position >= state.archived_through]
+        if len(kept) != len(state.current_chat_history):
+            self.install(dataclasses.replace(state, current_chat_history=kept), reindex=False)
+
+    def install(self, state: SessionState, *, reindex: bool = True) -> None:
+        """Adopt a state: rebuild what is derived from it (index, sizes, window totals).
+
+        Measures of messages the new state shares with the old one are kept (a reload that
+        only adds messages costs O(what it adds) in measuring, O(history) in indexing).
+        """
+        previous = getattr(self, "ledger", None)
+        if previous is None:
+            ledger = Ledger(state)
+        elif reindex:
+            ledger = Ledger(state, previous)
+        else:
+            ledger = previous
+            ledger.rebuild(state, reindex=False)
+        ledger.sync(state, state.settings.resolved())
+        self.ledger = ledger
+        self.state = state
+        window = state.current_chat_history
+        self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
+        self.revision += 1
