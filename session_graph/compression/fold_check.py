@@ -8,9 +8,14 @@ checked: asked once more, and when the reply still ignores them the fold fails w
 
 The check is deliberately narrow, never a judge of quality: "unchanged" only counts when the
 new messages carry at least ``MIN_NEW_WORDS`` content words the previous summary does not have
-(a fold of "ok, thanks" may leave the summary as it was), and "shares none" only when the
-reply has not one of the fed messages' content words (at least ``MIN_NOVEL`` of them): a reply
-that rewords what it knew in the words of the new messages is never called ignored.
+(a fold of "ok, thanks" may leave the summary as it was), and "shares none" only looks at the
+fed messages' *anchors*, the tokens a faithful summary keeps in any language (numbers of two or
+more digits, identifiers with digits, ``_``, ``.`` or ``/``, and capitalised names inside a
+sentence): it counts only when they carry at least ``MIN_NOVEL`` of them and the reply has none
+of them and none of the messages' content words either.
+A Spanish conversation summarised in English is never called ignored for its words.
+
+Only the library's own model summariser is checked; a user's summary handler is not second-guessed.
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ __all__ = ["MIN_NEW_WORDS", "MIN_NOVEL", "checked_summary_fold", "ignored_reason
 
 MIN_NEW_WORDS = 12
 """New content words the fed messages must carry before an unchanged summary is called ignored."""
-MIN_NOVEL = 8
-"""Content words the fed messages must carry before a reply sharing none of them is called ignored."""
+MIN_NOVEL = 5
+"""Anchors (numbers, identifiers, names) the fed messages must carry before a reply sharing none of them is called ignored."""
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_$%.-]*[a-z0-9%]|[a-z0-9]", re.IGNORECASE)
 _STOP = frozenset((
@@ -55,14 +60,45 @@ def _words(text: str) -> set[str]:
     return {w for w in (m.lower() for m in _WORD.findall(text)) if _content(w)}
 
 
+_ANCHOR = re.compile(r"[^\W_][\w.$%/-]*[\w%]|[^\W_]")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"'(\[]\s*)$")
+
+
+def _coded(word: str) -> bool:
+    """A number or code: 2026, 555-1234, INV-9912, config_v2.yaml (not a placeholder like u12)."""
+    letters, digits = sum(c.isalpha() for c in word), sum(c.isdigit() for c in word)
+    if digits >= 2 and (letters == 0 or letters >= 2):
+        return True
+    return any(c in word for c in "_/") or ("." in word and word.replace(".", "").isalnum() and not word.isalpha())
+
+
+def _named(word: str) -> bool:
+    """A capitalised word of 3+ letters that is no stop word (a name, if it does not open a sentence)."""
+    return word[:1].isupper() and sum(c.isalpha() for c in word) >= 3 and word.lower() not in _STOP
+
+
+def _anchors(text: str) -> set[str]:
+    """Tokens a summary keeps in any language: numbers of 2+ digits (alone or in an identifier of
+    2+ letters), identifiers with ``_ . /``, and capitalised words of 3+ letters that do not open a
+    sentence."""
+    found = set()
+    for m in _ANCHOR.finditer(text):
+        word = m.group(0).rstrip(".")
+        if _coded(word) or (_named(word) and not _SENTENCE_START.search(text, 0, m.start())):
+            found.add(word.lower())
+    return found
+
+
 def ignored_reason(previous: str, messages: list[BaseMessage], reply: str) -> str | None:
     """Why ``reply`` ignores the ``messages`` it was fed with ``previous``, or None when it does not."""
     fed = _words(" ".join(str(m.text) for m in messages))
     novel = fed - _words(previous)
     if len(novel) >= MIN_NEW_WORDS and " ".join(reply.split()) == " ".join(previous.split()):
         return f"the reply is the previous summary unchanged although {len(messages)} new message(s) were fed"
-    if len(fed) >= MIN_NOVEL and not fed & _words(reply):
-        return f"the reply shares none of the {len(fed)} content words of the {len(messages)} message(s) fed"
+    anchors = _anchors(" ".join(str(m.text) for m in messages))
+    said = _anchors(reply) | _words(reply)
+    if len(anchors) >= MIN_NOVEL and not anchors & said and not fed & said:
+        return f"the reply shares none of the {len(anchors)} names and numbers of the {len(messages)} message(s) fed"
     return None
 
 

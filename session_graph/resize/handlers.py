@@ -115,6 +115,7 @@ class Handlers:
             counter=ledger.counter if ledger.tokens is not None else None,
             rules=ledger.rules,
             summarize=self.summary or self.model_summarizer,
+            check_folds=self.summary is None and self.model_summarizer is not None,
             compress_summary=self.model_summarizer.compress if self.model_summarizer is not None else None,
             compress_memo=self.model_updater.compress if self.model_updater is not None else None,
         )

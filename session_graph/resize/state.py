@@ -114,6 +114,9 @@ class ResizeContext:
         counter: the token counter in use, or None when the session counts chars.
         rules: the per-message cost rules of the counter.
         summarize: the summary handler, or None when no model or handler is set.
+        check_folds: whether a summary fold's reply is checked for ignoring its input
+            (``compression/fold_check.py``): the library's own model summariser only, never a
+            user's handler (its output is the user's call).
         compress_summary: ``(summary, budget, tokens) -> summary``: one request to shorten a
             summary that came back over its budget, or None without a model.
         compress_memo: ``(memo, budget, tokens) -> memo``, likewise for the memo.
@@ -135,6 +138,7 @@ class ResizeContext:
     counter: TokenCounter | None = None
     rules: CostRules = field(default_factory=CostRules)
     summarize: SummaryHandler | None = None
+    check_folds: bool = False
     compress_summary: Callable[..., Any] | None = None
     compress_memo: Callable[..., Any] | None = None
     trace: Any = None

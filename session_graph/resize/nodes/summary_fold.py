@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
-from session_graph._base.flow import Flow
+from session_graph._base.flow import Flow, call
 from session_graph.compression.context import SUMMARY_HEADER
 from session_graph.compression.fold_check import checked_summary_fold
 from session_graph.compression.pieces import completed
@@ -64,7 +64,8 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
                 )
             folded, done = summary, start
             for batch in batches(leaving[start:end], state, ctx):  # an oversize message goes in pieces
-                folded = yield from checked_summary_fold(ctx.summarize, folded, batch, state.settings)
+                fold = checked_summary_fold if ctx.check_folds else call  # a user's handler is not second-guessed
+                folded = yield from fold(ctx.summarize, folded, batch, state.settings)
                 if not isinstance(folded, str) or not folded.strip():
                     raise MemoUpdateError(f"the summary handler returned {folded!r:.80}; it must return the summary text.")
                 if completed(batch):  # the messages a batch completes are covered, even if a later batch fails
