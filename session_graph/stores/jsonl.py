@@ -46,6 +46,7 @@ from session_graph.stores.base import (
     resets,
 )
 from session_graph.stores.files import decode_name, encode_name, last_newline, lock_file, unlock_file
+from session_graph.stores.jsonl_state import MetaCache, Written, dumps, encode, is_state_line, meta_bytes, replay, state_line
 
 __all__ = ["JsonlStore"]
 
@@ -85,6 +86,7 @@ class JsonlStore(StoreBase):
         self.root = root
         self.fsync = fsync
         self.create = create
+        self._written = MetaCache()
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self.root)!r})"
@@ -115,7 +117,10 @@ class JsonlStore(StoreBase):
     # -- protocol ------------------------------------------------------------------------------
     def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
         with self._locked(tenant, key) as (log, meta):
-            old = self._read_meta(meta)
+            old, written = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
+            mine = old is not None and int(old.get("bytes", -1)) == _size(log)
+            if not mine:
+                old, written = self._current(log, meta), None
             if old is not None:
                 check_schema(old, str(meta))
             stored = int((old or {}).get("version", 0))
@@ -140,26 +145,30 @@ class JsonlStore(StoreBase):
                 lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
                 position += len(lines[-1])
                 count += 1
-            if lines:
-                with open(log, "ab") as handle:
-                    handle.write(b"".join(lines))
-                    handle.flush()
-                    if self.fsync:
-                        os.fsync(handle.fileno())
-                size = log.stat().st_size
             version = stored + 1
-            document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version,
-                        "resets": resets(old) + change.reset, "offsets": offsets if size == position else []}
+            document = {**state, "key": key, "tenant": tenant, "message_count": count, "version": version,
+                        "resets": resets(old) + change.reset}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
-            self._replace(meta, document)
+            encoded = encode(document, written)
+            lines.append(state_line(encoded, written))  # what changed since this store wrote last, else all of it
+            position += len(lines[-1])
+            with open(log, "ab") as handle:  # the records and the state they make, in one write and one fsync
+                handle.write(b"".join(lines))
+                handle.flush()
+                if self.fsync:
+                    os.fsync(handle.fileno())
+            size = _size(log)
+            document["offsets"], document["bytes"] = (offsets if size == position else []), size
+            encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
+            self._replace(meta, document, encoded)
             return version
 
     reads_windows = True  # read(window=True) seeks to the window through the offsets in the meta file
 
     def read(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
         log, meta, _ = self._paths(tenant, key)
-        state = self._read_meta(meta)
+        state = self._current(log, meta)
         if state is not None:
             check_schema(state, str(meta))
         if window and state is not None:
@@ -176,7 +185,8 @@ class JsonlStore(StoreBase):
 
     def version(self, tenant: str, key: str) -> int | None:
         log, meta, _ = self._paths(tenant, key)
-        state = self._read_meta(meta)
+        written = self._written.get(meta)[0]
+        state = written if written is not None and written.get("bytes") == _size(log) else self._current(log, meta)
         if state is None:  # a transcript without its meta file is still a session
             return 0 if log.exists() and log.stat().st_size else None
         return int(state.get("version", 0))
@@ -188,6 +198,7 @@ class JsonlStore(StoreBase):
         with self._locked(tenant, key) as (log, meta):
             found = False
             quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
+            self._written.forget(meta)
             for path in (log, meta, quarantine):
                 if path.exists():
                     path.unlink()
@@ -242,20 +253,58 @@ class JsonlStore(StoreBase):
             raise StoreError(f"{meta} does not hold a session state document.")
         return state
 
-    def _replace(self, meta: Path, document: dict[str, Any]) -> None:
+    def _replace(self, meta: Path, document: dict[str, Any], encoded: Written) -> None:
+        """Rewrite the meta file (temp file, rename): a cache of the log's state, so no fsync of
+        its own; a reader that finds it behind the log or torn replays the log's state lines."""
+        data = meta_bytes(encoded)
         temporary = meta.with_name(meta.name + ".tmp")
-        with open(temporary, "w") as handle:
-            json.dump(document, handle, ensure_ascii=False)
-            handle.flush()
-            if self.fsync:
-                os.fsync(handle.fileno())
-        os.replace(temporary, meta)
-        if self.fsync:
-            directory = os.open(meta.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, meta)
+        except OSError as error:
+            self._written.forget(meta)
+            raise StoreError(f"cannot write {meta}: {error}") from error
+        self._written.put(meta, document, encoded)
+
+    def _current(self, log: Path, meta: Path) -> dict[str, Any] | None:
+        """The session's state document: the meta file, or, when it is behind the log (a crash
+        between the append and its rewrite, a power loss) or damaged, the state the log's state
+        lines leave. None when neither holds one."""
+        size = _size(log)
+        try:
+            state, damaged = self._read_meta(meta), None
+        except StoreError as error:
+            state, damaged = None, error
+        known = int(state.get("bytes", -1)) if state is not None else -1
+        if state is not None and known == size:
+            return state
+        if state is not None and known > size:
+            return state  # the log is shorter than the state says (cut by hand): the full read settles it
+        start = known if state is not None and known >= 0 else 0
+        try:
+            with open(log, "rb") as handle:
+                handle.seek(start)
+                raw = handle.read()
+        except FileNotFoundError:
+            raw = b""
+        except OSError as error:
+            raise StoreError(f"cannot read {log}: {error}") from error
+        lines, position = [], start
+        for line in raw.split(b"\n"):
+            position += len(line) + 1
+            if is_state_line(line):
+                lines.append((line, position))
+        rebuilt, end = replay(lines, state if start else None)
+        if rebuilt is None or not end:
+            if damaged is not None:
+                raise damaged
+            return state
+        rebuilt = {**rebuilt, "bytes": end}
+        rebuilt.pop("offsets", None)
+        if state is None:
+            _recovered(f"{meta} is {'damaged' if damaged else 'missing'}; the session's state was rebuilt from {log}.", 4)
+        return rebuilt
 
     @staticmethod
     def _settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
@@ -264,6 +313,8 @@ class JsonlStore(StoreBase):
             return 0, 0
         size = log.stat().st_size
         count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
+        if state is not None and size == known:  # as the last state left it: no torn line, nothing uncounted
+            return count, size
         with open(log, "rb+") as handle:
             if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
                 tail = last_newline(handle, size)
@@ -276,7 +327,7 @@ class JsonlStore(StoreBase):
                 for line in handle:
                     if _is_reset(line):
                         count = 0
-                    elif line.strip():
+                    elif line.strip() and not is_state_line(line):
                         count += 1
         return count, size
 
@@ -298,7 +349,7 @@ class JsonlStore(StoreBase):
         records: list[dict[str, Any]] = []
         bad: list[tuple[int, bytes]] = []
         for number, line in enumerate(lines):
-            if not line.strip():
+            if not line.strip() or is_state_line(line):
                 continue
             if since and b'"_type"' not in line:  # skip what the caller holds without decoding it
                 seq = _SEQ.search(line)
@@ -339,7 +390,7 @@ class JsonlStore(StoreBase):
         records = [first]
         with paused_gc():
             for line in raw.split(b"\n"):
-                if not line.strip():
+                if not line.strip() or is_state_line(line):
                     continue
                 seq = _SEQ.search(line)
                 if seq is not None and int(seq.group(1)) < start:
@@ -377,12 +428,12 @@ class JsonlStore(StoreBase):
             head = _ID.match(raw)  # the first line starts at the offset; the others after a newline
             found = ([head.group(1)] if head else []) + _IDS.findall(raw)
             records = (int(end[0]) if end is not None else int(state.get("message_count", -1))) - int(begin[0])
-            if len(found) == records and b'"_type"' not in raw:
+            if len(found) == records and _RESET_MARK not in raw:
                 first = int(begin[0])
                 return [i.decode() for i in found[start - first : stop - first]]
         ids: list[str | None] = []
         for line in raw.split(b"\n"):
-            if not line.strip():
+            if not line.strip() or is_state_line(line):
                 continue
             if b'"_type"' in line and _is_reset(line):
                 ids = []
@@ -421,6 +472,7 @@ class JsonlStore(StoreBase):
 _OFFSET_STEP = 1000
 """Every 1,000th record's byte offset is kept in the meta file (``offsets``), so a load can
 seek to the window instead of reading the whole log."""
+_RESET_MARK = b'{"_type": "reset"'
 _ID = re.compile(rb'\{"id": "([^"\\]*)"')
 _IDS = re.compile(rb'\n\{"id": "([^"\\]*)"')  # a literal prefix: re finds it fast (re.M with ^ is 3x slower)
 
@@ -446,7 +498,7 @@ def _scan_offsets(log: Path) -> list[list[int]]:
             for line in handle:
                 if _is_reset(line):
                     offsets, count = [], 0
-                elif line.strip():
+                elif line.strip() and not is_state_line(line):
                     if count % _OFFSET_STEP == 0:
                         offsets.append([count, position])
                     count += 1
@@ -454,6 +506,14 @@ def _scan_offsets(log: Path) -> list[list[int]]:
     except FileNotFoundError:
         return []
     return offsets
+
+
+def _size(log: Path) -> int:
+    """The log's size in bytes (0 when there is none yet)."""
+    try:
+        return os.stat(log).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _is_record(record: Any) -> bool:

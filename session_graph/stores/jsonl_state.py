@@ -1,0 +1,201 @@
+"""The JSONL store's state, written at the cost of what changed.
+
+A save of the JSONL store is one append and one ``fsync``: the new message lines and one
+*state line* (what changed in the state document since the previous save) go to the log in
+a single write. The log is the durable truth; ``<name>.meta.json`` is a cache of the whole
+document (with the resize trace and the log's offsets), replaced after the append without
+an ``fsync`` of its own. A crash (``kill -9``) leaves both in the page cache; a power loss
+may leave the meta file older than the log, or torn: a reader then rebuilds the state from
+the log's state lines (``replay``), so what an ``fsync`` made durable is never lost.
+
+A state line is ``{"_type": "state", "full": true|false, "set": {...}}``: ``full`` lines carry
+the whole document (but the trace, the offsets and the byte count), the others only the
+top-level fields that changed, and the window as ``"window+": [dropped, [added ids]]`` when
+it only lost messages at its start and gained some at its end (the usual turn). A writer
+keeps the document it wrote last (``MetaCache``, checked against the meta file's ``stat``
+under the lock), so a save neither reads the meta file back nor re-encodes what did not
+change; the trace, which only changes on a resize, is encoded once per change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+import json
+import os
+from pathlib import Path
+import threading
+from typing import Any
+
+try:  # installed with langchain-core (through langsmith) on CPython
+    import orjson
+except ImportError:  # pragma: no cover
+    orjson = None  # type: ignore[assignment]
+
+__all__ = ["STATE_PREFIX", "MetaCache", "Written", "dumps", "encode", "is_state_line", "meta_bytes", "replay", "state_line"]
+
+STATE_PREFIX = b'{"_type": "state", '
+"""How every state line starts (so a reader tells it from a message record without decoding it)."""
+
+_LOCAL = frozenset({"trace", "offsets", "bytes"})
+"""Fields only the meta file carries: the trace (diagnostics), the offsets and the byte count
+(both rebuilt from the log when the meta file is behind it)."""
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON (orjson when it can; ``json`` for what orjson refuses)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # an int past 64 bits, a subclass orjson will not take...
+            pass
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def is_state_line(line: bytes) -> bool:
+    """Whether a log line is a state line (not a message record)."""
+    return line.startswith(STATE_PREFIX)
+
+
+class Written:
+    """A document as this store last wrote it: each top-level field's JSON (what the next save
+    compares with, so a field edited in place by the session is still seen as changed), the
+    window's ids, and the trace it encoded (the object ``ResizeTrace.dump`` returned)."""
+
+    __slots__ = ("fields", "trace", "window")
+
+    def __init__(self, fields: dict[str, bytes], window: list[Any], trace: Any) -> None:
+        self.fields, self.window, self.trace = fields, window, trace
+
+
+def encode(document: dict[str, Any], previous: Written | None) -> Written:
+    """Each field of ``document`` as JSON; the trace's encoding is reused while it is the same object."""
+    fields: dict[str, bytes] = {}
+    trace = document.get("trace")
+    for name, value in document.items():
+        if name == "trace" and previous is not None and previous.trace is value and "trace" in previous.fields:
+            fields[name] = previous.fields["trace"]
+        else:
+            fields[name] = dumps(value)
+    window = document.get("window")
+    return Written(fields, list(window) if isinstance(window, list) else [], trace)
+
+
+def meta_bytes(written: Written) -> bytes:
+    """The meta file: the whole document, from its fields' JSON."""
+    return b"{" + b",".join(dumps(name) + b":" + value for name, value in written.fields.items()) + b"}"
+
+
+def state_line(new: Written, old: Written | None) -> bytes:
+    """The state line that turns ``old`` (as written last; None: write it whole) into ``new``."""
+    parts: list[bytes] = []
+    for name, value in new.fields.items():
+        if name in _LOCAL or (old is not None and old.fields.get(name) == value):
+            continue
+        if name == "window" and old is not None:
+            grown = _window_change(old.window, new.window)
+            if grown is not None:
+                parts.append(b'"window+":' + dumps(grown))
+                continue
+        parts.append(dumps(name) + b":" + value)
+    if old is not None:
+        gone = [name for name in old.fields if name not in new.fields and name not in _LOCAL]
+        if gone:
+            parts.append(b'"-":' + dumps(gone))
+    full = b"true" if old is None else b"false"
+    return STATE_PREFIX + b'"full": ' + full + b', "set": {' + b",".join(parts) + b"}}\n"
+
+
+def _window_change(old: Any, new: list[Any]) -> list[Any] | None:
+    """``[dropped, added]`` when ``new`` is ``old`` without its first ``dropped`` ids plus ``added``."""
+    if not isinstance(old, list) or not old:
+        return None
+    if not new:
+        return [len(old), []]
+    try:
+        dropped = old.index(new[0]) if new[0] != old[0] else 0
+    except ValueError:
+        return None
+    kept = len(old) - dropped
+    if kept > len(new) or new[:kept] != old[dropped:]:
+        return None
+    return [dropped, new[kept:]]
+
+
+def _apply(document: dict[str, Any] | None, line: dict[str, Any]) -> dict[str, Any] | None:
+    changed = line.get("set")
+    if not isinstance(changed, dict):
+        raise ValueError("a state line without its fields")
+    if line.get("full"):
+        return dict(changed)
+    if document is None:
+        return None  # a change with nothing to change: wait for the next full line
+    document = dict(document)
+    for name in changed.get("-") or ():
+        document.pop(name, None)
+    for name, value in changed.items():
+        if name == "window+":
+            dropped, added = value
+            document["window"] = [*list(document.get("window") or [])[int(dropped):], *added]
+        elif name != "-":
+            document[name] = value
+    return document
+
+
+def replay(lines: Iterable[tuple[bytes, int]], base: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
+    """The state document the state lines among ``lines`` (``(line, offset after it)``) leave,
+    applied on ``base``; and the offset after the last state line applied (0: none)."""
+    loads = orjson.loads if orjson is not None else json.loads
+    document, end = base, 0
+    for line, after in lines:
+        if not is_state_line(line):
+            continue
+        try:
+            document = _apply(document, loads(line))
+        except (ValueError, TypeError, IndexError):
+            continue  # a damaged state line: the next full one (or the meta file) takes over
+        if document is not None:
+            end = after
+    return document, end
+
+
+class MetaCache:
+    """The document a store wrote last per meta file, trusted while the file's ``stat`` is the
+    one it left (another process's write changes its inode, size or mtime)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Path, tuple[tuple[int, int, int], dict[str, Any], Written]] = {}
+        self._guard = threading.Lock()
+
+    @staticmethod
+    def _signature(path: Path) -> tuple[int, int, int] | None:
+        try:
+            status = os.stat(path)
+        except OSError:
+            return None
+        return status.st_ino, status.st_size, status.st_mtime_ns
+
+    def get(self, path: Path) -> tuple[dict[str, Any] | None, Written | None]:
+        """(the document and its encoding, if the file is still the one written here)."""
+        with self._guard:
+            entry = self._entries.get(path)
+        if entry is None:
+            return None, None
+        if self._signature(path) != entry[0]:
+            with self._guard:
+                self._entries.pop(path, None)
+            return None, None
+        return entry[1], entry[2]
+
+    def put(self, path: Path, document: dict[str, Any], written: Written) -> None:
+        signature = self._signature(path)
+        with self._guard:
+            if signature is None:
+                self._entries.pop(path, None)
+            else:
+                if len(self._entries) > 4096 and path not in self._entries:
+                    self._entries.pop(next(iter(self._entries)))
+                self._entries[path] = (signature, document, written)
+
+    def forget(self, path: Path) -> None:
+        with self._guard:
+            self._entries.pop(path, None)
