@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Overwrite
 
 from session_graph.errors import ConfigurationError
-from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
+from session_graph.integrations.binding import BindingOptions, SessionBinding
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.recall import format_memories, recall, remember
 from session_graph.session import Session
@@ -68,11 +68,11 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     # -- before each model call: the step, then a state of one turn ----------------------------
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = self.binding.step(state["messages"], save=len(current_turn(state["messages"])))
+        session = self.binding.step(state["messages"], **save_point(state["messages"]))
         return self._flat(session, state)
 
     async def abefore_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = await self.binding.astep(state["messages"], save=len(current_turn(state["messages"])))
+        session = await self.binding.astep(state["messages"], **save_point(state["messages"]))
         return self._flat(session, state)
 
     @staticmethod
@@ -89,7 +89,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self._session(request)
         response = handler(self._with_view(session, request, self._recalled(session)))
         replies = _replies(response)
-        self.binding.step(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
+        self.binding.step(replies, resize=False, **save_point(request.state["messages"], replies))
         return response
 
     async def awrap_model_call(
@@ -98,7 +98,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self._session(request)
         response = await handler(self._with_view(session, request, self._recalled(session)))
         replies = _replies(response)
-        await self.binding.astep(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
+        await self.binding.astep(replies, resize=False, **save_point(request.state["messages"], replies))
         return response
 
     def _session(self, request: ModelRequest) -> Session:
@@ -134,9 +134,24 @@ def _replies(response: Any) -> list[BaseMessage]:
     return [m for m in messages if isinstance(m, BaseMessage)]
 
 
-def _turn_ended(replies: list[BaseMessage]) -> bool:
-    """A reply without tool calls ends the turn: save it now."""
-    return any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
+def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = None) -> dict[str, Any]:
+    """Where an agent turn is saved: the ``save``/``durable`` options of a step. One durable
+    write (one fsync on the JSONL store) per turn, and every message in the store before the
+    agent's state drops it (a flattened state keeps one turn):
+
+    - before the first model call of a turn (the state holds the user's new input): a durable
+      save that carries the input (so a model call that fails never loses it; see issue 19),
+      the previous turn's replies and any resize the step just made;
+    - when a reply ends the turn (no tool calls): a write without fsync, so the answer outlives
+      the process; the next turn's durable save makes it durable against a power loss too;
+    - in between (tool calls, tool results, a resize between two model calls): nothing; the
+      turn's end writes them.
+    """
+    if replies is None:
+        starts = any(isinstance(m, HumanMessage) for m in state)
+        return {"save": True, "durable": True} if starts else {"save": False}
+    ended = any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
+    return {"save": True, "durable": False} if ended else {"save": False}
 
 
 def memory_tools(memory: MemoryConfig) -> list[BaseTool]:

@@ -115,7 +115,9 @@ class JsonlStore(StoreBase):
             handle.close()
 
     # -- protocol ------------------------------------------------------------------------------
-    def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
+    defers_sync = True  # update(..., sync=False) writes without an fsync (a later synced write flushes it)
+
+    def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None, sync: bool = True) -> int:
         with self._locked(tenant, key) as (log, meta):
             old, written = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == _size(log)
@@ -156,7 +158,7 @@ class JsonlStore(StoreBase):
             with open(log, "ab") as handle:  # the records and the state they make, in one write and one fsync
                 handle.write(b"".join(lines))
                 handle.flush()
-                if self.fsync:
+                if self.fsync and sync:
                     os.fsync(handle.fileno())
             size = _size(log)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
