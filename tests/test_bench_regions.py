@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+import sys
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -11,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_all():
     spec = importlib.util.spec_from_file_location("run_all", ROOT / "bench" / "run_all.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("run_all", module)  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
