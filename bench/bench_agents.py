@@ -10,8 +10,8 @@ a ~0.6 kB answer) runs through ``create_agent`` with a ``SqliteSaver``:
   ``--turns`` turns (default 1,000);
 
 each with LangGraph's default durability and with ``durability="exit"`` (one checkpoint per
-run). Printed at turns 10, 100, 200 and 1,000: checkpoint bytes stored / characters of the
-conversation so far, and the median time of the last 10 turns; then the median turn time over the last 50 turns
+run). Printed at turns 10, 100, 200 and 1,000: bytes stored (checkpoints, plus the session
+store's own files with the middleware) / characters of the conversation so far, and the median time of the last 10 turns; then the median turn time over the last 50 turns
 over that of turns 11-60 (goal <= 1.2 with the session). Goals: <= 10x with the default
 durability, <= 3x with ``"exit"``.
 """
