@@ -344,13 +344,12 @@ class JsonlStore(StoreBase):
             return []
         except OSError as error:
             raise StoreError(f"cannot read {log}: {error}") from error
-        lines = raw.split(b"\n")
-        tail = lines.pop()  # b"" when the file ends with a newline
-        if tail:
+        end = raw.rfind(b"\n") + 1
+        if end < len(raw):  # b"" when the file ends with a newline
             _recovered(f"{log}: dropping a torn last line (an interrupted write).", 4)
         records: list[dict[str, Any]] = []
         bad: list[tuple[int, bytes]] = []
-        for number, line in enumerate(lines):
+        for number, line in enumerate(_lines(raw, end)):  # one line alive at a time: no list of them to free after
             if not line.strip() or is_state_line(line):
                 continue
             if since and b'"_type"' not in line:  # skip what the caller holds without decoding it
@@ -508,6 +507,15 @@ def _scan_offsets(log: Path) -> list[list[int]]:
     except FileNotFoundError:
         return []
     return offsets
+
+
+def _lines(raw: bytes, end: int) -> Iterator[bytes]:
+    """The lines of ``raw[:end]`` one by one (``raw.split`` would hold them all at once)."""
+    start = 0
+    while start < end:
+        stop = raw.index(b"\n", start)
+        yield raw[start:stop]
+        start = stop + 1
 
 
 def _size(log: Path) -> int:
