@@ -92,3 +92,25 @@ def test_a_save_appends_one_state_line_of_what_changed(tmp_path: Path) -> None:
     assert "metadata" in states[0]["set"] and "metadata" not in states[1]["set"]  # unchanged: not written again
     assert states[2]["set"]["window+"][1] == [m.id for m in session.full_chat_history[-2:]]
     assert "trace" not in states[0]["set"] and "offsets" not in states[0]["set"]
+
+
+def test_the_meta_file_may_lag_and_a_reader_still_sees_the_newest_state(tmp_path: Path) -> None:
+    manager = SessionManager(tmp_path)
+    session = manager.get_or_create("k")
+    session.append_message({"role": "user", "content": "first"})
+    manager.save(session)
+    meta = tmp_path / "default" / (encode_name("k") + ".meta.json")
+    first = meta.read_bytes()
+    for i in range(5):
+        session.metadata["step"] = i
+        session.append_message({"role": "assistant", "content": f"a{i}"})
+        manager.save(session)
+    assert meta.read_bytes() == first  # not rewritten on every save: the log's state lines carry the change
+    other = SessionManager(tmp_path)  # another process
+    again = other.get("k")
+    assert again.metadata == {"step": 4} and len(again.full_chat_history) == 6
+    assert [i.message_count for i in other.list_sessions()] == [6]
+    again.append_message({"role": "user", "content": "from the other one"})
+    other.save(again)  # a writer that did not write the meta file last rewrites it whole
+    assert json.loads(meta.read_bytes())["message_count"] == 7
+    assert len(SessionManager(tmp_path).get("k").full_chat_history) == 7

@@ -119,7 +119,7 @@ class JsonlStore(StoreBase):
 
     def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None, sync: bool = True) -> int:
         with self._locked(tenant, key) as (log, meta):
-            old, written = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
+            old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == _size(log)
             if not mine:
                 old, written = self._current(log, meta), None
@@ -163,7 +163,10 @@ class JsonlStore(StoreBase):
             size = _size(log)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            self._replace(meta, document, encoded)
+            if mine and not change.reset and size - on_disk < _META_LAG:  # the log's state lines say the rest
+                self._written.put(meta, document, encoded, on_disk)
+            else:
+                self._replace(meta, document, encoded)
             return version
 
     reads_windows = True  # read(window=True) seeks to the window through the offsets in the meta file
@@ -211,7 +214,7 @@ class JsonlStore(StoreBase):
         folder = self._dir(tenant)
         infos = []
         for meta in folder.glob("*.meta.json") if folder.is_dir() else []:
-            state = self._read_meta(meta)
+            state = self._current(meta.with_name(meta.name[: -len(".meta.json")] + ".jsonl"), meta)
             if state is None:
                 continue
             key = state.get("key") or decode_name(meta.name[: -len(".meta.json")]) or meta.name
@@ -303,7 +306,9 @@ class JsonlStore(StoreBase):
                 raise damaged
             return state
         rebuilt = {**rebuilt, "bytes": end}
-        rebuilt.pop("offsets", None)
+        if not start:
+            rebuilt.pop("offsets", None)  # rebuilt from the log alone: index it again
+        # on top of the meta file its offsets still hold (they only grow); the newest may be missing
         if state is None:
             _recovered(f"{meta} is {'damaged' if damaged else 'missing'}; the session's state was rebuilt from {log}.", 4)
         return rebuilt
@@ -411,7 +416,7 @@ class JsonlStore(StoreBase):
         """The ids of the records ``start .. stop - 1`` without decoding their messages (one
         pattern over the bytes between the meta file's offsets; line by line if that misfits)."""
         log, meta, _ = self._paths(tenant, key)
-        state = self._read_meta(meta) or {}
+        state = self._current(log, meta) or {}
         offsets = state.get("offsets") or []
         try:
             size = log.stat().st_size
@@ -470,6 +475,9 @@ class JsonlStore(StoreBase):
             f"copies are in {quarantine.name}.", 4)
 
 
+_META_LAG = 256 * 1024
+"""How far (bytes of log) the meta file may lag behind the log before a save rewrites it; a
+reader replays the state lines in between (a rewrite costs a rename, which ext4 flushes)."""
 _OFFSET_STEP = 1000
 """Every 1,000th record's byte offset is kept in the meta file (``offsets``), so a load can
 seek to the window instead of reading the whole log."""

@@ -163,7 +163,7 @@ class MetaCache:
     one it left (another process's write changes its inode, size or mtime)."""
 
     def __init__(self) -> None:
-        self._entries: dict[Path, tuple[tuple[int, int, int], dict[str, Any], Written]] = {}
+        self._entries: dict[Path, tuple[tuple[int, int, int], dict[str, Any], Written, int]] = {}
         self._guard = threading.Lock()
 
     @staticmethod
@@ -174,19 +174,22 @@ class MetaCache:
             return None
         return status.st_ino, status.st_size, status.st_mtime_ns
 
-    def get(self, path: Path) -> tuple[dict[str, Any] | None, Written | None]:
-        """(the document and its encoding, if the file is still the one written here)."""
+    def get(self, path: Path) -> tuple[dict[str, Any] | None, Written | None, int]:
+        """(the document and its encoding, if the file is still the one written here; the log
+        size the meta file on disk describes)."""
         with self._guard:
             entry = self._entries.get(path)
         if entry is None:
-            return None, None
+            return None, None, 0
         if self._signature(path) != entry[0]:
             with self._guard:
                 self._entries.pop(path, None)
-            return None, None
-        return entry[1], entry[2]
+            return None, None, 0
+        return entry[1], entry[2], entry[3]
 
-    def put(self, path: Path, document: dict[str, Any], written: Written) -> None:
+    def put(self, path: Path, document: dict[str, Any], written: Written, on_disk: int | None = None) -> None:
+        """Remember ``document`` as written; ``on_disk``: the log size the meta file describes
+        (None: the meta file was just rewritten with this document)."""
         signature = self._signature(path)
         with self._guard:
             if signature is None:
@@ -194,7 +197,8 @@ class MetaCache:
             else:
                 if len(self._entries) > 4096 and path not in self._entries:
                     self._entries.pop(next(iter(self._entries)))
-                self._entries[path] = (signature, document, written)
+                at = int(document.get("bytes", 0)) if on_disk is None else on_disk
+                self._entries[path] = (signature, document, written, at)
 
     def forget(self, path: Path) -> None:
         with self._guard:
