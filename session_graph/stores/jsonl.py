@@ -87,6 +87,7 @@ class JsonlStore(StoreBase):
         self.fsync = fsync
         self.create = create
         self._written = MetaCache()
+        self._known_paths: dict[tuple[str, str], tuple[Path, Path, Path]] = {}
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self.root)!r})"
@@ -96,8 +97,15 @@ class JsonlStore(StoreBase):
         return self.root / encode_name(check_key(tenant, "tenant"))
 
     def _paths(self, tenant: str, key: str) -> tuple[Path, Path, Path]:
+        known = self._known_paths.get((tenant, key))  # a key's names are checked and encoded once
+        if known is not None:
+            return known
         base = self._dir(tenant) / encode_name(check_key(key))
-        return base.with_name(base.name + ".jsonl"), base.with_name(base.name + ".meta.json"), base.with_name(base.name + ".lock")
+        paths = base.with_name(base.name + ".jsonl"), base.with_name(base.name + ".meta.json"), base.with_name(base.name + ".lock")
+        if len(self._known_paths) > 4096:
+            self._known_paths.clear()
+        self._known_paths[(tenant, key)] = paths
+        return paths
 
     @contextlib.contextmanager
     def _locked(self, tenant: str, key: str) -> Iterator[tuple[Path, Path]]:
