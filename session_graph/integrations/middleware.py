@@ -6,7 +6,8 @@ session's store holds the rest, so every checkpoint stays the size of one turn.
 ``wrap_model_call`` hands the model the session's view (the agent's system prompt merged
 with the session's system prompt and the memo or summary into one system message, which
 every provider accepts, then the window within the token budget), and records the reply the
-moment the model returns; at the end of a turn the session is saved. Both hooks have async
+moment the model returns; ``save_point`` says where a turn is saved (once durably, before
+the first model call; the turn's end written without an fsync). Both hooks have async
 twins from the same step, so an async agent never blocks its event loop on the store.
 """
 
