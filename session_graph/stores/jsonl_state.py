@@ -158,6 +158,18 @@ def replay(lines: Iterable[tuple[bytes, int]], base: dict[str, Any] | None) -> t
     return document, end
 
 
+def _detached(document: dict[str, Any], written: Written) -> dict[str, Any]:
+    """``document`` as written, sharing no container with the caller (a session edits its memo
+    and metadata in place after a save; an ``update`` function must see what was stored)."""
+    loads = orjson.loads if orjson is not None else json.loads
+    return {name: loads(written.fields[name]) if isinstance(value, dict | list) and name not in _SHARED and name in written.fields
+            else value for name, value in document.items()}
+
+
+_SHARED = frozenset({"trace", "offsets"})
+"""Containers a save makes anew each time (the trace's dump is replaced, never edited)."""
+
+
 class MetaCache:
     """The document a store wrote last per meta file, trusted while the file's ``stat`` is the
     one it left (another process's write changes its inode, size or mtime)."""
@@ -198,7 +210,7 @@ class MetaCache:
                 if len(self._entries) > 4096 and path not in self._entries:
                     self._entries.pop(next(iter(self._entries)))
                 at = int(document.get("bytes", 0)) if on_disk is None else on_disk
-                self._entries[path] = (signature, document, written, at)
+                self._entries[path] = (signature, _detached(document, written), written, at)
 
     def forget(self, path: Path) -> None:
         with self._guard:
