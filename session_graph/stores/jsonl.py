@@ -289,12 +289,12 @@ class JsonlStore(StoreBase):
             state, damaged = self._read_meta(meta), None
         except StoreError as error:
             state, damaged = None, error
-        known = int(state.get("bytes", -1)) if state is not None else -1
-        if state is not None and known == size:
-            return state
+        known = int(state.get("bytes", -1)) if state is not None and isinstance(state.get("bytes", -1), int) else -1
+        if state is not None and (known == size or known < 0):
+            return state  # as the log is, or not a document this version wrote (check_schema and the load judge it)
         if state is not None and known > size:
             return state  # the log is shorter than the state says (cut by hand): the full read settles it
-        start = known if state is not None and known >= 0 else 0
+        start = known if state is not None else 0
         try:
             with open(log, "rb") as handle:
                 handle.seek(start)
