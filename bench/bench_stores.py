@@ -6,7 +6,7 @@ messages it prints the wall time to persist one turn (two messages, fsynced) wit
 and the ratio to rewriting the whole JSONL transcript on every save (what nanobot's
 SessionManager does), measured in the same run on the same disk. Then the CPU time of one
 save at 100,000 over at 1,000 messages, sizes alternated, lazy and eager. Then the time to load a
-100,000-message session (``get_or_create``: lazy where the store reads windows). Last, ``--writers`` processes (default 4) each append and save
+100,000-message session in full (eager: ``bench_speed`` times the lazy load). Last, ``--writers`` processes (default 4) each append and save
 ``--writer-turns`` turns (default 500) to one shared key at once: the stored history, window
 and turns afterwards, the merges the writers made, and the seconds it took.
 """
@@ -156,6 +156,7 @@ def main() -> None:
         root = Path(folder)
         stores = _stores(root)
         loads: dict[str, float] = {}
+        print("persist one turn (2 messages, fsync on), wall time, median; baseline: rewrite the whole JSONL file per save")
         print(f"{'history':>9} {'store':>9} {'persist a turn':>15} {'rewrite whole file':>19} {'ratio':>7}")
         for size in (int(s) for s in args.sizes.split(",")):
             baseline = rewrite_per_save(root, size, max(3, args.turns // 10 if size > 10_000 else args.turns))
@@ -165,7 +166,8 @@ def main() -> None:
                 print(f"{size:>9,} {name:>9} {turn * 1e3:>12.2f} ms {baseline * 1e3:>16.1f} ms {baseline / turn:>6.0f}x")
         sizes = sorted(int(s) for s in args.sizes.split(","))
         persist_flat(stores, sizes[0], sizes[-1], args.flat_rounds)
-        print(f"\nloading a {max(int(s) for s in args.sizes.split(',')):,}-message session (get_or_create: lazy where the store reads windows), wall time:")
+        print(f"\nloading a {max(int(s) for s in args.sizes.split(',')):,}-message session with get_or_create, in full (eager: its "
+              "state names no window to start from), wall time:")
         for name, seconds in loads.items():
             print(f"{name:>9}: {seconds:.2f} s")
         for store in stores.values():
