@@ -46,7 +46,16 @@ from session_graph.stores.base import (
     resets,
 )
 from session_graph.stores.files import decode_name, encode_name, last_newline, lock_file, unlock_file
-from session_graph.stores.jsonl_state import MetaCache, Written, dumps, encode, is_state_line, meta_bytes, replay, state_line
+from session_graph.stores.jsonl_state import (
+    MetaCache,
+    Written,
+    dumps,
+    encode,
+    is_state_line,
+    meta_bytes,
+    replay,
+    state_line,
+)
 
 __all__ = ["JsonlStore"]
 
