@@ -49,11 +49,11 @@ from session_graph.stores.files import decode_name, encode_name, last_newline, l
 from session_graph.stores.jsonl_state import (
     MetaCache,
     Written,
+    current_state,
     dumps,
     encode,
     is_state_line,
     meta_bytes,
-    replay,
     state_line,
 )
 
@@ -293,42 +293,10 @@ class JsonlStore(StoreBase):
         """The session's state document: the meta file, or, when it is behind the log (a crash
         between the append and its rewrite, a power loss) or damaged, the state the log's state
         lines leave. None when neither holds one."""
-        size = _size(log)
-        try:
-            state, damaged = self._read_meta(meta), None
-        except StoreError as error:
-            state, damaged = None, error
-        known = int(state.get("bytes", -1)) if state is not None and isinstance(state.get("bytes", -1), int) else -1
-        if state is not None and (known == size or known < 0):
-            return state  # as the log is, or not a document this version wrote (check_schema and the load judge it)
-        if state is not None and known > size:
-            return state  # the log is shorter than the state says (cut by hand): the full read settles it
-        start = known if state is not None else 0
-        try:
-            with open(log, "rb") as handle:
-                handle.seek(start)
-                raw = handle.read()
-        except FileNotFoundError:
-            raw = b""
-        except OSError as error:
-            raise StoreError(f"cannot read {log}: {error}") from error
-        lines, position = [], start
-        for line in raw.split(b"\n"):
-            position += len(line) + 1
-            if is_state_line(line):
-                lines.append((line, position))
-        rebuilt, end = replay(lines, state if start else None)
-        if rebuilt is None or not end:
-            if damaged is not None:
-                raise damaged
-            return state
-        rebuilt = {**rebuilt, "bytes": end}
-        if not start:
-            rebuilt.pop("offsets", None)  # rebuilt from the log alone: index it again
-        # on top of the meta file its offsets still hold (they only grow); the newest may be missing
-        if state is None:
-            _recovered(f"{meta} is {'damaged' if damaged else 'missing'}; the session's state was rebuilt from {log}.", 4)
-        return rebuilt
+        state, recovered = current_state(log, meta, self._read_meta)
+        if recovered:
+            _recovered(recovered, 4)
+        return state
 
     @staticmethod
     def _settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:

@@ -19,7 +19,7 @@ change; the trace, which only changes on a resize, is encoded once per change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 import json
 import os
 from pathlib import Path
@@ -31,7 +31,20 @@ try:  # installed with langchain-core (through langsmith) on CPython
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["STATE_PREFIX", "MetaCache", "Written", "dumps", "encode", "is_state_line", "meta_bytes", "replay", "state_line"]
+from session_graph.errors import StoreError
+
+__all__ = [
+    "STATE_PREFIX",
+    "MetaCache",
+    "Written",
+    "current_state",
+    "dumps",
+    "encode",
+    "is_state_line",
+    "meta_bytes",
+    "replay",
+    "state_line",
+]
 
 STATE_PREFIX = b'{"_type": "state", '
 """How every state line starts (so a reader tells it from a message record without decoding it)."""
@@ -65,6 +78,55 @@ class Written:
 
     def __init__(self, fields: dict[str, bytes], window: list[Any], trace: Any) -> None:
         self.fields, self.window, self.trace = fields, window, trace
+
+
+def current_state(log: Path, meta: Path, read_meta: Callable[[Path], dict[str, Any] | None]
+                  ) -> tuple[dict[str, Any] | None, str | None]:
+    """The state document of a session: the meta file as ``read_meta`` reads it, or, when it is
+    behind the log or damaged, what the log's state lines after it (or all of them) leave; and
+    a recovery message when the meta file was missing or damaged (None otherwise).
+
+    Raises:
+        StoreError: the meta file is damaged and the log holds no state line to rebuild it from.
+    """
+    try:
+        size = os.stat(log).st_size
+    except FileNotFoundError:
+        size = 0
+    try:
+        state, damaged = read_meta(meta), None
+    except StoreError as error:
+        state, damaged = None, error
+    known = state.get("bytes", -1) if state is not None else -1
+    known = known if isinstance(known, int) else -1
+    if state is not None and (known == size or known < 0 or known > size):
+        return state, None  # as the log is; not written by this version; or a log cut by hand (the full read settles those)
+    start = known if state is not None else 0
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(start)
+            raw = handle.read()
+    except FileNotFoundError:
+        raw = b""
+    except OSError as error:
+        raise StoreError(f"cannot read {log}: {error}") from error
+    lines, position = [], start
+    for line in raw.split(b"\n"):
+        position += len(line) + 1
+        if is_state_line(line):
+            lines.append((line, position))
+    rebuilt, end = replay(lines, state if start else None)
+    if rebuilt is None or not end:
+        if damaged is not None:
+            raise damaged
+        return state, None
+    rebuilt = {**rebuilt, "bytes": end}
+    if not start:
+        rebuilt.pop("offsets", None)  # rebuilt from the log alone: index it again
+    # on top of the meta file its offsets still hold (they only grow); the newest may be missing
+    if state is None:
+        return rebuilt, f"{meta} is {'damaged' if damaged else 'missing'}; the session's state was rebuilt from {log}."
+    return rebuilt, None
 
 
 def encode(document: dict[str, Any], previous: Written | None) -> Written:
