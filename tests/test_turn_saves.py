@@ -114,3 +114,10 @@ def test_the_meta_file_may_lag_and_a_reader_still_sees_the_newest_state(tmp_path
     other.save(again)  # a writer that did not write the meta file last rewrites it whole
     assert json.loads(meta.read_bytes())["message_count"] == 7
     assert len(SessionManager(tmp_path).get("k").full_chat_history) == 7
+    log = meta.with_name(meta.name.replace(".meta.json", ".jsonl"))
+    states = [json.loads(line) for line in log.read_bytes().splitlines() if line.startswith(b'{"_type": "state"')]
+    assert [s["full"] for s in states] == [True] + [False] * 6  # its state line too holds only what changed
+    meta.write_text("{broken")  # and the log alone still rebuilds the newest state
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        rebuilt = SessionManager(tmp_path).get("k")
+    assert rebuilt.metadata == {"step": 4} and [m.id for m in rebuilt.full_chat_history] == [m.id for m in again.full_chat_history]

@@ -169,8 +169,10 @@ class JsonlStore(StoreBase):
                         "resets": resets(old) + change.reset}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
+            document["state_lines"] = 1  # the log holds this document's state lines (meta file only)
             encoded = encode(document, written)
-            lines.append(state_line(encoded, written))  # what changed since this store wrote last, else all of it
+            base = written if mine else (encode(old, None) if old is not None and old.get("state_lines") == 1 else None)
+            lines.append(state_line(encoded, base))  # what changed since the state the log ends with, else all of it
             position += len(lines[-1])
             with open(log, "ab") as handle:  # the records and the state they make, in one write and one fsync
                 handle.write(b"".join(lines))

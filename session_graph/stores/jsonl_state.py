@@ -8,9 +8,10 @@ an ``fsync`` of its own. A crash (``kill -9``) leaves both in the page cache; a 
 may leave the meta file older than the log, or torn: a reader then rebuilds the state from
 the log's state lines (``replay``), so what an ``fsync`` made durable is never lost.
 
-A state line is ``{"_type": "state", "full": true|false, "set": {...}}``: ``full`` lines carry
-the whole document (but the trace, the offsets and the byte count), the others only the
-top-level fields that changed, and the window as ``"window+": [dropped, [added ids]]`` when
+A state line is ``{"_type": "state", "full": true|false, "set": {...}}``: a ``full`` line (the
+first of a log, or after a log whose state cannot be trusted) carries the whole document (but
+the trace, the offsets and the byte count), the others only the top-level fields that changed
+since the state the log ended with, and the window as ``"window+": [dropped, [added ids]]`` when
 it only lost messages at its start and gained some at its end (the usual turn). A writer
 keeps the document it wrote last (``MetaCache``, checked against the meta file's ``stat``
 under the lock), so a save neither reads the meta file back nor re-encodes what did not
@@ -49,9 +50,10 @@ __all__ = [
 STATE_PREFIX = b'{"_type": "state", '
 """How every state line starts (so a reader tells it from a message record without decoding it)."""
 
-_LOCAL = frozenset({"trace", "offsets", "bytes"})
+_LOCAL = frozenset({"trace", "offsets", "bytes", "state_lines"})
 """Fields only the meta file carries: the trace (diagnostics), the offsets and the byte count
-(both rebuilt from the log when the meta file is behind it)."""
+(both rebuilt from the log when the meta file is behind it), and the mark that the log holds
+state lines up to this document (so a writer that did not write it may write what changed only)."""
 
 
 def dumps(value: Any) -> bytes:
