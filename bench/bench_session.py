@@ -22,7 +22,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from session_graph import Session, message_chars
-from session_graph.memo import ModelMemoUpdater
+from session_graph.compression.memo import ModelMemoUpdater
 
 
 def _message(i: int) -> Any:

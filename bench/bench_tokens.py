@@ -25,7 +25,7 @@ import time
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, trim_messages
 
 from session_graph import Session
-from session_graph.tokens import ApproxTokenCounter, TiktokenCounter, message_tokens
+from session_graph.accounting.tokens import ApproxTokenCounter, TiktokenCounter, message_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ["the", "session", "keeps", "full", "history", "window", "memo", "budget", "tokens", "model", "reply", "tool", "call", "result", "user"]

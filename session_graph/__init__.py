@@ -2,7 +2,7 @@
 
 import logging as _logging
 
-from session_graph.attachments import summarize_attachments
+from session_graph.accounting.attachments import summarize_attachments
 from session_graph.errors import (
     ConfigurationError,
     DocumentError,
@@ -20,15 +20,15 @@ from session_graph.errors import (
     StoreError,
     UnknownResizeTypeError,
 )
-from session_graph.graph import NODE_NAMES, build_resize_graph
-from session_graph.memo import ModelMemoUpdater
+from session_graph.resize.graph import NODE_NAMES, build_resize_graph
+from session_graph.compression.memo import ModelMemoUpdater
 from session_graph.messages import to_message
-from session_graph.policy import Decision, default_policy
-from session_graph.resize_run import ResizeEvent
+from session_graph.resize.policy import Decision, default_policy
+from session_graph.resize.run import ResizeEvent
 from session_graph.session import Session
 from session_graph.settings import DEFAULT_MEMO_INSTRUCT, Limits, SessionSettings
-from session_graph.sizing import message_chars
-from session_graph.state import ResizeContext, SessionState
+from session_graph.accounting.sizing import message_chars
+from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.stores import (
     JsonlStore,
     PostgresStore,
@@ -45,8 +45,8 @@ from session_graph.stores import (
     open_store,
 )
 from session_graph.stores.nanobot import NanobotKeyWarning
-from session_graph.summary import ModelSummarizer
-from session_graph.tokens import (
+from session_graph.compression.summary import ModelSummarizer
+from session_graph.accounting.tokens import (
     ApproxTokenCounter,
     CharCounter,
     CostRules,
@@ -54,10 +54,10 @@ from session_graph.tokens import (
     TokenCounter,
     message_tokens,
 )
-from session_graph.trace import ResizeTrace, TraceRecord
-from session_graph.view import SessionView
-from session_graph.viz import GraphDrawing, draw
-from session_graph.window import WindowTotals
+from session_graph.resize.trace import ResizeTrace, TraceRecord
+from session_graph.resize.view import SessionView
+from session_graph.display.viz import GraphDrawing, draw
+from session_graph.accounting.window import WindowTotals
 
 __all__ = [
     "DEFAULT_MEMO_INSTRUCT",

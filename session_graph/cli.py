@@ -30,7 +30,7 @@ import sys
 from typing import Any
 import warnings
 
-from session_graph._progress import Progress
+from session_graph._base.progress import Progress
 from session_graph.errors import DocumentError, SessionGraphError
 from session_graph.stores.base import check_key
 from session_graph.stores.dsn import redact

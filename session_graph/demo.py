@@ -23,7 +23,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from session_graph.errors import MissingDependencyError
 from session_graph.session import Session
-from session_graph.trace import TraceRecord
+from session_graph.resize.trace import TraceRecord
 
 __all__ = ["ScriptedModel", "add_arguments", "conversation", "main", "replay", "run"]
 
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
 
 def _plot(path: str, sessions: list[tuple[str, Session]], out: Callable[[str], None]) -> int:
     try:
-        from session_graph.plots import new_figure, plot_window
+        from session_graph.display.plots import new_figure, plot_window
 
         fig = new_figure(figsize=(9, 11))
     except MissingDependencyError as error:

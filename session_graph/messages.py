@@ -24,7 +24,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 
-from session_graph._ids import new_id
+from session_graph._base.ids import new_id
 from session_graph.errors import MessageError
 
 __all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "role_of", "to_message"]

@@ -18,25 +18,25 @@ from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
-from session_graph._flow import Flow, adrive, drive
-from session_graph._ids import new_id, utc_now
-from session_graph.context import memo_for_model
+from session_graph._base.flow import Flow, adrive, drive
+from session_graph._base.ids import new_id, utc_now
+from session_graph.compression.context import memo_for_model
 from session_graph.errors import ConfigurationError, SessionGraphError
-from session_graph.export import SessionExport
-from session_graph.handlers import Handlers, checked_callable
-from session_graph.ledger import Ledger, system_prompt
+from session_graph.interop.export import SessionExport
+from session_graph.resize.handlers import Handlers, checked_callable
+from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.memory.config import MemoryConfig
 from session_graph.messages import MessageInput, check_storable, role_of, to_message
-from session_graph.nanobot import session_history
-from session_graph.nodes.judge import judge_state
-from session_graph.parts import has_extras, strip_view
-from session_graph.policy import Decision, PolicyHandler
-from session_graph.resize_run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
-from session_graph.session_commit import SessionCommit
-from session_graph.session_display import SessionDisplay
-from session_graph.session_parts import SessionParts
+from session_graph.interop.nanobot import session_history
+from session_graph.resize.nodes.judge import judge_state
+from session_graph.memory.parts import has_extras, strip_view
+from session_graph.resize.policy import Decision, PolicyHandler
+from session_graph.resize.run import ResizeEvent, ResizeOutcome, run_resize, run_resize_sync
+from session_graph.commit.session_commit import SessionCommit
+from session_graph.display.session_display import SessionDisplay
+from session_graph.memory.session_parts import SessionParts
 from session_graph.settings import SessionSettings
-from session_graph.state import (
+from session_graph.resize.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
     ResizeContext,
@@ -44,11 +44,11 @@ from session_graph.state import (
     SessionState,
     SummaryHandler,
 )
-from session_graph.tokens import TokenCounter
-from session_graph.trace import ResizeTrace
-from session_graph.trace_recording import TraceRecorder
-from session_graph.view import SessionView, ViewBuilder, answered
-from session_graph.window import WindowTotals
+from session_graph.accounting.tokens import TokenCounter
+from session_graph.resize.trace import ResizeTrace
+from session_graph.resize.trace_recording import TraceRecorder
+from session_graph.resize.view import SessionView, ViewBuilder, answered
+from session_graph.accounting.window import WindowTotals
 
 __all__ = ["Session"]
 
@@ -474,7 +474,7 @@ class Session(SessionExport, SessionDisplay, SessionParts, SessionCommit):
         nanobot's own ``get_history(max_messages)`` returns for this session's records (the
         version the session was imported from, else 0.3.x; ``max_messages`` None for that
         version's default), from nanobot's archive watermark on (see
-        :mod:`session_graph.nanobot`).
+        :mod:`session_graph.interop.nanobot`).
         """
         if compat is not None:
             meta = self.metadata.get("nanobot")

@@ -15,7 +15,7 @@ import pytest
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
-from session_graph.stores.files import encode_name
+from session_graph._base.files import encode_name
 
 
 def agent_over(manager: SessionManager, llm=None):

@@ -21,8 +21,8 @@ from session_graph.commit.nodes.summarize import summarize
 from session_graph.commit.nodes.write import write
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.errors import ConfigurationError
-from session_graph.graph import _as_node
-from session_graph.trace_recording import traced
+from session_graph.resize.graph import _as_node
+from session_graph.resize.trace_recording import traced
 
 __all__ = ["COMMIT_NODES", "build_commit_graph"]
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from session_graph.commit.state import CommitContext, CommitState
-from session_graph.state import SessionState
+from session_graph.resize.state import SessionState
 
 __all__ = ["FAILED", "journaled", "pending", "with_archives"]
 

@@ -8,7 +8,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.commit.nodes.claim import NOTHING
 from session_graph.commit.state import CommitContext, CommitState
-from session_graph.state import SessionState
+from session_graph.resize.state import SessionState
 
 __all__ = ["CommitContext", "CommitState", "commit_result", "run_commit", "run_commit_async"]
 

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.runnables import Runnable
 
 from session_graph.memory.config import MemoryConfig
-from session_graph.state import SessionState
+from session_graph.resize.state import SessionState
 
 __all__ = ["CommitContext", "CommitState"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from session_graph.memory.categories import CATEGORIES, content_hash, memory_namespace, memory_uri, slug
 from session_graph.memory.config import MemoryConfig
-from session_graph.parts import ContextPart, TextPart, ToolPart
+from session_graph.memory.parts import ContextPart, TextPart, ToolPart
 
 __all__ = [
     "CATEGORIES",

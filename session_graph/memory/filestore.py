@@ -43,7 +43,7 @@ import yaml
 from session_graph.errors import StoreError
 from session_graph.memory.bm25 import Bm25
 from session_graph.memory.items import searchable_text
-from session_graph.stores.files import decode_name, encode_name, lock_file, unlock_file
+from session_graph._base.files import decode_name, encode_name, lock_file, unlock_file
 
 __all__ = ["FileMemoryStore", "matches_filter"]
 

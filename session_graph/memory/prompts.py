@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from session_graph.memory.categories import CATEGORIES
-from session_graph.transcript import transcript_line
+from session_graph.compression.transcript import transcript_line
 
 __all__ = ["decide_prompt", "extract_prompt", "summary_prompt", "transcript_chunks"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from session_graph._ids import new_id, utc_now
+from session_graph._base.ids import new_id, utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import apply_op, owner_lock
 from session_graph.memory.categories import CATEGORIES, content_hash, memory_namespace

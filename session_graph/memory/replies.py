@@ -16,7 +16,7 @@ from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from session_graph.errors import MemoryReplyError
-from session_graph.memo import reply_text
+from session_graph.compression.memo import reply_text
 from session_graph.memory.categories import CATEGORIES
 
 __all__ = ["Candidate", "Decision", "parse_decisions", "parse_extraction", "parse_summary"]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from session_graph._ids import utc_now
+from session_graph._base.ids import utc_now
 from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
 
 __all__ = [

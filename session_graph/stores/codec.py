@@ -23,16 +23,16 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from session_graph._gc import paused_gc
-from session_graph._progress import Progress, tracked
+from session_graph._base.gc import paused_gc
+from session_graph._base.progress import Progress, tracked
 from session_graph.errors import SessionGraphError, StoreError
-from session_graph.export import commit_fields
-from session_graph.history import LazyHistory
+from session_graph.interop.export import commit_fields
+from session_graph.resize.history import LazyHistory
 from session_graph.messages import content_parts, role_of
 from session_graph.settings import SessionSettings
-from session_graph.state import SessionState
+from session_graph.resize.state import SessionState
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
-from session_graph.trace import SAVED_TRACE, ResizeTrace
+from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 import yaml
 
-from session_graph._progress import Progress, tracked
+from session_graph._base.progress import Progress, tracked
 from session_graph.stores.base import Snapshot
 from session_graph.stores.codec import message_text, record_message
 

@@ -3,8 +3,8 @@
 One rule for re-imports, whichever system: ``on_existing="error"`` checks every key before
 anything is written, ``"skip"`` leaves a stored session as it is, ``"replace"`` deletes it
 first; and every file is turned into a session before the first one is written, so a bad
-file imports nothing. The formats themselves live in :mod:`session_graph.nanobot`,
-:mod:`session_graph.stores.nanobot` and :mod:`session_graph.openviking`.
+file imports nothing. The formats themselves live in :mod:`session_graph.interop.nanobot`,
+:mod:`session_graph.stores.nanobot` and :mod:`session_graph.interop.openviking`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from session_graph._ids import utc_now
-from session_graph._progress import Progress, check_progress, tracked
+from session_graph._base.ids import utc_now
+from session_graph._base.progress import Progress, check_progress, tracked
 from session_graph.errors import ConfigurationError, DocumentError, MessageError, StoreError
-from session_graph.openviking import read_openviking_session, session_directories, write_openviking_session
+from session_graph.interop.openviking import read_openviking_session, session_directories, write_openviking_session
 from session_graph.stores.base import check_key
 from session_graph.stores.codec import message_record, record_message
 from session_graph.stores.nanobot import NanobotSessionFile, nanobot_files, read_nanobot_session, write_nanobot_session
@@ -56,7 +56,7 @@ class SessionInterop:
     ) -> list[str]:
         """Import nanobot sessions (0.1.x, 0.2.x or 0.3.x files); returns the keys imported.
 
-        Every record field is kept (see :mod:`session_graph.nanobot`), so
+        Every record field is kept (see :mod:`session_graph.interop.nanobot`), so
         ``export(key, "nanobot", directory)`` writes the file back as it was. Messages before
         nanobot's archive watermark stay in the full history but not in the window, and the
         summary standing for them becomes the session's summary (``memo["summary"]``), so

@@ -31,7 +31,7 @@ try:  # installed with langchain-core (through langsmith) on CPython; 5x faster 
 except ImportError:  # pragma: no cover
     _loads = json.loads
 
-from session_graph._gc import paused_gc
+from session_graph._base.gc import paused_gc
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SearchHit,
@@ -45,7 +45,7 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
-from session_graph.stores.files import decode_name, encode_name, last_newline, lock_file, unlock_file
+from session_graph._base.files import decode_name, encode_name, last_newline, lock_file, unlock_file
 from session_graph.stores.jsonl_state import (
     MetaCache,
     Written,

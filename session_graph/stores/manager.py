@@ -24,14 +24,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from session_graph._gc import paused_gc
-from session_graph._progress import Progress, check_progress
+from session_graph._base.gc import paused_gc
+from session_graph._base.progress import Progress, check_progress
 from session_graph.errors import (
     ConfigurationError,
     StoreConflictError,
     StoreError,
 )
-from session_graph.history import is_loaded, prefix
+from session_graph.resize.history import is_loaded, prefix
 from session_graph.memory.apply import owner_lock
 from session_graph.memory.config import MemoryConfig
 from session_graph.session import Session
@@ -63,7 +63,7 @@ from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 from session_graph.stores.postgres import PostgresStore
 from session_graph.stores.sql import SqliteStore
-from session_graph.trace import ResizeTrace, saved_trace
+from session_graph.resize.trace import ResizeTrace, saved_trace
 
 __all__ = ["SessionManager", "open_store"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from session_graph.state import SessionState
+from session_graph.resize.state import SessionState
 from session_graph.stores.base import Snapshot
 from session_graph.stores.codec import snapshot_state
 

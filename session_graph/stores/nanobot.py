@@ -11,7 +11,7 @@ perhaps a ``provider_state`` record, then one record per message (``role``, ``co
 - 0.3.x: ``<sessions root>/<workspace id>/<base64url key>.jsonl``, the key in the record and
   ``last_archived``: the messages before it are folded into ``metadata._last_summary``.
 
-Records become messages, and back, in :mod:`session_graph.nanobot`, losing nothing, so a
+Records become messages, and back, in :mod:`session_graph.interop.nanobot`, losing nothing, so a
 session read here and written back is byte-identical.
 """
 
@@ -31,7 +31,7 @@ import warnings
 from langchain_core.messages import BaseMessage
 
 from session_graph.errors import DocumentError, MessageError, StoreError
-from session_graph.nanobot import archive_offset, nanobot_message, nanobot_record
+from session_graph.interop.nanobot import archive_offset, nanobot_message, nanobot_record
 
 __all__ = [
     "NanobotKeyWarning",

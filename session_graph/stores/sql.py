@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from typing import Any
 
-from session_graph._gc import paused_gc
+from session_graph._base.gc import paused_gc
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SCHEMA_VERSION,

@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from session_graph._flow import Flow, Invoke
+from session_graph._base.flow import Flow, Invoke
 from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.prompts import extract_prompt, transcript_chunks

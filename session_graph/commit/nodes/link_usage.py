@@ -11,7 +11,7 @@ from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.apply import owner_lock
 from session_graph.memory.categories import parse_uri
 from session_graph.memory.items import applied, record_op
-from session_graph.usage import derived_usage
+from session_graph.memory.usage import derived_usage
 
 __all__ = ["link_usage"]
 

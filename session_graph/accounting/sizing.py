@@ -1,0 +1,76 @@
+"""Size accounting: the spec's character approximation, computed once per message.
+
+``message_chars(m) = len(role) + 1 + content length``, where a text part counts its text
+and any other part counts its JSON length, except inline binary (base64), which counts
+the length of its attachment summary instead of its bytes. Tool calls count the JSON of
+their names and arguments: a tool-calling reply with empty text is not free for the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from session_graph.accounting.attachments import is_inline_binary, summarize_part
+from session_graph.messages import role_of
+
+__all__ = ["SizeCache", "content_chars", "message_chars"]
+
+
+def _json_len(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def content_chars(content: str | list[Any]) -> int:
+    """Characters of a message content under the spec's approximation."""
+    if isinstance(content, str):
+        return len(content)
+    total = 0
+    for part in content:
+        if isinstance(part, str):
+            total += len(part)
+        elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            total += len(part["text"])
+        elif is_inline_binary(part):
+            total += _json_len(summarize_part(part))
+        else:
+            total += _json_len(part)
+    return total
+
+
+def message_chars(message: BaseMessage) -> int:
+    """The approximate size of one message: ``len(role) + 1 + content`` (+ tool calls)."""
+    size = len(role_of(message)) + 1 + content_chars(message.content)
+    if isinstance(message, AIMessage) and message.tool_calls:
+        size += _json_len([{"name": c["name"], "args": c["args"]} for c in message.tool_calls])
+    return size
+
+
+class SizeCache:
+    """Measures of messages by id, each computed once (chars by default, or any measure).
+
+    A cached value is reused only for the very object it was computed from, so a handler
+    that returns an edited copy under the same id is measured afresh.
+    """
+
+    __slots__ = ("_measure", "_sizes")
+
+    def __init__(self, measure: Callable[[BaseMessage], int] | None = None) -> None:
+        self._measure = measure or message_chars
+        self._sizes: dict[str, tuple[BaseMessage, int]] = {}
+
+    def __call__(self, message: BaseMessage) -> int:
+        key = message.id or ""
+        cached = self._sizes.get(key)
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        size = self._measure(message)
+        if key:
+            self._sizes[key] = (message, size)
+        return size
+
+    def __len__(self) -> int:
+        return len(self._sizes)

@@ -1,0 +1,301 @@
+"""JSON/YAML export and import of a session (``yaml.safe_*`` only).
+
+A document is a dict with ``schema`` (its format version) and ``id, memo,
+full_chat_history, current_chat_history, settings, turns, last_resize_turn, memo_cursor``
+(plus ``memo_ahead`` after merged saves, and ``trace``: the resize records, see ``trace.py``). Messages are langchain-core's ``message_to_dict``
+form (``{"type", "data"}``), which keeps every field. The window is written in full, as the
+spec asks; on import its messages are linked back to the same objects as in the full
+history. Loading is strict and validates everything before anything changes: every key
+present and of its type, no unknown key, no newer schema, no duplicate message id, every
+message storable, YAML aliases and nesting bounded; a document written before ``schema``
+existed (all the other keys present) still loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from difflib import get_close_matches
+import json
+from typing import Any, Self
+
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+import yaml
+
+from session_graph.errors import DocumentError, DocumentTypeError, MessageError, SettingsError
+from session_graph.messages import check_storable
+from session_graph.settings import SessionSettings
+from session_graph.resize.state import SessionState
+from session_graph.resize.trace import ResizeTrace
+
+__all__ = ["SCHEMA", "SessionExport", "check_keys", "dump_state", "load_state", "parse_json", "parse_yaml", "to_json", "to_yaml"]
+
+KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
+SCHEMA = 1
+"""The document format version this library writes and reads (newer ones are refused)."""
+_OPTIONAL = ("schema", "memo_ahead", "trace", "archived_through", "usage", "archives")
+MAX_ALIASES = 32
+MAX_NODES = 2_000_000
+MAX_NESTING = 200
+
+
+def dump_state(state: SessionState) -> dict[str, Any]:
+    """The session as a plain dict of JSON-safe values."""
+    return {
+        "schema": SCHEMA,
+        "id": state.id,
+        "memo": state.memo,
+        "full_chat_history": [message_to_dict(m) for m in state.full_chat_history],
+        "current_chat_history": [message_to_dict(m) for m in state.current_chat_history],
+        "settings": state.settings.to_dict(),
+        "turns": state.turns,
+        "last_resize_turn": state.last_resize_turn,
+        "memo_cursor": state.memo_cursor,
+        **({"memo_ahead": sorted(state.memo_ahead)} if state.memo_ahead else {}),
+        **commit_fields(state),
+    }
+
+
+def to_json(data: dict[str, Any]) -> str:
+    """JSON text of a dumped session (ASCII-safe)."""
+    return json.dumps(data, ensure_ascii=True)
+
+
+def to_yaml(data: dict[str, Any]) -> str:
+    """YAML text of a dumped session."""
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+
+
+def parse_json(text: str) -> Any:
+    """Parse JSON text, naming the position of a syntax error."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise DocumentTypeError(f"load_json expects JSON text, got {type(text).__name__}.")
+    try:
+        return _bounded(json.loads(text))
+    except RecursionError as error:
+        raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.") from error
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise DocumentError(f"the session document is not valid JSON: {error}.") from error
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """yaml's safe loader, refusing more than ``MAX_ALIASES`` aliases (alias bombs) and deep nesting."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise DocumentError(f"the session document uses more than {MAX_ALIASES} YAML aliases; export it again.")
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML text safely (no tags, bounded aliases and nesting), naming the position of a syntax error."""
+    if not isinstance(text, str | bytes):
+        raise DocumentTypeError(f"load_yaml expects YAML text, got {type(text).__name__}.")
+    try:
+        return _bounded(yaml.load(text, Loader=_BoundedLoader))  # a SafeLoader subclass: no arbitrary tags
+    except RecursionError as error:
+        raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.") from error
+    except (yaml.YAMLError, ValueError) as error:  # UnicodeDecodeError included
+        raise DocumentError(f"the session document is not valid YAML: {error}.") from error
+
+
+def _bounded(data: Any) -> Any:
+    """``data``, after checking that, with shared references expanded, it stays small and shallow."""
+    nodes, stack = 0, [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise DocumentError(f"the session document expands to more than {MAX_NODES:,} values; it is not a session export.")
+        if depth > MAX_NESTING:
+            raise DocumentError(f"the session document nests deeper than {MAX_NESTING} levels.")
+        if isinstance(item, dict):
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, list):
+            stack.extend((value, depth + 1) for value in item)
+    return data
+
+
+def load_state(data: Any, *, keep_id: str) -> SessionState:
+    """Validate a document and build the state it describes (nothing is changed on error).
+
+    Args:
+        data: the parsed document.
+        keep_id: the id to use when the document has none.
+
+    Raises:
+        DocumentTypeError: the document is not a dict.
+        DocumentError: a key has the wrong type, a message is malformed, counters disagree.
+    """
+    if not isinstance(data, Mapping):
+        raise DocumentTypeError(f"a session document must be a dict with {', '.join(KEYS)}; got {type(data).__name__}.")
+    check_keys(data)
+    session_id = data.get("id", keep_id)
+    if not isinstance(session_id, str) or not session_id:
+        raise DocumentError(f"'id' must be a non-empty string, got {session_id!r}.")
+    memo = data.get("memo", {})
+    if not isinstance(memo, dict):
+        raise DocumentError(f"'memo' must be a dict, got {type(memo).__name__}.")
+    full = _messages(data.get("full_chat_history", []), "full_chat_history")
+    current = _messages(data.get("current_chat_history", []), "current_chat_history")
+    seen: set[str] = set()
+    for index, message in enumerate(full):
+        if message.id in seen:
+            raise DocumentError(f"full_chat_history[{index}] repeats message id {message.id!r}; every message needs its own id.")
+        seen.add(message.id or "")
+    by_id = {m.id: m for m in full if m.id}
+    current = [by_id[m.id] if by_id.get(m.id) == m else m for m in current]  # share, not copy
+    raw_settings = data.get("settings", {})
+    if not isinstance(raw_settings, Mapping):
+        raise DocumentError(f"'settings' must be a dict, got {type(raw_settings).__name__}.")
+    try:
+        settings = SessionSettings(raw_settings)
+    except SettingsError as error:
+        raise DocumentError(f"'settings' in the document is invalid: {error}") from error
+    counters = {key: data.get(key, 0) for key in ("turns", "last_resize_turn", "memo_cursor")}
+    for key, value in counters.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise DocumentError(f"{key!r} must be a whole number >= 0, got {value!r}.")
+    if counters["memo_cursor"] > len(full):
+        raise DocumentError(
+            f"'memo_cursor' is {counters['memo_cursor']} but the full history has only {len(full)} messages."
+        )
+    if counters["last_resize_turn"] > counters["turns"]:
+        raise DocumentError(f"'last_resize_turn' ({counters['last_resize_turn']}) is after 'turns' ({counters['turns']}).")
+    ledger = _commit_ledger(data, len(full))
+    return SessionState(
+        id=session_id,
+        full_chat_history=full,
+        current_chat_history=current,
+        memo=memo,
+        settings=settings,
+        memo_ahead=frozenset(data.get("memo_ahead") or ()),
+        **counters,
+        **ledger,
+    )
+
+
+def commit_fields(state: SessionState) -> dict[str, Any]:
+    """The commit ledger of a state (``archived_through``, ``usage``, ``archives``), where not at its default."""
+    fields: dict[str, Any] = {}
+    if state.archived_through:
+        fields["archived_through"] = state.archived_through
+    if state.usage:
+        fields["usage"] = [dict(record) for record in state.usage]
+    if state.archives:
+        fields["archives"] = state.archives
+    return fields
+
+
+def _commit_ledger(data: Mapping[str, Any], count: int) -> dict[str, Any]:
+    through = data.get("archived_through", 0)
+    if isinstance(through, bool) or not isinstance(through, int) or not 0 <= through <= count:
+        raise DocumentError(f"'archived_through' must be a whole number from 0 to {count} (the history's length), got {through!r}.")
+    usage = data.get("usage", [])
+    if not isinstance(usage, list) or not all(isinstance(r, Mapping) and isinstance(r.get("uri"), str) for r in usage):
+        raise DocumentError("'usage' must be a list of used() records (dicts with a 'uri').")
+    archives = data.get("archives", {})
+    if not isinstance(archives, Mapping) or not isinstance(archives.get("next", 0), int) or not isinstance(archives.get("pending", {}), Mapping):
+        raise DocumentError("'archives' must be a dict like {'next': 3, 'pending': {...}}.")
+    return {"archived_through": through, "usage": tuple(dict(r) for r in usage), "archives": dict(archives)}
+
+
+def check_keys(data: Mapping[str, Any]) -> None:
+    """Refuse a document from a newer version, with unknown keys, or missing one of ``KEYS``."""
+    schema = data.get("schema", SCHEMA)
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
+        raise DocumentError(f"'schema' must be a whole number >= 1 (the format version), got {schema!r}.")
+    if schema > SCHEMA:
+        raise DocumentError(
+            f"the document was written by a newer session_graph (schema {schema}, this one reads up to {SCHEMA}); "
+            "upgrade session_graph to load it."
+        )
+    unknown = [key for key in data if key not in KEYS and key not in _OPTIONAL]
+    if unknown:
+        hints = [f"{key!r} (did you mean {close[0]!r}?)" if (close := get_close_matches(str(key), [*KEYS, *_OPTIONAL], 1))
+                 else repr(key) for key in unknown]
+        raise DocumentError(f"the session document has unknown keys: {', '.join(hints)}; it is not a session export.")
+    missing = [key for key in KEYS if key not in data]
+    if missing:
+        raise DocumentError(
+            f"the session document lacks {', '.join(missing)}; export a session with session.to_json() or to_yaml()."
+        )
+
+
+def _messages(value: Any, key: str) -> list[BaseMessage]:
+    if not isinstance(value, list):
+        raise DocumentError(f"{key!r} must be a list of messages, got {type(value).__name__}.")
+    messages = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping) or not isinstance(item.get("type"), str) or not isinstance(item.get("data"), Mapping):
+            raise DocumentError(f"{key}[{index}] must be a dict like {{'type': 'human', 'data': {{...}}}}, got {item!r:.80}.")
+        try:
+            (message,) = messages_from_dict([dict(item)])
+            check_storable(message, f"{key}[{index}]")
+        except MessageError as error:
+            raise DocumentError(str(error)) from error
+        except Exception as error:  # langchain raises ValueError/KeyError/ValidationError
+            raise DocumentError(f"{key}[{index}] is not a valid {item['type']!r} message: {error}") from error
+        messages.append(message)
+    return messages
+
+
+class SessionExport:
+    """The export and import methods of ``Session`` (the spec's names), kept beside the format."""
+
+    _state: SessionState
+    _install: Callable[[SessionState], None]
+    id: str
+    trace: ResizeTrace
+
+    def to_dict(self) -> dict[str, Any]:
+        """The session as a plain dict (what to_json and to_yaml write)."""
+        data = dump_state(self._state)
+        if len(self.trace):
+            data["trace"] = self.trace.dump()
+        return data
+
+    def to_json(self) -> str:
+        return to_json(self.to_dict())
+
+    def to_yaml(self) -> str:
+        return to_yaml(self.to_dict())
+
+    def load_json(self, value: str) -> Self:
+        """Replace this session's state with a JSON document; nothing changes on error."""
+        return self.load_dict(parse_json(value))
+
+    def load_yaml(self, value: str) -> Self:
+        """Replace this session's state with a YAML document; nothing changes on error."""
+        return self.load_dict(parse_yaml(value))
+
+    def load_dict(self, data: Any) -> Self:
+        """Replace this session's state with a parsed document; nothing changes on error."""
+        state = load_state(data, keep_id=self.id)
+        trace = ResizeTrace.load(data.get("trace"))
+        self._install(state)
+        self.trace.replace(trace)
+        return self
+
+    @classmethod
+    def from_json(cls, value: str, **kwargs: Any) -> Self:
+        """A new session from a JSON document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_json(value)
+
+    @classmethod
+    def from_yaml(cls, value: str, **kwargs: Any) -> Self:
+        """A new session from a YAML document (handlers and model as keyword arguments)."""
+        return cls(**kwargs).load_yaml(value)
+

@@ -1,0 +1,184 @@
+"""The session's running accounting: message positions, sizes, tokens and window totals.
+
+Everything here is derived from the state and rebuilt from it after a resize or a load;
+per message it costs O(size of the message), never O(history): each message is measured
+once (chars always, tokens when a token counter is in use) and the totals are running sums.
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from session_graph.compression.context import context_message
+from session_graph.errors import MessageError
+from session_graph.resize.history import LazyHistory
+from session_graph.messages import role_of
+from session_graph.settings import Limits
+from session_graph.accounting.sizing import SizeCache
+from session_graph.resize.state import SessionState
+from session_graph.accounting.tokens import ApproxTokenCounter, CharCounter, CostRules, TokenCounter, counter_for, message_tokens
+from session_graph.accounting.window import WindowTotals
+
+__all__ = ["Ledger"]
+
+_ESTIMATE = ApproxTokenCounter()
+
+
+class Ledger:
+    """Positions of messages in the full history, their sizes and tokens, and the window totals."""
+
+    __slots__ = ("_context", "_counter_key", "_index", "_lazy", "counter", "rules", "size", "tokens", "totals")
+
+    def __init__(self, state: SessionState, previous: Ledger | None = None) -> None:
+        self._index: dict[str, int] = {}
+        self._lazy: LazyHistory | None = None  # a history whose middle is still in the store
+        self.size = SizeCache()
+        self.counter: TokenCounter = CharCounter()
+        self.rules = CostRules()
+        self.tokens: SizeCache | None = None
+        self._counter_key: object = None
+        self.totals = WindowTotals()
+        self._context: tuple[object, int] = (None, 0)
+        if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
+            self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
+            self.tokens, self._counter_key = previous.tokens, previous._counter_key
+            self._reindex(state)
+            self.rebuild(state, reindex=False)
+            return
+        self.rebuild(state, reindex=True)
+
+    # -- lookups -----------------------------------------------------------------------------
+    def index_of(self, message: BaseMessage) -> int | None:
+        """Where a message sits in the full history, or None if it is not there."""
+        position = self._index.get(message.id or "")
+        if position is None and self._lazy is not None:
+            self._index_middle()
+            position = self._index.get(message.id or "")
+        return position
+
+    def _reindex(self, state: SessionState) -> None:
+        """Index the history by id: what is held now; a lazy history's middle when first needed."""
+        full = state.full_chat_history
+        if isinstance(full, LazyHistory) and not full.loaded:
+            self._index = {m.id: i for i, m in full.held() if m.id}
+            self._lazy = full
+        else:
+            self._index = {m.id: i for i, m in enumerate(full) if m.id}
+            self._lazy = None
+
+    def _index_middle(self) -> None:
+        """Add the middle of a lazy history to the index (its ids only, when the store can read them)."""
+        lazy, self._lazy = self._lazy, None
+        if lazy is not None:
+            for position, id_ in enumerate(lazy.middle_ids(), 1):
+                if id_:
+                    self._index.setdefault(id_, position)
+
+    def token_count(self, message: BaseMessage) -> int:
+        """Tokens of one message with the counter in use (its chars when there is none)."""
+        return self.tokens(message) if self.tokens is not None else self.size(message)
+
+    def measure_context(self, message: BaseMessage) -> int:
+        """Tokens of a summary or memo message: exact with a token counter, else the estimate."""
+        if self.tokens is not None:
+            return message_tokens(message, self.counter, self.rules)
+        return message_tokens(message, _ESTIMATE, self.rules)
+
+    def held_tokens(self, state: SessionState, limits: Limits) -> int:
+        """Tokens the summary or memo message takes in the view: what it holds, at most its reserve.
+
+        Cached per memo object (a resize installs a new one), so judging stays O(1) per turn.
+        """
+        if not (limits.summary_enabled or limits.memo_enabled):
+            return 0
+        memo = state.memo
+        key = (id(memo), len(memo), id(memo.get("summary")), limits.summary_enabled, self._counter_key)
+        if self._context[0] != key:
+            message = context_message(state.id, memo, limits)
+            self._context = (key, self.measure_context(message) if message is not None else 0)
+        return min(self._context[1], limits.reserve_tokens)
+
+    def fixed_tokens(self, state: SessionState, limits: Limits) -> int:
+        """Tokens every request spends outside the window: system prompt, summary or memo as held, priming."""
+        system = system_prompt(state)
+        window = state.current_chat_history
+        outside = system is not None and not (window and window[0] is system)
+        held = self.held_tokens(state, limits)
+        return (self.token_count(system) if outside and system is not None else 0) + held + limits.reply_priming
+
+    # -- updates -----------------------------------------------------------------------------
+    def check_new(self, message: BaseMessage, session_id: str) -> None:
+        """Refuse a message whose id is already in the history."""
+        if message.id in self._index or (self._lazy is not None and bool(message.id) and self.index_of(message) is not None):
+            raise MessageError(
+                f"a message with id {message.id!r} is already in session {session_id}; "
+                "append each message once (give a copy a new id to repeat it)."
+            )
+
+    def add(self, message: BaseMessage, position: int) -> str:
+        """Account for one appended message; returns its role."""
+        role = role_of(message)
+        size = self.size(message)  # measured first: a message that cannot be measured is not registered
+        tokens = self.tokens(message) if self.tokens is not None else 0
+        self._index[message.id or ""] = position
+        self.totals = self.totals.add(role, size, tokens)
+        return role
+
+    def sync(self, state: SessionState, limits: Limits) -> None:
+        """Switch token counters when the settings asked for another one (recounts the window)."""
+        key = (limits.counter, limits.per_message, limits.per_name)
+        if key == self._counter_key:
+            return
+        self._counter_key = key
+        self.rules = CostRules(per_message=limits.per_message, per_name=limits.per_name, reply_priming=limits.reply_priming)
+        if limits.counter is None:
+            self.counter, self.tokens = CharCounter(), None
+        else:
+            encoding, model, approximate = limits.counter
+            counter = counter_for(encoding=encoding, model=model, approximate=approximate)
+            rules = self.rules
+            self.counter = counter
+            self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))
+        self.rebuild(state, reindex=False)
+
+    def adopt_suffix(self, old: list[BaseMessage], new: list[BaseMessage]) -> bool:
+        """Update the totals for a window that is a suffix of the old one, in O(what was dropped).
+
+        Returns False (and changes nothing) when ``new`` is not such a suffix, or when the cut
+        reached into the newest unit or turn (whose counts the totals keep); then rebuild.
+        """
+        dropped = len(old) - len(new)
+        totals = self.totals
+        if dropped < 0 or totals.count != len(old) or (new and (new[0] is not old[dropped] or new[-1] is not old[-1])):
+            return False
+        if not new and old:
+            return False
+        if dropped > totals.count - max(totals.tail_count, totals.turn_count):
+            return False
+        gone = old[:dropped]
+        chars = sum(self.size(m) for m in gone)
+        tokens = sum(self.tokens(m) for m in gone) if self.tokens is not None else 0
+        self.totals = WindowTotals(totals.chars - chars, totals.count - dropped, totals.tail_count, totals.tokens - tokens,
+                                   totals.turn_count)
+        return True
+
+    def rebuild(self, state: SessionState, *, reindex: bool) -> None:
+        """Recompute the window totals (and, if the full history was replaced, the index)."""
+        if reindex:
+            self._reindex(state)
+            self.size = SizeCache()
+            if self.tokens is not None:
+                counter, rules = self.counter, self.rules
+                self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))
+        window = state.current_chat_history
+        self.totals = WindowTotals.of(
+            [role_of(m) for m in window],
+            [self.size(m) for m in window],
+            [self.tokens(m) for m in window] if self.tokens is not None else None,
+        )
+
+
+def system_prompt(state: SessionState) -> BaseMessage | None:
+    """The system prompt: the first message of the full history, if it is a system message."""
+    full = state.full_chat_history
+    return full[0] if full and isinstance(full[0], SystemMessage) else None

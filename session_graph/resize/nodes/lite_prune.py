@@ -1,0 +1,70 @@
+"""lite_prune: cut the window to the limits, never past what the memo has not folded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
+from session_graph.resize.ledger import system_prompt
+from session_graph.messages import role_of
+from session_graph.resize.state import ResizeContext, SessionState
+from session_graph.accounting.window import BOUNDARY_ROLES
+
+
+def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) -> PrunePlan:
+    """The cut for this state: char, message and token limits, pinned at the memo cursor.
+
+    Under a token budget the room is the budget less what every request spends outside the
+    window (system prompt, the summary or memo as this state holds it, reply priming); the
+    headroom cut aims at ``prune_tokens`` instead of the whole budget (see ``budget.plan_prune``).
+    """
+    limits = state.settings.resolved()
+    window = state.current_chat_history
+    # Under a token budget the system prompt travels in the view, outside the window.
+    system = system_prompt(state) if limits.tokens else None
+    skip = 1 if system is not None and window and window[0] is system else 0
+    system_tokens = ctx.tokens(system) if skip and system is not None else 0
+    fixed = ctx.outside(state) + system_tokens if limits.tokens else 0
+    full_room = window_room(limits.tokens, fixed)
+    head_room = min(full_room, window_room(limits.prune_tokens, fixed))
+    totals = ctx.totals  # the window's running totals: O(1) when nothing needs cutting
+    opens = len(window) <= skip or role_of(window[skip]) in BOUNDARY_ROLES  # already opens on a turn
+    if (opens and totals.count == len(window)
+            and (not limits.prune_chars or totals.chars < limits.prune_chars)
+            and (not limits.messages or totals.count <= limits.messages)
+            and (not full_room or totals.tokens - system_tokens <= head_room)):
+        return PrunePlan(0, totals.chars, totals.count)
+    window = window[skip:]
+    pinned_from = None
+    if pinned and (limits.memo_enabled or limits.summary_enabled):
+        for position, message in enumerate(window):
+            index = ctx.index_of(message)
+            if index is not None and index >= state.memo_cursor:
+                pinned_from = position
+                break
+        else:
+            pinned_from = len(window) if window else None
+    plan = plan_prune(
+        [role_of(m) for m in window],
+        [ctx.size(m) for m in window],
+        chars=limits.prune_chars,
+        messages=limits.messages,
+        pinned_from=pinned_from,
+        tokens=[ctx.tokens(m) for m in window] if full_room else None,
+        max_tokens=head_room,
+        keep_turn=bool(full_room),
+        full_chars=limits.chars,
+        full_tokens=full_room,
+    )
+    return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
+
+
+def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
+    """Keep the newest whole units under every limit (see ``budget.plan_prune``).
+
+    The char limit used is ``Limits.prune_chars`` (the limit times ``prune_to_ratio``).
+    """
+    plan = prune_plan(state, runtime.context)
+    return {"current_chat_history": state.current_chat_history[plan.keep_from :]}

@@ -1,0 +1,123 @@
+"""One resize run: invoke the graph on a snapshot of the state and build the state to commit.
+
+The session commits the result in one step, so a failure anywhere before that leaves it
+as it was. Messages appended while the graph awaited a model join both histories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.graph.state import CompiledStateGraph
+
+from session_graph.errors import MemoUpdateError
+from session_graph.resize.policy import Decision
+from session_graph.resize.state import ResizeContext, SessionState
+from session_graph.accounting.window import WindowTotals
+
+__all__ = ["ResizeEvent", "ResizeOutcome", "run_resize", "run_resize_sync"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeEvent:
+    """One resize that ran: when, why, and what it did to the window."""
+
+    turn: int
+    type: str
+    reason: str | None
+    severity: int | None
+    chars_before: int
+    chars_after: int
+    messages_before: int
+    messages_after: int
+    error: str | None = None
+
+    @classmethod
+    def of(cls, turn: int, decision: Decision, before: WindowTotals, after: WindowTotals, error: Exception | None) -> ResizeEvent:
+        """The event of a resize that committed (``error``: a memo failure it reported)."""
+        return cls(
+            turn, decision["type"], decision.get("reason"), decision.get("severity"),
+            before.chars, after.chars, before.count, after.count, None if error is None else str(error),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeOutcome:
+    """What a run produced: the state to commit (None: nothing to do), its decision, its error."""
+
+    state: SessionState | None
+    decision: Decision | None
+    error: MemoUpdateError | None
+    full_replaced: bool
+
+
+def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
+    """Run a sync resize graph on ``state`` (``graph.invoke``) and build the state to commit."""
+    appended_before = len(state.full_chat_history)
+    out = graph.invoke(_run_input(state), context=context, config=_config(state))
+    return _outcome(state, out, appended_before)
+
+
+async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
+    """Run an async resize graph on ``state`` (``graph.ainvoke``) and build the state to commit."""
+    appended_before = len(state.full_chat_history)
+    out = await graph.ainvoke(_run_input(state), context=context, config=_config(state))
+    return _outcome(state, out, appended_before)
+
+
+def _run_input(state: SessionState) -> dict[str, Any]:
+    return {
+        "id": state.id,
+        "full_chat_history": state.full_chat_history,
+        "current_chat_history": list(state.current_chat_history),
+        "memo": state.memo,
+        "settings": state.settings,
+        "turns": state.turns,
+        "last_resize_turn": state.last_resize_turn,
+        "memo_cursor": state.memo_cursor,
+        "memo_ahead": state.memo_ahead,
+    }
+
+
+def _config(state: SessionState) -> Any:
+    pending = len(state.full_chat_history) - state.memo_cursor  # at most one memo chunk per pending message
+    return {"recursion_limit": pending + 25}
+
+
+def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> ResizeOutcome:
+    decision, error = out.get("decision"), out.get("error")
+    if decision is None:
+        return ResizeOutcome(None, None, None, False)
+    late = state.full_chat_history[appended_before:]
+    full = out["full_chat_history"]
+    replaced = full is not state.full_chat_history
+    if replaced:
+        full = _with_late(full, late)
+    memo = dict(out["memo"])
+    if error is None:
+        memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
+    new_state = SessionState(
+        id=state.id,
+        full_chat_history=full,
+        current_chat_history=_with_late(out["current_chat_history"], late),
+        memo=memo,
+        settings=state.settings,
+        turns=state.turns,
+        last_resize_turn=state.turns if error is None else state.last_resize_turn,
+        memo_cursor=out["memo_cursor"],
+        memo_ahead=out["memo_ahead"],
+        archived_through=state.archived_through,
+        usage=state.usage,
+        archives=state.archives,
+    )
+    return ResizeOutcome(new_state, decision, error, replaced)
+
+
+def _with_late(messages: list[BaseMessage], late: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` followed by the late messages it does not hold yet (they can only be at its end)."""
+    if not late:
+        return list(messages)
+    held = {m.id for m in messages[-len(late) - 64 :]}
+    return [*messages, *(m for m in late if m.id not in held)]

@@ -1,0 +1,355 @@
+"""The view: exactly the messages to send to a model, within the token budget.
+
+``[system prompt] + [summary or memo, as one system message] + window``. The system
+prompt is always there; the summary or memo message takes what it holds, at most its
+reserve (shortened by structure when the model's reply was over it, see ``context.py``);
+the window gets the rest and is planned by ``budget.plan_budget``. Every tool call in it
+is answered: a call with no result (cancelled, or still pending) gets a synthetic
+"cancelled" ToolMessage, so a provider never rejects the request. Truncation happens here
+only, on copies marked in ``response_metadata["session_graph"]``; the histories keep every
+message whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from session_graph.accounting.budget import plan_budget
+from session_graph.display.cards import view_card
+from session_graph.compression.context import MEMO_HEADER, context_message, fit_context
+from session_graph.resize.ledger import Ledger, system_prompt
+from session_graph.messages import content_parts, role_of
+from session_graph.settings import Limits
+from session_graph.resize.state import SessionState
+from session_graph.accounting.tokens import truncate_to_tokens
+
+__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "truncate_message"]
+
+CANCELLED_TEXT = "Cancelled: this tool call returned no result."
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """What to send to the model, and what it costs.
+
+    Attributes:
+        messages: system prompt, summary/memo message, window, in order.
+        tokens: their total with the counter in use, reply priming and outside tokens included.
+        budget: the token budget (0: none).
+        counter: the name of the counter (``tiktoken:o200k_base``, ``approx:...``, ``chars``).
+        exact: whether the counter is exact.
+        truncated: ids of the messages cut to fit (as copies; the histories keep them whole).
+        elided: messages of the current turn left out to keep its user message.
+    """
+
+    messages: list[BaseMessage]
+    tokens: int
+    budget: int
+    counter: str
+    exact: bool
+    truncated: tuple[str, ...] = ()
+    elided: int = 0
+
+    def __iter__(self) -> Iterator[BaseMessage]:
+        return iter(self.messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __getitem__(self, index: int) -> BaseMessage:
+        return self.messages[index]
+
+    def _repr_html_(self) -> str:
+        return view_card(self)  # the Jupyter card: tokens against the budget, the messages
+
+
+def _cancelled(call: dict[str, Any], owner: AIMessage) -> ToolMessage:
+    return ToolMessage(
+        content=CANCELLED_TEXT,
+        tool_call_id=call.get("id") or "",
+        name=call.get("name"),
+        status="error",
+        id=f"{owner.id}:cancelled:{call.get('id')}",
+        response_metadata={"session_graph": {"synthetic": "cancelled"}},
+    )
+
+
+def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with every tool call answered, as providers require.
+
+    A call with no result gets a synthetic "cancelled" ToolMessage right after the results it
+    has (before the next user or assistant message, or at the end); a result whose call is not
+    there is left out. Returns ``messages`` itself when nothing needs answering.
+    """
+    out: list[BaseMessage] = []
+    open_calls: list[dict[str, Any]] = []
+    owner: AIMessage | None = None
+    changed = False
+
+    def close() -> None:
+        nonlocal changed
+        if open_calls and owner is not None:
+            out.extend(_cancelled(call, owner) for call in open_calls)
+            open_calls.clear()
+            changed = True
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            match = next((c for c in open_calls if c.get("id") == message.tool_call_id), None)
+            if match is None and not (owner is not None and any(c.get("id") == message.tool_call_id for c in owner.tool_calls)):
+                changed = True  # its call is not in these messages: a provider would reject it
+                continue
+            if match is not None:
+                open_calls.remove(match)
+            out.append(message)
+            continue
+        close()
+        out.append(message)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            owner, open_calls = message, list(message.tool_calls)
+        else:
+            owner = None
+    close()
+    return out if changed else messages
+
+
+def truncate_message(message: BaseMessage, max_tokens: int, measure: Callable[[BaseMessage], int]) -> BaseMessage:
+    """A copy of ``message`` whose text is cut to fit ``max_tokens`` exactly, marked truncated."""
+    original = measure(message)
+    text = "".join(
+        part if isinstance(part, str) else part.get("text", "") for part in content_parts(message)
+        if isinstance(part, str) or part.get("type") == "text"
+    )
+
+    def with_text(value: str) -> BaseMessage:
+        marks = {**message.response_metadata.get("session_graph", {}), "truncated": True, "original_tokens": original}
+        metadata: dict[str, Any] = {**message.response_metadata, "session_graph": marks}
+        return message.model_copy(update={"content": value, "response_metadata": metadata})
+
+    return with_text(truncate_to_tokens(text, max_tokens, lambda value: measure(with_text(value))))
+
+
+def _reach(window: list[BaseMessage], measure: Callable[[BaseMessage], int], room: int) -> int:
+    """Where the newest part of ``window`` a view could keep starts: whole units back to the
+    first that overflows ``room``, and back to the newest user message. O(that part)."""
+    used, index, newest_user = 0, len(window) - 1, False
+    start = len(window)
+    while index >= 0:
+        first = index
+        while first > 0 and isinstance(window[first], ToolMessage):
+            first -= 1
+        unit = window[first : index + 1]
+        used += sum(measure(m) for m in unit)
+        newest_user = newest_user or any(isinstance(m, HumanMessage) for m in unit)
+        start = first
+        if used > room and newest_user:
+            break
+        index = first - 1
+    return start
+
+
+@dataclass
+class _Tail:
+    """What the last view under a token budget kept, to extend it when messages were only appended.
+
+    Valid while the window is the same list (appends keep it; a resize or a load makes a new
+    one) and nothing else the view depends on changed.
+    """
+
+    window: list[BaseMessage]
+    length: int
+    key: tuple[Any, ...]
+    keep_from: int  # index in ``window`` of the first kept message
+    used: int  # tokens of window[keep_from:length]
+    newest_user: int  # index in ``window`` of the newest user message
+    system: BaseMessage | None
+    system_tokens: int
+    extra: BaseMessage | None
+    extra_tokens: int
+    room: int  # tokens for the window (the budget less everything else)
+
+
+class ViewBuilder:
+    """Builds views, in O(new messages) when the last view can be extended (see ``_Tail``)."""
+
+    def __init__(self) -> None:
+        self._tail: _Tail | None = None
+
+    def build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
+        """The view of ``state`` (the same as ``build_view``)."""
+        shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
+        memo_key = (id(state.memo), len(state.memo)) if shows_memo else None
+        key = (limits, outside_tokens, memo_key, ledger.counter.name)
+        tail = self._tail
+        if tail is not None and tail.key == key and tail.window is not state.current_chat_history:
+            tail = self._rebase(tail, state.current_chat_history, ledger.token_count)
+        if tail is not None and tail.window is state.current_chat_history and tail.key == key:
+            view = self._extend(tail, ledger, limits, outside_tokens)
+            if view is not None:
+                return view
+        view, self._tail = _build(state, ledger, limits, outside_tokens)
+        if self._tail is not None:
+            self._tail.key = key
+        return view
+
+    def _rebase(self, tail: _Tail, window: list[BaseMessage], measure: Callable[[BaseMessage], int]) -> _Tail | None:
+        """The tail for a window that is the old one less its oldest messages (what a prune
+        does; a system prompt pinned at the front stays): O(the part kept); None when the
+        window is anything else."""
+        old = tail.window
+        pin = 1 if window and old and window[0] is old[0] and isinstance(window[0], SystemMessage) and tail.keep_from >= 1 else 0
+        dropped = len(old) - len(window)
+        first = pin + dropped  # the oldest surviving message, in ``old``
+        kept_old = max(tail.keep_from, first)
+        kept_new = kept_old - dropped
+        if (dropped <= 0 or len(window) <= pin or window[pin] is not old[first] or tail.newest_user < first
+                or (first > tail.keep_from and not isinstance(window[pin], HumanMessage))
+                or len(window) - kept_new != len(old) - kept_old
+                or any(a is not b for a, b in zip(window[kept_new:], old[kept_old:], strict=False))):
+            self._tail = None
+            return None
+        if first > tail.keep_from:  # the last view showed messages the prune dropped
+            tail.used -= sum(measure(m) for m in old[tail.keep_from : first])
+        tail.window, tail.length = window, tail.length - dropped
+        tail.keep_from, tail.newest_user = kept_new, tail.newest_user - dropped
+        return tail
+
+    @staticmethod
+    def _extend(tail: _Tail, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView | None:
+        window, measure = tail.window, ledger.token_count
+        if len(window) < tail.length:
+            return None
+        pending: set[str] = set()
+        owner: AIMessage | None = None
+        newest_user = tail.newest_user
+        for index in range(tail.length, len(window)):
+            message = window[index]
+            if isinstance(message, ToolMessage):
+                if message.tool_call_id not in pending:
+                    return None  # a result whose call is not just before it: the full path drops it
+                pending.discard(message.tool_call_id)
+                continue
+            if pending:
+                return None  # a call left unanswered before a newer message: the full path answers it
+            if isinstance(message, AIMessage) and message.tool_calls:
+                pending, owner = {c.get("id") or "" for c in message.tool_calls}, message
+            elif isinstance(message, HumanMessage):
+                newest_user = index
+        # calls still running at the end (the agent is between a call and its results): answered
+        # in the view as the full path answers them; the tail stays before them, so the next
+        # view reads the call again with whatever results have arrived
+        synthetic = [_cancelled(c, owner) for c in owner.tool_calls if (c.get("id") or "") in pending] if pending and owner else []
+        floor = min(measure(window[newest_user]), tail.room // 2) if newest_user >= 0 else 0
+        room = tail.room - tail.system_tokens
+        if tail.extra is not None and tail.extra_tokens > min(limits.reserve_tokens, room - floor):
+            return None  # the summary or memo message would be shortened differently
+        used = tail.used + sum(measure(m) for m in window[tail.length :]) + sum(measure(m) for m in synthetic)
+        keep_from, room = tail.keep_from, room - tail.extra_tokens
+        while used > room and keep_from < len(window):
+            end = keep_from + 1
+            while end < len(window) and isinstance(window[end], ToolMessage):
+                end += 1
+            used -= sum(measure(m) for m in window[keep_from:end])
+            keep_from = end
+        if keep_from > newest_user or newest_user < 0:
+            return None  # the current turn alone is over the budget: the full path elides
+        while not isinstance(window[keep_from], HumanMessage):
+            used -= measure(window[keep_from])
+            keep_from += 1
+        fixed = limits.reply_priming + outside_tokens
+        total = fixed + tail.system_tokens + tail.extra_tokens + used
+        if total > limits.tokens:
+            return None
+        if not synthetic:
+            tail.length, tail.keep_from, tail.used, tail.newest_user = len(window), keep_from, used, newest_user
+        messages = [m for m in (tail.system, tail.extra) if m is not None] + window[keep_from:] + synthetic
+        return SessionView(messages, total, limits.tokens, ledger.counter.name, ledger.counter.exact)
+
+
+def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
+    """Compose the view for a state (see the module docstring).
+
+    ``outside_tokens`` is what the request spends beyond the view (an agent's own system
+    prompt, say); it comes off the budget and is included in ``SessionView.tokens``.
+    """
+    return _build(state, ledger, limits, outside_tokens)[0]
+
+
+def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> tuple[SessionView, _Tail | None]:
+    measure = ledger.token_count
+    system = system_prompt(state)
+    full_window = state.current_chat_history
+    skip = 1 if full_window and system is not None and full_window[0] is system else 0
+    window = full_window[skip:]
+    whole = context_message(state.id, state.memo, limits)
+    budget = limits.tokens
+    truncated: list[str] = []
+    offset = skip
+    if budget:
+        reach = _reach(window, measure, budget - limits.reply_priming - outside_tokens)
+        window, offset = window[reach:], skip + reach
+    candidate = list(window)
+    window = answered(candidate)
+    clean = window is candidate  # nothing answered or dropped: the view is a slice of the window
+    if not budget:
+        extra = fit_context(whole, limits.reserve_tokens, ledger.measure_context) if whole is not None else None
+        messages = [m for m in (system, extra) if m is not None] + window
+        total = sum(measure(m) for m in messages) + limits.reply_priming + outside_tokens
+        return SessionView(messages, total, 0, ledger.counter.name, ledger.counter.exact), None
+
+    fixed = limits.reply_priming + outside_tokens
+    room = budget - fixed
+    tokens = [measure(m) for m in window]
+    roles = [role_of(m) for m in window]
+    newest_user = next((tokens[i] for i in range(len(roles) - 1, -1, -1) if roles[i] == "user"), 0)
+    floor = min(newest_user, room // 2)  # room the window keeps for its newest user message
+    system_tokens = measure(system) if system is not None else 0
+    if system is not None and system_tokens > max(room - floor, 1):
+        system = truncate_message(system, max(room - floor, 1), measure)
+        truncated.append(system.id or "")
+        system_tokens = measure(system)
+    extra = None
+    if whole is not None:  # it takes what it holds, at most its reserve; the window gets the rest
+        extra = fit_context(whole, min(limits.reserve_tokens, room - system_tokens - floor), measure)
+    extra_tokens = measure(extra) if extra is not None else 0
+    plan = plan_budget(roles, tokens, room - system_tokens - extra_tokens)
+    kept = []
+    for index in plan.keep:
+        message = window[index]
+        if index == plan.truncate:
+            message = truncate_message(message, plan.truncate_to, measure)
+            truncated.append(message.id or "")
+        kept.append(message)
+    messages = [m for m in (system, extra) if m is not None] + kept
+    total = sum(measure(m) for m in messages) + fixed
+    if total > budget:
+        # A cut message can stay over its share when its fixed part (overhead, tool ids)
+        # is: keep the turn's user message alone, then drop the summary/memo message.
+        users = [i for i in plan.keep if roles[i] == "user"]
+        kept = [window[users[-1]]] if users else []
+        truncated = [t for t in truncated if system is not None and t == system.id]
+        for candidate in ([system, extra], [system]):
+            messages = [m for m in candidate if m is not None] + kept
+            total = sum(measure(m) for m in messages) + fixed
+            if total <= budget:
+                break
+        if total > budget and kept:  # the user message itself, cut to what is left
+            left = budget - total + measure(kept[0])
+            messages[-1] = truncate_message(kept[0], left, measure)
+            truncated.append(kept[0].id or "")
+            total = sum(measure(m) for m in messages) + fixed
+        return SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated)), None
+    view = SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated), plan.elided)
+    users = [i for i, role in enumerate(roles) if role == "user"]
+    if truncated or plan.elided or not clean or not plan.keep or not users or plan.keep[-1] != len(window) - 1:
+        return view, None
+    tail = _Tail(
+        window=full_window, length=len(full_window), key=(), keep_from=offset + plan.keep[0],
+        used=sum(tokens[plan.keep[0] :]), newest_user=offset + users[-1], system=system, system_tokens=system_tokens,
+        extra=extra, extra_tokens=extra_tokens, room=room,
+    )
+    return view, tail
