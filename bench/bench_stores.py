@@ -2,10 +2,11 @@
 
 Run: ``python bench/bench_stores.py`` (set ``SESSION_GRAPH_PG_DSN`` to include Postgres;
 ``bash .ci/postgres.sh`` starts a throwaway server). For histories of 1,000 and 100,000
-messages it prints the time to persist one turn (two messages, fsynced) with each store,
+messages it prints the wall time to persist one turn (two messages, fsynced) with each store,
 and the ratio to rewriting the whole JSONL transcript on every save (what nanobot's
-SessionManager does), measured in the same run on the same disk. Then the time to load a
-100,000-message session. Last, ``--writers`` processes (default 4) each append and save
+SessionManager does), measured in the same run on the same disk. Then the CPU time of one
+save at 100,000 over at 1,000 messages, sizes alternated, lazy and eager. Then the time to load a
+100,000-message session in full (eager: ``bench_speed`` times the lazy load). Last, ``--writers`` processes (default 4) each append and save
 ``--writer-turns`` turns (default 500) to one shared key at once: the stored history, window
 and turns afterwards, the merges the writers made, and the seconds it took.
 """
@@ -77,6 +78,37 @@ def persist_turn(store: SessionStore, tenant: str, size: int, turns: int) -> tup
     return load, statistics.median(times)
 
 
+def persist_flat(stores: dict[str, SessionStore], small: int, big: int, rounds: int) -> None:
+    """CPU per save of one turn at ``big`` over at ``small`` messages, per store, with the
+    session loaded lazily (the middle of its history left in the store) and eagerly (all of it
+    in memory): the two sizes' saves alternate, so a slow spell of the machine hits both alike."""
+    print(f"\npersist one turn (2 messages, fsync on), CPU time, {big:,} / {small:,} messages, sizes alternated, "
+          f"median of {rounds} rounds:")
+    for name, store in stores.items():
+        for mode in ("lazy", "eager"):
+            sessions = []
+            for size in (small, big):
+                tenant = f"flat-{mode}-{size}-{os.getpid()}"
+                store.write(tenant, "bench", [message_record(m, "2026-11-22T00:00:00Z") for m in _messages(0, size)],
+                            {"updated_at": "2026-11-22T00:00:00Z", "window": []})
+                manager = SessionManager(store, tenant=tenant)
+                session = manager.get_or_create("bench")
+                if mode == "eager":
+                    getattr(session.full_chat_history, "load", lambda: None)()
+                sessions.append((manager, session))
+            times: list[list[float]] = [[], []]
+            for turn in range(rounds + 2):
+                for which, (manager, session) in enumerate(sessions):
+                    for message in _messages(10**7 + 2 * turn, 2):
+                        session.append_message(message)
+                    t0 = time.process_time()
+                    manager.save(session)
+                    if turn >= 2:  # the first saves write the whole state document
+                        times[which].append(time.process_time() - t0)
+            low, high = statistics.median(times[0]), statistics.median(times[1])
+            print(f"{name:>9} {mode:>5}: {high * 1e3:.3f} ms / {low * 1e3:.3f} ms = {high / low:.2f} (goal <= 1.2)")
+
+
 WRITER = textwrap.dedent('''
 import sys
 from session_graph.stores import SessionManager, open_store
@@ -116,6 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,100000")
     parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--flat-rounds", type=int, default=60)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--writer-turns", type=int, default=500)
     args = parser.parse_args()
@@ -123,6 +156,7 @@ def main() -> None:
         root = Path(folder)
         stores = _stores(root)
         loads: dict[str, float] = {}
+        print("persist one turn (2 messages, fsync on), wall time, median; baseline: rewrite the whole JSONL file per save")
         print(f"{'history':>9} {'store':>9} {'persist a turn':>15} {'rewrite whole file':>19} {'ratio':>7}")
         for size in (int(s) for s in args.sizes.split(",")):
             baseline = rewrite_per_save(root, size, max(3, args.turns // 10 if size > 10_000 else args.turns))
@@ -130,7 +164,10 @@ def main() -> None:
                 load, turn = persist_turn(store, f"t{size}-{os.getpid()}", size, args.turns)
                 loads[name] = load
                 print(f"{size:>9,} {name:>9} {turn * 1e3:>12.2f} ms {baseline * 1e3:>16.1f} ms {baseline / turn:>6.0f}x")
-        print(f"\nloading a {max(int(s) for s in args.sizes.split(',')):,}-message session:")
+        sizes = sorted(int(s) for s in args.sizes.split(","))
+        persist_flat(stores, sizes[0], sizes[-1], args.flat_rounds)
+        print(f"\nloading a {max(int(s) for s in args.sizes.split(',')):,}-message session with get_or_create, in full (eager: its "
+              "state names no window to start from), wall time:")
         for name, seconds in loads.items():
             print(f"{name:>9}: {seconds:.2f} s")
         for store in stores.values():

@@ -177,7 +177,7 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     nesting deeper than ``MAX_DEPTH``, and a NUL or control character in the id. A NUL
     inside text is fine: stores escape it.
     """
-    if message.id is not None and any(ord(ch) < 32 for ch in message.id):
+    if message.id is not None and not message.id.isprintable() and any(ord(ch) < 32 for ch in message.id):
         raise MessageError(f"{where} has an id with a NUL or control character ({message.id!r}); use a plain string id.")
     values = message.__dict__  # pydantic keeps the fields here; getattr on a missing one is slow
     for field in _FIELDS:

@@ -19,7 +19,7 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from session_graph.errors import DocumentError, StoreError
 
@@ -115,13 +115,14 @@ def read_text(root: str | os.PathLike[str], path: str | os.PathLike[str], what: 
         raise StoreError(f"the {what} {full} is not UTF-8 text ({error}); convert or remove it.") from None
 
 
-def fresh_file(path: str | os.PathLike[str]) -> IO[str]:
-    """A new UTF-8 text file at ``path`` for writing; whatever was at that name (a leftover
-    temporary file, a link planted there) is removed first, and the open never follows a link."""
+def fresh_file(path: str | os.PathLike[str], *, binary: bool = False) -> IO[Any]:
+    """A new file at ``path`` for writing (UTF-8 text, or bytes with ``binary``); whatever was at
+    that name (a leftover temporary file, a link planted there) is removed first, and the open
+    never follows a link."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
-    return open(descriptor, "w", encoding="utf-8", newline="")
+    return open(descriptor, "wb") if binary else open(descriptor, "w", encoding="utf-8", newline="")
 
 
 def replace_text(root: str | os.PathLike[str], path: str | os.PathLike[str], text: str, what: str = "file") -> Path:

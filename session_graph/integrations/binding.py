@@ -64,7 +64,7 @@ def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 @dataclass(frozen=True, slots=True)
 class _Op:
-    kind: Literal["session", "judge", "resize", "save"]
+    kind: Literal["session", "judge", "resize", "save", "write"]
     target: Any
 
 
@@ -158,17 +158,18 @@ class SessionBinding:
     # -- the step ------------------------------------------------------------------------------
     def step(
         self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
-        save: bool | int = 0,
+        save: bool | int = 0, durable: bool = True,
     ) -> Session:
         """Record ``messages``, judge and resize (when ``resize``), save when needed; returns the session.
 
         ``save``: True saves whenever something changed; an int ``n`` saves only when a resize
         ran or more than ``n`` messages are not stored yet (the caller's state still holds its
-        newest ``n``); False never saves.
+        newest ``n``); False never saves. ``durable=False``: the save is written but not flushed
+        to disk where the store can defer that (see ``SessionManager.save``).
         """
         key = self.key(config)
         with self._lock(key, "thread", threading.RLock):  # taken before the session is read: see _lock
-            flow = self._flow(key, messages, resize, save)
+            flow = self._flow(key, messages, resize, save, durable)
             reply: Any = None
             while True:
                 try:
@@ -179,7 +180,7 @@ class SessionBinding:
 
     async def astep(
         self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
-        save: bool | int = 0, locked: bool = True,
+        save: bool | int = 0, locked: bool = True, durable: bool = True,
     ) -> Session:
         """Async twin of :meth:`step` (store I/O off the event loop, one step per session at a time).
 
@@ -190,7 +191,7 @@ class SessionBinding:
         if lock is not None:
             await lock.acquire()  # before the session is read: see _lock
         try:
-            flow = self._flow(key, messages, resize, save)
+            flow = self._flow(key, messages, resize, save, durable)
             reply: Any = None
             while True:
                 try:
@@ -219,7 +220,8 @@ class SessionBinding:
                 lock = self._locks[(key, owner)] = make()
             return lock
 
-    def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int) -> Generator[_Op, Any, Session]:
+    def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int,
+              durable: bool = True) -> Generator[_Op, Any, Session]:
         session: Session = yield _Op("session", key)
         self._live[key] = session
         self.record(session, messages)
@@ -230,7 +232,7 @@ class SessionBinding:
         if self.manager is not None and save is not False:
             needed = save is True or resized or self.manager.unsaved(session) > int(save)
             if needed:
-                yield _Op("save", session)
+                yield _Op("save" if durable else "write", session)
         return session
 
     def _do(self, op: _Op) -> Any:
@@ -243,7 +245,7 @@ class SessionBinding:
                 return op.target.resize()
             except MemoUpdateError as error:
                 return self._memory_failed(error)
-        return self.manager.save(op.target)  # type: ignore[union-attr]
+        return self.manager.save(op.target, durable=op.kind == "save")  # type: ignore[union-attr]
 
     async def _ado(self, op: _Op) -> Any:
         if op.kind == "session":
@@ -255,7 +257,7 @@ class SessionBinding:
                 return await op.target.async_resize()
             except MemoUpdateError as error:
                 return self._memory_failed(error)
-        return await self.manager.asave(op.target)  # type: ignore[union-attr]
+        return await self.manager.asave(op.target, durable=op.kind == "save")  # type: ignore[union-attr]
 
     def _memory_failed(self, error: MemoUpdateError) -> None:
         if self.on_memory_error == "raise":

@@ -7,7 +7,8 @@ the user's input is durable before the model (or anything after it) can fail or 
 ``wrap_model_call`` hands the model the session's view (the agent's system prompt merged
 with the session's system prompt and the memo or summary into one system message, which
 every provider accepts, then the window within the token budget), and records the reply the
-moment the model returns; at the end of a turn the session is saved. Both hooks have async
+moment the model returns; ``save_point`` says where a turn is saved (once durably, before
+the first model call; the turn's end written without an fsync). Both hooks have async
 twins from the same step, so an async agent never blocks its event loop on the store.
 """
 
@@ -79,11 +80,11 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     # -- before each model call: the step, then a state of one turn ----------------------------
     def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = self.binding.step(state["messages"], save=0)  # durable before _flat drops it from the checkpoint
+        session = self.binding.step(state["messages"], **save_point(state["messages"]))
         return self._flat(session, state)
 
     async def abefore_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = await self.binding.astep(state["messages"], save=0)  # durable before _flat drops it from the checkpoint
+        session = await self.binding.astep(state["messages"], **save_point(state["messages"]))
         return self._flat(session, state)
 
     @staticmethod
@@ -100,7 +101,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self._session(request)
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
-        self.binding.step(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
+        self.binding.step(replies, resize=False, **save_point(request.state["messages"], replies))
         return response
 
     async def awrap_model_call(
@@ -109,7 +110,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self._session(request)
         response = await handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
-        await self.binding.astep(replies, resize=False, save=_turn_ended(replies) or len(request.state["messages"]) + len(replies))
+        await self.binding.astep(replies, resize=False, **save_point(request.state["messages"], replies))
         return response
 
     def _session(self, request: ModelRequest) -> Session:
@@ -150,9 +151,25 @@ def _replies(response: Any) -> list[BaseMessage]:
     return [m for m in messages if isinstance(m, BaseMessage)]
 
 
-def _turn_ended(replies: list[BaseMessage]) -> bool:
-    """A reply without tool calls ends the turn: save it now."""
-    return any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
+def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = None) -> dict[str, Any]:
+    """Where an agent turn is saved: the ``save``/``durable`` options of a step. One durable
+    write (one fsync on the JSONL store) per turn, and every message in the store before the
+    agent's state drops it (a flattened state keeps one turn):
+
+    - before the first model call of a turn (the state holds the user's new input): a durable
+      save that carries the input (so a model call that fails never loses it; see issue 19),
+      the previous turn's replies and any resize the step just made;
+    - when a reply ends the turn (no tool calls): a write without fsync, so the answer outlives
+      the process; the next turn's durable save makes it durable against a power loss too;
+    - in between (tool results the flattened checkpoint is about to drop, a resize between two
+      model calls): a write without fsync when something is not stored yet, so a process that
+      dies mid-turn loses none of what the agent's checkpoint held (as a stock agent keeps it).
+    """
+    if replies is None:
+        starts = any(isinstance(m, HumanMessage) for m in state)
+        return {"save": True, "durable": True} if starts else {"save": 0, "durable": False}
+    ended = any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
+    return {"save": True, "durable": False} if ended else {"save": False}
 
 
 def memory_tools(memory: MemoryConfig) -> list[BaseTool]:

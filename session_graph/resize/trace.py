@@ -130,13 +130,14 @@ class ResizeTrace:
     ``pandas.DataFrame(trace.records())`` takes as it is.
     """
 
-    __slots__ = ("_dumped", "_records", "limit", "next_seq")
+    __slots__ = ("_dumped", "_records", "_rows", "limit", "next_seq")
 
     def __init__(self, records: Iterator[TraceRecord] | list[TraceRecord] = (), limit: int = TRACE_LIMIT) -> None:
         self.limit = limit
         self._records: deque[TraceRecord] = deque(records, maxlen=limit)
         self.next_seq = (self._records[-1].seq + 1) if self._records else 1
         self._dumped: tuple[object, dict[str, Any]] | None = None
+        self._rows: dict[int, tuple[TraceRecord, list[Any]]] = {}  # id -> (record, its dumped row)
 
     def add(self, record: TraceRecord) -> TraceRecord:
         """Keep a record (the oldest is dropped past ``limit``)."""
@@ -196,7 +197,14 @@ class ResizeTrace:
         records = list(self._records)[-newest:] if newest else list(self._records)
         key = (newest, len(self._records), self._records[-1] if self._records else None, self._records[0] if self._records else None)
         if self._dumped is None or self._dumped[0] != key:
-            rows = [[_plain(getattr(r, name)) for name in FIELDS] for r in records]
+            known, rows, kept = self._rows, [], {}
+            for r in records:  # a record's row is made once: a save after a resize dumps one new row
+                entry = known.get(id(r))
+                if entry is None or entry[0] is not r:
+                    entry = (r, [_plain(getattr(r, name)) for name in FIELDS])
+                kept[id(r)] = entry
+                rows.append(entry[1])
+            self._rows = kept
             self._dumped = (key, {"fields": list(FIELDS), "rows": rows})
         return self._dumped[1]
 

@@ -47,6 +47,7 @@ __all__ = [
     "check_schema",
     "conflict",
     "resets",
+    "update_options",
     "utc_now",
 ]
 
@@ -251,9 +252,10 @@ class ThreadedAsync:
     the ones it can do better.
     """
 
-    async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
-        """Async twin of ``update`` (``fn`` runs in the worker thread, under the lock)."""
-        return await asyncio.to_thread(self.update, tenant, key, fn, since=since)  # type: ignore[attr-defined]
+    async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None, **options: Any) -> int:
+        """Async twin of ``update`` (``fn`` runs in the worker thread, under the lock; ``sync=False``
+        passed on to stores that declare ``defers_sync``)."""
+        return await asyncio.to_thread(self.update, tenant, key, fn, since=since, **options)  # type: ignore[attr-defined]
 
     async def aread(self, tenant: str, key: str, *, since: int = 0, **options: Any) -> Snapshot | None:
         """Async twin of ``read`` (``window=True`` passed on to stores that read windows)."""
@@ -324,6 +326,13 @@ def _writing(key: str, records: list[dict[str, Any]], state: dict[str, Any], res
         return StoreChange(state, records, reset)
 
     return write
+
+
+def update_options(store: Any, sync: bool) -> dict[str, Any]:
+    """The extra keywords of an ``update`` that need not be made durable at once: ``sync=False``
+    for a store that declares ``defers_sync`` (the JSONL store skips its fsync; the next synced
+    write flushes it), nothing for the others (they write as always)."""
+    return {} if sync or not getattr(store, "defers_sync", False) else {"sync": False}
 
 
 async def call_async(store: Any, method: str, *args: Any, **kwargs: Any) -> Any:

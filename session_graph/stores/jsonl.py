@@ -47,6 +47,16 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.jsonl_state import (
+    MetaCache,
+    Written,
+    current_state,
+    dumps,
+    encode,
+    is_state_line,
+    meta_bytes,
+    state_line,
+)
 from session_graph.stores.search_index import JsonlSearch
 
 __all__ = ["JsonlStore"]
@@ -88,6 +98,8 @@ class JsonlStore(StoreBase):
         self.fsync = fsync
         self.create = create
         self.search_index = JsonlSearch(self)  # ranked search: a terms file per log, kept on append
+        self._written = MetaCache()
+        self._known_paths: dict[tuple[str, str], tuple[Path, Path, Path]] = {}
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self.root)!r})"
@@ -97,12 +109,16 @@ class JsonlStore(StoreBase):
         return self.root / encode_name(check_key(tenant, "tenant"))
 
     def _paths(self, tenant: str, key: str) -> tuple[Path, Path, Path]:
-        """The log, meta and lock files of a session, checked: none is (or lies in) a symbolic
-        link, so no read or rewrite ever reaches a file outside the store."""
+        known = self._known_paths.get((tenant, key))  # a key's names are checked and encoded once
+        if known is not None:
+            return known
         base = self._dir(tenant) / encode_name(check_key(key))
         paths = (base.with_name(base.name + ".jsonl"), base.with_name(base.name + ".meta.json"), base.with_name(base.name + ".lock"))
-        for path in paths:
+        for path in paths:  # none is (or lies in) a symbolic link: no read or rewrite reaches outside the store
             inside(self.root, path.relative_to(self.root), f"file of session {key!r}")
+        if len(self._known_paths) > 4096:
+            self._known_paths.clear()
+        self._known_paths[(tenant, key)] = paths
         return paths
 
     @contextlib.contextmanager
@@ -121,10 +137,15 @@ class JsonlStore(StoreBase):
             handle.close()
 
     # -- protocol ------------------------------------------------------------------------------
-    def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
+    defers_sync = True  # update(..., sync=False) writes without an fsync (a later synced write flushes it)
+
+    def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None, sync: bool = True) -> int:
         """Run ``fn`` on the stored session under the session's file lock and write its change (see ``SessionStore.update``)."""
         with self._locked(tenant, key) as (log, meta):
-            old = self._read_meta(meta)
+            old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
+            mine = old is not None and int(old.get("bytes", -1)) == _size(log)
+            if not mine:
+                old, written = self._current(log, meta), None
             if old is not None:
                 check_schema(old, str(meta))
             stored = int((old or {}).get("version", 0))
@@ -149,20 +170,29 @@ class JsonlStore(StoreBase):
                 lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
                 position += len(lines[-1])
                 count += 1
-            if lines:
-                with open(log, "ab") as handle:
-                    handle.write(b"".join(lines))
-                    handle.flush()
-                    if self.fsync:
-                        os.fsync(handle.fileno())
-                size = log.stat().st_size
-                self.search_index.appended(log, key, start, lines, count - len(change.records), change.records, change.reset)
             version = stored + 1
-            document = {**state, "key": key, "tenant": tenant, "message_count": count, "bytes": size, "version": version,
-                        "resets": resets(old) + change.reset, "offsets": offsets if size == position else []}
+            document = {**state, "key": key, "tenant": tenant, "message_count": count, "version": version,
+                        "resets": resets(old) + change.reset}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
-            self._replace(meta, document)
+            document["state_lines"] = 1  # the log holds this document's state lines (meta file only)
+            encoded = encode(document, written)
+            base = written if mine else (encode(old, None) if old is not None and old.get("state_lines") == 1 else None)
+            lines.append(state_line(encoded, base))  # what changed since the state the log ends with, else all of it
+            position += len(lines[-1])
+            with open(log, "ab") as handle:  # the records and the state they make, in one write and one fsync
+                handle.write(b"".join(lines))
+                handle.flush()
+                if self.fsync and sync:
+                    os.fsync(handle.fileno())
+            size = _size(log)
+            self.search_index.appended(log, key, start, lines, count - len(change.records), change.records, change.reset)
+            document["offsets"], document["bytes"] = (offsets if size == position else []), size
+            encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
+            if mine and not change.reset and size - on_disk < _META_LAG:  # the log's state lines say the rest
+                self._written.put(meta, document, encoded, on_disk)
+            else:
+                self._replace(meta, document, encoded)
             return version
 
     reads_windows = True  # read(window=True) seeks to the window through the offsets in the meta file
@@ -170,7 +200,7 @@ class JsonlStore(StoreBase):
     def read(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
         """The stored session, or None; ``since``: records from that ``seq`` on; ``window``: record 0 and the records from the window on."""
         log, meta, _ = self._paths(tenant, key)
-        state = self._read_meta(meta)
+        state = self._current(log, meta)
         if state is not None:
             check_schema(state, str(meta))
         if window and state is not None:
@@ -188,7 +218,8 @@ class JsonlStore(StoreBase):
     def version(self, tenant: str, key: str) -> int | None:
         """The stored version (from the meta file alone), or None if the session is not stored."""
         log, meta, _ = self._paths(tenant, key)
-        state = self._read_meta(meta)
+        written = self._written.get(meta)[0]
+        state = written if written is not None and written.get("bytes") == _size(log) else self._current(log, meta)
         if state is None:  # a transcript without its meta file is still a session
             return 0 if log.exists() and log.stat().st_size else None
         return int(state.get("version", 0))
@@ -202,6 +233,7 @@ class JsonlStore(StoreBase):
             found = False
             quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
             inside(self.root, quarantine.relative_to(self.root), f"quarantine of session {key!r}")
+            self._written.forget(meta)
             for path in (log, meta, quarantine):
                 if path.exists():
                     path.unlink()
@@ -219,7 +251,7 @@ class JsonlStore(StoreBase):
             if meta.is_symlink():
                 _recovered(f"{meta} is a symbolic link; the store never follows links, so it is not listed.", 3)
                 continue
-            state = self._read_meta(meta)
+            state = self._current(meta.with_name(meta.name[: -len(".meta.json")] + ".jsonl"), meta)
             if state is None:
                 continue
             key = state.get("key") or decode_name(meta.name[: -len(".meta.json")]) or meta.name
@@ -264,20 +296,28 @@ class JsonlStore(StoreBase):
             raise StoreError(f"{meta} does not hold a session state document.")
         return state
 
-    def _replace(self, meta: Path, document: dict[str, Any]) -> None:
+    def _replace(self, meta: Path, document: dict[str, Any], encoded: Written) -> None:
+        """Rewrite the meta file (temp file, rename): a cache of the log's state, so no fsync of
+        its own; a reader that finds it behind the log or torn replays the log's state lines."""
+        data = meta_bytes(encoded)
         temporary = meta.with_name(meta.name + ".tmp")
-        with fresh_file(temporary) as handle:  # a link left at the temporary name is replaced, never followed
-            json.dump(document, handle, ensure_ascii=False)
-            handle.flush()
-            if self.fsync:
-                os.fsync(handle.fileno())
-        os.replace(temporary, meta)
-        if self.fsync:
-            directory = os.open(meta.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+        try:
+            with fresh_file(temporary, binary=True) as handle:  # a link left at the temporary name is replaced, never followed
+                handle.write(data)
+            os.replace(temporary, meta)
+        except OSError as error:
+            self._written.forget(meta)
+            raise StoreError(f"cannot write {meta}: {error}") from error
+        self._written.put(meta, document, encoded)
+
+    def _current(self, log: Path, meta: Path) -> dict[str, Any] | None:
+        """The session's state document: the meta file, or, when it is behind the log (a crash
+        between the append and its rewrite, a power loss) or damaged, the state the log's state
+        lines leave. None when neither holds one."""
+        state, recovered = current_state(log, meta, self._read_meta)
+        if recovered:
+            _recovered(recovered, 4)
+        return state
 
     @staticmethod
     def _settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
@@ -286,6 +326,8 @@ class JsonlStore(StoreBase):
             return 0, 0
         size = log.stat().st_size
         count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
+        if state is not None and size == known:  # as the last state left it: no torn line, nothing uncounted
+            return count, size
         with open(log, "rb+") as handle:
             if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
                 tail = last_newline(handle, size)
@@ -298,7 +340,7 @@ class JsonlStore(StoreBase):
                 for line in handle:
                     if _is_reset(line):
                         count = 0
-                    elif line.strip():
+                    elif line.strip() and not is_state_line(line):
                         count += 1
         return count, size
 
@@ -313,14 +355,13 @@ class JsonlStore(StoreBase):
             return []
         except OSError as error:
             raise StoreError(f"cannot read {log}: {error}") from error
-        lines = raw.split(b"\n")
-        tail = lines.pop()  # b"" when the file ends with a newline
-        if tail:
+        end = raw.rfind(b"\n") + 1
+        if end < len(raw):  # b"" when the file ends with a newline
             _recovered(f"{log}: dropping a torn last line (an interrupted write).", 4)
         records: list[dict[str, Any]] = []
         bad: list[tuple[int, bytes]] = []
-        for number, line in enumerate(lines):
-            if not line.strip():
+        for number, line in enumerate(_lines(raw, end)):  # one line alive at a time: no list of them to free after
+            if not line.strip() or is_state_line(line):
                 continue
             if since and b'"_type"' not in line:  # skip what the caller holds without decoding it
                 seq = _SEQ.search(line)
@@ -361,7 +402,7 @@ class JsonlStore(StoreBase):
         records = [first]
         with paused_gc():
             for line in raw.split(b"\n"):
-                if not line.strip():
+                if not line.strip() or is_state_line(line):
                     continue
                 seq = _SEQ.search(line)
                 if seq is not None and int(seq.group(1)) < start:
@@ -381,7 +422,7 @@ class JsonlStore(StoreBase):
         """The ids of the records ``start .. stop - 1`` without decoding their messages (one
         pattern over the bytes between the meta file's offsets; line by line if that misfits)."""
         log, meta, _ = self._paths(tenant, key)
-        state = self._read_meta(meta) or {}
+        state = self._current(log, meta) or {}
         offsets = state.get("offsets") or []
         try:
             size = log.stat().st_size
@@ -399,12 +440,12 @@ class JsonlStore(StoreBase):
             head = _ID.match(raw)  # the first line starts at the offset; the others after a newline
             found = ([head.group(1)] if head else []) + _IDS.findall(raw)
             records = (int(end[0]) if end is not None else int(state.get("message_count", -1))) - int(begin[0])
-            if len(found) == records and b'"_type"' not in raw:
+            if len(found) == records and _RESET_MARK not in raw:
                 first = int(begin[0])
                 return [i.decode() for i in found[start - first : stop - first]]
         ids: list[str | None] = []
         for line in raw.split(b"\n"):
-            if not line.strip():
+            if not line.strip() or is_state_line(line):
                 continue
             if b'"_type"' in line and _is_reset(line):
                 ids = []
@@ -441,9 +482,13 @@ class JsonlStore(StoreBase):
             f"copies are in {quarantine.name}.", 4)
 
 
+_META_LAG = 256 * 1024
+"""How far (bytes of log) the meta file may lag behind the log before a save rewrites it; a
+reader replays the state lines in between (a rewrite costs a rename, which ext4 flushes)."""
 _OFFSET_STEP = 1000
 """Every 1,000th record's byte offset is kept in the meta file (``offsets``), so a load can
 seek to the window instead of reading the whole log."""
+_RESET_MARK = b'{"_type": "reset"'
 _ID = re.compile(rb'\{"id": "([^"\\]*)"')
 _IDS = re.compile(rb'\n\{"id": "([^"\\]*)"')  # a literal prefix: re finds it fast (re.M with ^ is 3x slower)
 
@@ -469,7 +514,7 @@ def _scan_offsets(log: Path) -> list[list[int]]:
             for line in handle:
                 if _is_reset(line):
                     offsets, count = [], 0
-                elif line.strip():
+                elif line.strip() and not is_state_line(line):
                     if count % _OFFSET_STEP == 0:
                         offsets.append([count, position])
                     count += 1
@@ -477,6 +522,23 @@ def _scan_offsets(log: Path) -> list[list[int]]:
     except FileNotFoundError:
         return []
     return offsets
+
+
+def _lines(raw: bytes, end: int) -> Iterator[bytes]:
+    """The lines of ``raw[:end]`` one by one (``raw.split`` would hold them all at once)."""
+    start = 0
+    while start < end:
+        stop = raw.index(b"\n", start)
+        yield raw[start:stop]
+        start = stop + 1
+
+
+def _size(log: Path) -> int:
+    """The log's size in bytes (0 when there is none yet)."""
+    try:
+        return os.stat(log).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _is_record(record: Any) -> bool:

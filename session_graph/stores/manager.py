@@ -47,6 +47,7 @@ from session_graph.stores.base import (
     StoredSession,
     check_key,
     resets,
+    update_options,
     utc_now,
 )
 from session_graph.stores.codec import (
@@ -182,18 +183,20 @@ class SessionManager(SessionInterop):
         """Async twin of :meth:`get_or_create`."""
         return await self._arun(self._get_or_create_flow(key, check_progress(progress)))
 
-    def save(self, session: Session) -> None:
+    def save(self, session: Session, *, durable: bool = True) -> None:
         """Persist a session: append its new messages, replace its state. O(new messages).
 
         A session with no change since its last save is not written again. Edits the
         session cannot see (``session.metadata[...] = ...`` alone) are saved with the next
-        change, or at once after ``session.touch()``.
+        change, or at once after ``session.touch()``. ``durable=False``: written (it survives
+        the process) but not flushed to disk yet where the store can defer that (JSONL: no
+        fsync; the next durable save flushes it); other stores write as always.
         """
-        self._run(self._save_flow(session))
+        self._run(self._save_flow(session, durable))
 
-    async def asave(self, session: Session) -> None:
+    async def asave(self, session: Session, *, durable: bool = True) -> None:
         """Async twin of :meth:`save`."""
-        await self._arun(self._save_flow(session))
+        await self._arun(self._save_flow(session, durable))
 
     def unsaved(self, session: Session) -> int:
         """How many messages of ``session`` the store does not hold yet (all of them if it is not managed here)."""
@@ -226,7 +229,7 @@ class SessionManager(SessionInterop):
         self._remember(key, _Entry(session, 0, 0, -1, utc_now(), {}))
         return session
 
-    def _save_flow(self, session: Session) -> Operation:
+    def _save_flow(self, session: Session, durable: bool = True) -> Operation:
         """Append the new messages and replace the state in one ``update``: under the store's
         lock, as is if nobody wrote since we read, else merged with what they wrote."""
         key = check_key(session.id)
@@ -249,12 +252,12 @@ class SessionManager(SessionInterop):
             records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
             state = session_state(session, entry.created_at, now)
             revision = session.revision
-            held = prefix(history, entry.persisted)  # read only if another writer's changes must be merged
+            held = min(entry.persisted, count)  # what the store holds of it; copied only if another writer's changes must be merged
             merged: list[Merged] = []
             seen: list[StoredSession] = []
             change = self._saving(entry, StoreChange(state, records, reset), held, now, merged, seen)
             try:
-                version = yield Call("update", (self.tenant, key, change), {"since": len(held)})
+                version = yield Call("update", (self.tenant, key, change), {"since": held, **update_options(self.store, durable)})
             except _NeedsHistory:  # a merge reads the whole history: page it in outside the store's lock, then retry
                 yield Blocking(history.load)  # type: ignore[union-attr]
                 continue
@@ -277,7 +280,7 @@ class SessionManager(SessionInterop):
             return
         raise StoreError(f"session {key!r} was deleted or cleared under {_MAX_MERGES} saves in a row; save it again.")
 
-    def _saving(self, entry: _Entry, mine: StoreChange, held: list[Any], now: str, merged: list[Merged],
+    def _saving(self, entry: _Entry, mine: StoreChange, held: int, now: str, merged: list[Merged],
                 seen: list[StoredSession]) -> Callable[[StoredSession], StoreChange]:
         """The update function of a save: ``mine`` if nobody wrote since we read, else the merge
         with what they stored (computed under the store's lock and kept in ``merged``; what the
@@ -290,9 +293,10 @@ class SessionManager(SessionInterop):
                 return mine
             if not is_loaded(session.full_chat_history):
                 raise _NeedsHistory(f"session {key!r}: a merge needs the whole history")  # never read the store inside its lock
-            if stored.state is None or self._cleared(entry, stored.state, stored.message_count, len(held)):
+            if stored.state is None or self._cleared(entry, stored.state, stored.message_count, held):
                 raise StoreConflictError(f"session {key!r} was deleted or cleared by another writer")
-            result = self._merged(entry, Snapshot(key, stored.state, stored.records, stored.version), held)
+            result = self._merged(entry, Snapshot(key, stored.state, stored.records, stored.version),
+                                  prefix(session.full_chat_history, held))
             merged.append(result)
             stamps = {**session.arrived_at, **result.arrived}
             trace = ResizeTrace(session.trace)

@@ -42,6 +42,7 @@ from session_graph.stores.search_terms import (
     record_text,
     reset_line,
     scan_log,
+    skip_line,
     terms_path,
 )
 
@@ -117,13 +118,15 @@ class JsonlSearch:
                 out = []
             else:
                 return  # missing or behind: the next search rebuilds or catches up from the log
-            position, seq, texts = start, first_seq, iter(records)
-            for raw in lines:
-                if reset and raw is lines[0]:
+            position, seq, texts = start, first_seq, list(records)
+            for index, raw in enumerate(lines):
+                if reset and index == 0:
                     out.append(reset_line(position, len(raw)))
-                else:
-                    out.append(entry_line(next(texts), seq, position, len(raw)))
+                elif seq - first_seq < len(texts):
+                    out.append(entry_line(texts[seq - first_seq], seq, position, len(raw)))
                     seq += 1
+                else:  # the state line the save ends with: covered, not indexed
+                    out.append(skip_line(position, len(raw)))
                 position += len(raw)
             with open(path, "wb" if start == 0 else "ab") as handle:
                 handle.write(b"".join(out))

@@ -22,7 +22,7 @@ try:
 except ImportError:  # pragma: no cover
     _loads = json.loads
 
-__all__ = ["HEADER", "end_of", "entry_line", "header_line", "parse_line", "record_text", "reset_line", "scan_log", "terms_path"]
+__all__ = ["HEADER", "end_of", "entry_line", "header_line", "parse_line", "record_text", "reset_line", "scan_log", "skip_line", "terms_path"]
 
 HEADER = "sg-search-1"
 
@@ -72,6 +72,11 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
+def skip_line(offset: int, size: int) -> bytes:
+    """The line of a log line that holds no message (a state line, a quarantined line): covered, not indexed."""
+    return _line({"skip": 1, "o": offset, "n": size})
+
+
 def reset_line(offset: int, size: int) -> bytes:
     """The line of a reset marker at ``offset`` (``size`` bytes) in the log."""
     return _line({"reset": 1, "o": offset, "n": size})
@@ -106,7 +111,7 @@ def scan_log(log_path: Path, start: int, seq: int) -> list[bytes]:
             out.append(entry_line(record, seq, position, len(line)))
             seq += 1
         else:  # a corrupt line the store quarantines: covered, not indexed
-            out.append(_line({"skip": 1, "o": position, "n": len(line)}))
+            out.append(skip_line(position, len(line)))
         position += len(line)
     return out
 

@@ -179,10 +179,24 @@ def jsonl_with(tmp_path: Path, damage: Callable[[Path], None]) -> tuple[SessionM
     return SessionManager(JsonlStore(folder)), folder
 
 
+DAMAGED_META: dict[str, Callable[[Path], None]] = {
+    "a meta file that is not JSON": lambda meta: meta.write_text("{broken"),
+    "a meta file that is not UTF-8": lambda meta: meta.write_bytes(b"\xff\xfe{}"),
+    "a meta file that is a list": lambda meta: meta.write_text("[1, 2]"),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGED_META))
+def test_a_damaged_meta_file_is_rebuilt_from_the_log_and_nothing_is_written(tmp_path: Path, name: str) -> None:
+    manager, folder = jsonl_with(tmp_path, DAMAGED_META[name])
+    before = digest(folder)
+    with pytest.warns(RuntimeWarning, match="damaged; the session's state was rebuilt"):
+        loaded = manager.get_or_create("s")
+    assert [m.id for m in loaded.full_chat_history] == ["u0", "a0"]
+    assert digest(folder) == before
+
+
 STORE_FILES: dict[str, tuple[Callable[[Path], None], str]] = {
-    "a meta file that is not JSON": (lambda meta: meta.write_text("{broken"), "not valid JSON"),
-    "a meta file that is not UTF-8": (lambda meta: meta.write_bytes(b"\xff\xfe{}"), "not valid JSON"),
-    "a meta file that is a list": (lambda meta: meta.write_text("[1, 2]"), "does not hold a session state"),
     "a meta file from a newer version": (lambda meta: meta.write_text(json.dumps({"schema": 99})), "newer session_graph"),
     "a meta file with a broken window": (lambda meta: meta.write_text(json.dumps({"schema": 1, "turns": "many"})), "damaged"),
 }

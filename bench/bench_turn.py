@@ -1,0 +1,158 @@
+"""An agent turn with the session middleware against the same turn of a stock agent.
+
+Run: ``python bench/bench_turn.py`` (``--quick`` for fewer rounds). A ``create_agent`` agent
+with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB tool result, a
+~0.6 kB answer) runs one turn per ``invoke``:
+
+- stock: no middleware, no checkpointer, the turn's input only (the floor of a turn);
+- session: ``SessionMiddleware`` over a JSONL ``SessionManager`` (fsync on) whose session
+  already holds 10,000 (and 100,000) messages of such turns, token budget 4,000.
+
+Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock and
+session in alternating batches, median of the batches; ``os.fsync`` calls per turn are
+counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+import os
+from pathlib import Path
+import statistics
+import tempfile
+import time
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from session_graph import Session, SessionManager
+from session_graph.integrations import SessionMiddleware
+
+ANSWER = "The findings agree with the earlier results; the export fails on the cache key. "
+RESULT = "Notes on the topic: a relevant detail about the export job and its retries. "
+
+
+class _Model(GenericFakeChatModel):
+    def bind_tools(self, tools: Any, **kwargs: Any) -> _Model:
+        return self
+
+
+def _replies() -> Iterator[AIMessage]:
+    i = 0
+    while True:
+        yield AIMessage(content="", tool_calls=[{"id": f"call_{i}", "name": "lookup", "args": {"topic": f"topic {i}"}}])
+        yield AIMessage(content=f"Answer {i}: " + (ANSWER * 8)[:590])
+        i += 1
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look a topic up."""
+    return f"{topic}: " + (RESULT * 10)[:690]
+
+
+def question(turn: int) -> str:
+    return (f"Question {turn}: what do we know about topic {turn}, and what should we do next about it? " * 3)[:200]
+
+
+def history(messages: int) -> list[BaseMessage]:
+    """``messages`` messages of realistic turns (question, tool call, tool result, answer)."""
+    out: list[BaseMessage] = []
+    turn = 0
+    while len(out) < messages:
+        call = f"old_{turn}"
+        out += [HumanMessage(content=question(turn), id=f"h{turn}"),
+                AIMessage(content="", tool_calls=[{"id": call, "name": "lookup", "args": {"topic": f"topic {turn}"}}], id=f"a{turn}"),
+                ToolMessage(content=lookup.invoke({"topic": f"topic {turn}"}), tool_call_id=call, id=f"t{turn}"),
+                AIMessage(content=f"Answer {turn}: " + (ANSWER * 8)[:590], id=f"r{turn}")]
+        turn += 1
+    return out[:messages]
+
+
+class FsyncCounter:
+    """Counts ``os.fsync`` calls while installed."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._real = os.fsync
+
+    def __enter__(self) -> FsyncCounter:
+        real = self._real
+
+        def counted(fd: int) -> None:
+            self.calls += 1
+            real(fd)
+
+        os.fsync = counted  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        os.fsync = self._real  # type: ignore[assignment]
+
+
+def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], SessionManager]:
+    manager = SessionManager(folder / f"sessions-{size}")
+    manager.session_factory = lambda key: Session(key).configure(limit={"tokens": 4000})
+    session = manager.get_or_create("bench")
+    for message in history(size):
+        session.append_message(message)
+    session.resize()
+    manager.save(session)
+    agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[SessionMiddleware(manager=manager)],
+                         system_prompt="You are a research assistant.")
+    return agent, {"configurable": {"thread_id": "bench"}}, manager
+
+
+def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float]:
+    """CPU ms per turn (stock, session), their ratio and fsyncs per session turn at ``size`` messages."""
+    stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
+    agent, config, _ = session_agent(folder, size)
+    turn = [0]
+
+    def run_stock() -> None:
+        turn[0] += 1
+        stock.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
+
+    def run_session() -> None:
+        turn[0] += 1
+        agent.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, config)
+
+    for fn in (run_stock, run_session):  # warm up
+        for _ in range(3):
+            fn()
+    times: dict[str, list[float]] = {"stock": [], "session": []}
+    fsyncs = turns = 0
+    for _ in range(rounds):
+        for name, fn in (("stock", run_stock), ("session", run_session)):
+            with FsyncCounter() as counter:
+                start = time.process_time()
+                for _ in range(batch):
+                    fn()
+                times[name].append((time.process_time() - start) / batch)
+            if name == "session":
+                fsyncs += counter.calls
+                turns += batch
+    stock_ms, session_ms = statistics.median(times["stock"]) * 1e3, statistics.median(times["session"]) * 1e3
+    return {"stock_ms": stock_ms, "session_ms": session_ms, "ratio": session_ms / stock_ms, "fsyncs": fsyncs / turns}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", default="10000,100000")
+    args = parser.parse_args()
+    rounds, batch = (5, 4) if args.quick else (15, 6)
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            r = measure(size, rounds, batch, Path(tmp))
+            print(f"agent turn (create_agent, 1 tool call), CPU: SessionMiddleware + JSONL store at {size:,} messages "
+                  f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
+                  f"{r['ratio']:.2f}x (goal <= 1.2); fsyncs per turn {r['fsyncs']:.1f} (goal 1)")
+
+
+if __name__ == "__main__":
+    main()
