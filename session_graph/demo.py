@@ -85,8 +85,9 @@ class ScriptedModel(BaseChatModel):
         else:  # like a real model, it says what the new messages added (the fold is checked for that)
             fed = prompt.split("New messages:", 1)[-1]
             new = sorted({t for t in _TOPICS if t in fed})
+            pasted = f"- pasted: {' '.join(fed.split()[:12])}\n" if len(fed) > 2000 else ""  # a long paste: what it opens with
             text = (f"Overview: a team chat about {len(topics)} work topics.\nKey facts and decisions:\n"
-                    + "".join(f"- {t}: discussed\n" for t in topics[:4]) + f"- latest: {', '.join(new) or 'small talk'}, "
+                    + "".join(f"- {t}: discussed\n" for t in topics[:4]) + pasted + f"- latest: {', '.join(new) or 'small talk'}, "
                     f"{calls} document searches\nUser intent: keep projects moving\nOpen tasks:\n- follow up")
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
