@@ -187,3 +187,44 @@ def test_ignored_reason_names_both_kinds_and_spares_fair_replies() -> None:
     assert ignored_reason(previous, FED, previous + " Cache moves to Redis.") is None
     assert ignored_reason(previous, [HumanMessage(content="ok, thanks!")], previous) is None
     assert ignored_reason("", [], "anything") is None
+
+
+def test_a_memo_reply_that_would_wipe_or_wrap_the_memo_is_read_right() -> None:
+    """An empty bare object is refused (only ``{"memo": {}}`` empties a memo); a tool-call shape
+    is unwrapped, never stored as the memo."""
+    from session_graph.errors import ModelReplyError
+    from session_graph.llm.replies import memo_of
+
+    with pytest.raises(ModelReplyError, match="empty object"):
+        memo_of({})
+    assert memo_of({"memo": {}}) == {}
+    assert memo_of({"name": "update_memo", "arguments": {"memo": {"city": "Berlin"}}}) == {"city": "Berlin"}
+    assert memo_of({"name": "update_memo", "parameters": {"city": "Berlin"}}) == {"city": "Berlin"}
+    assert memo_of({"name": "Ada", "city": "Berlin"}) == {"name": "Ada", "city": "Berlin"}  # a memo with a name is a memo
+
+
+def test_a_model_whose_structured_output_is_refused_is_asked_as_text() -> None:
+    """A provider that rejects the memo schema (OpenAI's strict mode and a free-form dict) does
+    not fail every fold: the fold asks as text and keeps to text."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from session_graph.compression.memo import ModelMemoUpdater
+
+    class Refusing(FakeListChatModel):
+        def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            def refuse(_: Any) -> Any:
+                raise ValueError("Invalid schema for response_format 'MemoReply': additionalProperties must be false")
+
+            from langchain_core.runnables import RunnableLambda
+
+            return RunnableLambda(refuse)
+
+    model = Refusing(responses=['{"memo": {"city": "Berlin"}}', '{"memo": {"city": "Paris"}}'])
+    session = Session(model=model).configure(mode="memo", limit={"messages": 4})
+    updater = session.handlers.model_updater
+    assert isinstance(updater, ModelMemoUpdater) and updater.structured is not None
+    for i in range(3):
+        session.append_message({"role": "user", "content": f"I moved, message {i}"})
+        session.append_message({"role": "assistant", "content": "Noted."})
+    session.resize(force="deep")
+    assert session.memo_for_model == {"city": "Berlin"} and updater.structured is None

@@ -13,6 +13,7 @@ it (see ``compression/refused.py``).
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -26,6 +27,8 @@ from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
 from session_graph.llm.replies import memo_of, reply_text, structured, structured_data, wanted_object
 from session_graph.settings import SessionSettings
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "MemoReply",
@@ -132,7 +135,14 @@ class ModelMemoUpdater:
         config: Any = {"tags": ["nostream"]}  # never streamed to the agent's user
         if self.structured is None:
             return parse_memo_reply((yield Invoke(self.model, prompt, config)))
-        parsed, raw = structured_data((yield Invoke(self.structured, prompt, config)), MemoReply)
+        try:
+            reply = yield Invoke(self.structured, prompt, config)
+        except Exception as error:  # a provider may refuse the schema (OpenAI's strict mode and a free-form dict)
+            log.warning("structured output failed (%s: %s); asking for the memo as text", type(error).__name__, error)
+            memo = parse_memo_reply((yield Invoke(self.model, prompt, config)))
+            self.structured = None  # the text path works where the structured one did not: keep to it
+            return memo
+        parsed, raw = structured_data(reply, MemoReply)
         return parsed.memo if isinstance(parsed, MemoReply) else parse_memo_reply(raw)
 
     def flow(

@@ -231,7 +231,18 @@ def wanted_object(reply: Any, what: str, shape: Callable[[dict[str, Any]], Any])
 
 def memo_of(data: dict[str, Any]) -> dict[str, Any]:
     """The memo in a memo reply: ``{"memo": {...}}``, or the bare memo dict (the spec's fallback
-    to the raw dict). A ``"memo"`` key that is not an object is refused, never taken as a fact."""
+    to the raw dict). A ``"memo"`` key that is not an object is refused, never taken as a fact; a
+    tool-call shape (``{"name": ..., "arguments": {...}}``, ``"parameters"``, ``"args"``) is
+    unwrapped; an empty bare object is refused (an empty memo must be asked for as
+    ``{"memo": {}}``: a reply of ``{}`` would wipe every fact)."""
+    wrapper = next((k for k in ("arguments", "parameters", "args") if isinstance(data.get(k), dict)), None)
+    if wrapper is not None and set(data) <= {"name", "type", "id", wrapper}:
+        return memo_of(data[wrapper])
+    if not data:
+        raise ModelReplyError(
+            'must be {"memo": {...}} or the memo object itself; it is an empty object (an empty memo is {"memo": {}})',
+            reason="empty object",
+        )
     if "memo" in data:
         if isinstance(data["memo"], dict):
             return data["memo"]
