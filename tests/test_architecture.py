@@ -28,6 +28,7 @@ LAYERS: list[list[str]] = [
     ["_base"],
     ["llm"],
     ["messages", "settings"],
+    ["retrieval"],  # imports only errors (and llm for a model reranker): memory and stores both build on it
     ["accounting"],
     ["display"],
     ["compression"],
@@ -35,7 +36,6 @@ LAYERS: list[list[str]] = [
     ["memory"],
     ["interop"],
     ["commit"],
-    ["retrieval"],
     ["session"],
     ["stores"],
     ["integrations"],
