@@ -16,7 +16,6 @@ counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 f
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
 import os
 from pathlib import Path
 import statistics
@@ -24,39 +23,14 @@ import tempfile
 import time
 from typing import Any
 
+# the same agent, tools and replies as bench_agents (one definition of the workload)
+from bench_agents import ANSWER, _Model, _replies, lookup
+from bench_agents import _question as question
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
-
-ANSWER = "The findings agree with the earlier results; the export fails on the cache key. "
-RESULT = "Notes on the topic: a relevant detail about the export job and its retries. "
-
-
-class _Model(GenericFakeChatModel):
-    def bind_tools(self, tools: Any, **kwargs: Any) -> _Model:
-        return self
-
-
-def _replies() -> Iterator[AIMessage]:
-    i = 0
-    while True:
-        yield AIMessage(content="", tool_calls=[{"id": f"call_{i}", "name": "lookup", "args": {"topic": f"topic {i}"}}])
-        yield AIMessage(content=f"Answer {i}: " + (ANSWER * 8)[:590])
-        i += 1
-
-
-@tool
-def lookup(topic: str) -> str:
-    """Look a topic up."""
-    return f"{topic}: " + (RESULT * 10)[:690]
-
-
-def question(turn: int) -> str:
-    return (f"Question {turn}: what do we know about topic {turn}, and what should we do next about it? " * 3)[:200]
 
 
 def history(messages: int) -> list[BaseMessage]:
