@@ -125,3 +125,20 @@ def test_switching_back_and_bad_counters() -> None:
     with pytest.raises(ConfigurationError, match="returned -1; a counter must return a whole number"):
         broken.append_message({"role": "user", "content": "hi"})
     assert broken.full_chat_history == []  # nothing registered for a message that could not be counted
+
+
+def test_an_unannotated_counter_is_read_by_its_parameter_name_or_refused_when_ambiguous() -> None:
+    """A messages counter named ``messages`` is never taken for a text counter (it would count
+    characters); a function that takes text and messages alike must say which it counts."""
+    from langchain_core.messages import HumanMessage
+
+    from session_graph.accounting.counters import MessagesCounter, as_token_counter
+    from session_graph.errors import ConfigurationError
+
+    per_message = as_token_counter(lambda messages: 4 * len(messages) + sum(len(m.content.split()) for m in messages))
+    assert isinstance(per_message, MessagesCounter)
+    assert per_message.count_message(HumanMessage(content="six words in this short message")) == 4 + 6
+    words = as_token_counter(lambda text: len(text.split()))
+    assert words.count_text("three little words") == 3
+    with pytest.raises(ConfigurationError, match="annotate its first parameter"):
+        as_token_counter(lambda x: len(x))

@@ -156,19 +156,39 @@ def _encoder(tokenizer: Any, encode: Callable[..., Any]) -> Callable[[str], int]
     return count
 
 
+_TEXT_NAMES = frozenset({"text", "string", "s", "content", "prompt"})
+_MESSAGES_NAMES = frozenset({"messages", "msgs", "history", "conversation"})
+
+
 def _takes_text(function: Callable[..., Any]) -> bool:
-    """Whether ``function`` counts text (first parameter annotated ``str``, or, unannotated, accepting one)."""
+    """Whether ``function`` counts text rather than a list of messages: by its first parameter's
+    annotation (``str``, or a list), else its name (``text``, ``messages``...), else by trying it
+    on both; a function that takes both alike is ambiguous and refused (annotate it)."""
     try:
         parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
         parameters = []
-    annotation = parameters[0].annotation if parameters else inspect.Parameter.empty
+    first = parameters[0] if parameters else None
+    annotation = first.annotation if first is not None else inspect.Parameter.empty
     if annotation is not inspect.Parameter.empty:
         return annotation in (str, "str")
+    if first is not None and first.name in _TEXT_NAMES | _MESSAGES_NAMES:
+        return first.name in _TEXT_NAMES
+    takes_text, takes_messages = _counts(function, "a"), _counts(function, [HumanMessage(content="a")])
+    if takes_text != takes_messages:
+        return takes_text
+    raise ConfigurationError(
+        f"cannot tell whether the token counter {getattr(function, '__name__', function)!r} counts text or a list of "
+        "messages: annotate its first parameter (text: str, or messages: list[BaseMessage]) or name it text/messages."
+    )
+
+
+def _counts(function: Callable[..., Any], sample: Any) -> bool:
     try:
-        return isinstance(function("a"), int)
-    except Exception:  # a messages counter given text fails: it counts messages
+        value = function(sample)
+    except Exception:  # a counter of the other kind fails on this sample
         return False
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _whole(value: Any, name: str) -> int:
