@@ -41,7 +41,6 @@ from session_graph.stores.base import (
     resets,
 )
 from session_graph.stores.jsonl_log import (
-    META_LAG,
     OFFSET_STEP,
     RESET,
     decode,
@@ -70,6 +69,10 @@ from session_graph.stores.search_index import JsonlSearch
 __all__ = ["JsonlStore"]
 
 logger = logging.getLogger(__name__)  # stores.jsonl_log reports recoveries on it too
+
+_META_LAG = 256 * 1024
+"""How far (bytes of log) the meta file may lag behind the log before a save rewrites it; a
+reader replays the state lines in between (a rewrite costs a rename, which ext4 flushes)."""
 
 
 class JsonlStore(StoreBase):
@@ -188,7 +191,7 @@ class JsonlStore(StoreBase):
             self.search_index.appended(log, key, start, lines, count - len(change.records), change.records, change.reset)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            if mine and not change.reset and size - on_disk < META_LAG:  # the log's state lines say the rest
+            if mine and not change.reset and size - on_disk < _META_LAG:  # the log's state lines say the rest
                 self._written.put(meta, document, encoded, on_disk)
             else:
                 self._replace(meta, document, encoded)

@@ -44,13 +44,10 @@ def recovered(message: str, stacklevel: int) -> None:
 _SEQ = re.compile(rb'"seq": (\d+)}\s*$')
 RESET = "reset"
 
-META_LAG = 256 * 1024
-"""How far (bytes of log) the meta file may lag behind the log before a save rewrites it; a
-reader replays the state lines in between (a rewrite costs a rename, which ext4 flushes)."""
 OFFSET_STEP = 1000
 """Every 1,000th record's byte offset is kept in the meta file (``offsets``), so a load can
 seek to the window instead of reading the whole log."""
-RESET_MARK = b'{"_type": "reset"'
+_RESET_MARK = b'{"_type": "reset"'
 _ID = re.compile(rb'\{"id": "([^"\\]*)"')
 _IDS = re.compile(rb'\n\{"id": "([^"\\]*)"')  # a literal prefix: re finds it fast (re.M with ^ is 3x slower)
 
@@ -189,7 +186,7 @@ def read_ids(log: Path, state: dict[str, Any], start: int, stop: int) -> list[st
         head = _ID.match(raw)  # the first line starts at the offset; the others after a newline
         found = ([head.group(1)] if head else []) + _IDS.findall(raw)
         records = (int(end[0]) if end is not None else int(state.get("message_count", -1))) - int(begin[0])
-        if len(found) == records and RESET_MARK not in raw:
+        if len(found) == records and _RESET_MARK not in raw:
             first = int(begin[0])
             return [i.decode() for i in found[start - first : stop - first]]
     ids: list[str | None] = []
@@ -296,10 +293,10 @@ def is_record(record: Any) -> bool:
     if record.get("_type") == RESET:
         return True
     message = record.get("message")
-    return isinstance(message, dict) and message.get("type") in MESSAGE_TYPES and isinstance(message.get("data"), dict)
+    return isinstance(message, dict) and message.get("type") in _MESSAGE_TYPES and isinstance(message.get("data"), dict)
 
 
-MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "function", "chat", "HumanMessageChunk", "AIMessageChunk",
+_MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "function", "chat", "HumanMessageChunk", "AIMessageChunk",
                             "SystemMessageChunk", "ToolMessageChunk", "FunctionMessageChunk", "ChatMessageChunk"})
 """The message types langchain-core loads; a record of any other type (a newer library's, a
 hand edit) is quarantined like a damaged line instead of making the whole session unloadable."""
