@@ -22,16 +22,9 @@ import json
 import logging
 import os
 from pathlib import Path
-import re
 from typing import Any
-import warnings
 
-try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = json.loads
-
-from session_graph._base.files import decode_name, encode_name, last_newline, lock_file, unlock_file
+from session_graph._base.files import decode_name, encode_name, lock_file, unlock_file
 from session_graph._base.gc import paused_gc
 from session_graph._base.paths import fresh_file, inside
 from session_graph.errors import StoreError
@@ -47,13 +40,27 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.jsonl_log import (
+    OFFSET_STEP,
+    RESET,
+    decode,
+    log_size,
+    offsets_of,
+    quarantine_lines,
+    quarantine_path,
+    read_ids,
+    read_meta,
+    recovered,
+    scan_offsets,
+    settle,
+    window_records,
+)
 from session_graph.stores.jsonl_state import (
     MetaCache,
     Written,
     current_state,
     dumps,
     encode,
-    is_state_line,
     meta_bytes,
     state_line,
 )
@@ -61,16 +68,11 @@ from session_graph.stores.search_index import JsonlSearch
 
 __all__ = ["JsonlStore"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)  # stores.jsonl_log reports recoveries on it too
 
-
-def _recovered(message: str, stacklevel: int) -> None:
-    """Report a store recovery: a RuntimeWarning, and a warning on the package's logger."""
-    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
-    logger.warning("%s", message)
-
-_SEQ = re.compile(rb'"seq": (\d+)}\s*$')
-_RESET = "reset"
+_META_LAG = 256 * 1024
+"""How far (bytes of log) the meta file may lag behind the log before a save rewrites it; a
+reader replays the state lines in between (a rewrite costs a rename, which ext4 flushes)."""
 
 
 class JsonlStore(StoreBase):
@@ -143,29 +145,29 @@ class JsonlStore(StoreBase):
         """Run ``fn`` on the stored session under the session's file lock and write its change (see ``SessionStore.update``)."""
         with self._locked(tenant, key) as (log, meta):
             old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
-            mine = old is not None and int(old.get("bytes", -1)) == _size(log)
+            mine = old is not None and int(old.get("bytes", -1)) == log_size(log)
             if not mine:
                 old, written = self._current(log, meta), None
             if old is not None:
                 check_schema(old, str(meta))
             stored = int((old or {}).get("version", 0))
-            count, size = self._settle(log, old)
+            count, size = settle(log, old)
             records = self._records(tenant, key, log, since, locked=True) if since is not None and since < count else []
             change = check_change(fn(StoredSession(key, old, stored, count, records)), fn)
             if change is None:
                 return stored
             state = change.state
-            offsets = _offsets_of(old, count, size) if not change.reset else []
+            offsets = offsets_of(old, count, size) if not change.reset else []
             if offsets is None:  # written by an older version, or lines came after the last state: index the log once
-                offsets = _scan_offsets(log)
+                offsets = scan_offsets(log)
             lines: list[bytes] = []
             position = start = size
             if change.reset:
-                lines.append((json.dumps({"_type": _RESET, "ts": state.get("updated_at")}) + "\n").encode())
+                lines.append((json.dumps({"_type": RESET, "ts": state.get("updated_at")}) + "\n").encode())
                 position += len(lines[-1])
                 count = 0
             for record in change.records:
-                if count % _OFFSET_STEP == 0:
+                if count % OFFSET_STEP == 0:
                     offsets.append([count, position])
                 lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
                 position += len(lines[-1])
@@ -185,7 +187,7 @@ class JsonlStore(StoreBase):
                 handle.flush()
                 if self.fsync and sync:
                     os.fsync(handle.fileno())
-            size = _size(log)
+            size = log_size(log)
             self.search_index.appended(log, key, start, lines, count - len(change.records), change.records, change.reset)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
@@ -204,14 +206,14 @@ class JsonlStore(StoreBase):
         if state is not None:
             check_schema(state, str(meta))
         if window and state is not None:
-            records = self._window_records(log, state)
+            records = window_records(log, state)  # record 0 and the window, seeking through the offsets
             if records is not None:
                 return Snapshot(key, state, records, int(state.get("version", 0)))
         records = self._records(tenant, key, log, since)
         if state is None and not records:
             return None
         if state is None:
-            _recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 3)
+            recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 3)
             state = {"message_count": len(records)}
         return Snapshot(key, state, records, int(state.get("version", 0)))
 
@@ -219,7 +221,7 @@ class JsonlStore(StoreBase):
         """The stored version (from the meta file alone), or None if the session is not stored."""
         log, meta, _ = self._paths(tenant, key)
         written = self._written.get(meta)[0]
-        state = written if written is not None and written.get("bytes") == _size(log) else self._current(log, meta)
+        state = written if written is not None and written.get("bytes") == log_size(log) else self._current(log, meta)
         if state is None:  # a transcript without its meta file is still a session
             return 0 if log.exists() and log.stat().st_size else None
         return int(state.get("version", 0))
@@ -231,8 +233,7 @@ class JsonlStore(StoreBase):
             return False  # nothing to delete: take no lock, create nothing
         with self._locked(tenant, key) as (log, meta):
             found = False
-            quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
-            inside(self.root, quarantine.relative_to(self.root), f"quarantine of session {key!r}")
+            quarantine = quarantine_path(self.root, log, key)
             self._written.forget(meta)
             for path in (log, meta, quarantine):
                 if path.exists():
@@ -249,7 +250,7 @@ class JsonlStore(StoreBase):
             inside(self.root, folder.relative_to(self.root), f"folder of tenant {tenant!r}")
         for meta in folder.glob("*.meta.json") if folder.is_dir() else []:
             if meta.is_symlink():
-                _recovered(f"{meta} is a symbolic link; the store never follows links, so it is not listed.", 3)
+                recovered(f"{meta} is a symbolic link; the store never follows links, so it is not listed.", 3)
                 continue
             state = self._current(meta.with_name(meta.name[: -len(".meta.json")] + ".jsonl"), meta)
             if state is None:
@@ -279,23 +280,7 @@ class JsonlStore(StoreBase):
     def close(self) -> None:
         """Nothing to release: every call opens and closes its files."""
 
-    # -- internals -----------------------------------------------------------------------------
-    @staticmethod
-    def _read_meta(meta: Path) -> dict[str, Any] | None:
-        try:
-            text = meta.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            raise StoreError(f"cannot read {meta}: {error}") from error
-        try:
-            state = json.loads(text)
-        except (ValueError, RecursionError) as error:  # JSONDecodeError, UnicodeDecodeError
-            raise StoreError(f"{meta} is not valid JSON ({error}); restore it from a backup or delete it.") from None
-        if not isinstance(state, dict):
-            raise StoreError(f"{meta} does not hold a session state document.")
-        return state
-
+    # -- internals (the log format and its reading: stores.jsonl_log) --------------------------
     def _replace(self, meta: Path, document: dict[str, Any], encoded: Written) -> None:
         """Rewrite the meta file (temp file, rename): a cache of the log's state, so no fsync of
         its own; a reader that finds it behind the log or torn replays the log's state lines."""
@@ -314,255 +299,27 @@ class JsonlStore(StoreBase):
         """The session's state document: the meta file, or, when it is behind the log (a crash
         between the append and its rewrite, a power loss) or damaged, the state the log's state
         lines leave. None when neither holds one."""
-        state, recovered = current_state(log, meta, self._read_meta)
-        if recovered:
-            _recovered(recovered, 4)
+        state, note = current_state(log, meta, read_meta)
+        if note:
+            recovered(note, 4)
         return state
-
-    @staticmethod
-    def _settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
-        """(records, bytes) of the log now; cuts a torn last line left by a crashed writer."""
-        if not log.exists():
-            return 0, 0
-        size = log.stat().st_size
-        count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
-        if state is not None and size == known:  # as the last state left it: no torn line, nothing uncounted
-            return count, size
-        with open(log, "rb+") as handle:
-            if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
-                tail = last_newline(handle, size)
-                _recovered(f"{log}: dropping a torn last line left by an interrupted write.", 4)
-                handle.truncate(tail)
-                size = tail
-            if size != known or state is None:  # lines written after the last state (or unknown): count them
-                handle.seek(known if 0 < known <= size else 0)
-                count = count if 0 < known <= size else 0
-                for line in handle:
-                    if _is_reset(line):
-                        count = 0
-                    elif line.strip() and not is_state_line(line):
-                        count += 1
-        return count, size
 
     def _records(self, tenant: str, key: str, log: Path, since: int = 0, *, locked: bool = False) -> list[dict[str, Any]]:
         with paused_gc():
             return self._decode(tenant, key, log, since, locked)
 
     def _decode(self, tenant: str, key: str, log: Path, since: int, locked: bool) -> list[dict[str, Any]]:
-        try:
-            raw = log.read_bytes()
-        except FileNotFoundError:
-            return []
-        except OSError as error:
-            raise StoreError(f"cannot read {log}: {error}") from error
-        end = raw.rfind(b"\n") + 1
-        if end < len(raw):  # b"" when the file ends with a newline
-            _recovered(f"{log}: dropping a torn last line (an interrupted write).", 4)
-        records: list[dict[str, Any]] = []
-        bad: list[tuple[int, bytes]] = []
-        for number, line in enumerate(_lines(raw, end)):  # one line alive at a time: no list of them to free after
-            if not line.strip() or is_state_line(line):
-                continue
-            if since and b'"_type"' not in line:  # skip what the caller holds without decoding it
-                seq = _SEQ.search(line)
-                if seq is not None and int(seq.group(1)) < since:
-                    continue
-            try:
-                record = _loads(line)
-                if not _is_record(record):
-                    raise ValueError("not a record")
-            except ValueError:
-                bad.append((number, line))
-                continue
-            if record.get("_type") == _RESET:
-                records = []
-            else:
-                records.append(record)
+        records, bad = decode(log, since)
         if bad:
             self._quarantine(tenant, key, log, bad, locked)
-        return records
-
-    def _window_records(self, log: Path, state: dict[str, Any]) -> list[dict[str, Any]] | None:
-        """Record 0 and the records from the state's ``window_start`` on, read by seeking through
-        the meta file's offsets; None when they cannot be trusted (the caller reads it all)."""
-        start, offsets = int(state.get("window_start", 0) or 0), state.get("offsets") or []
-        if start < 2 or not offsets or offsets[0][0] != 0:
-            return None
-        try:
-            if log.stat().st_size != int(state.get("bytes", -1)):
-                return None  # lines written after the state (a crash, another version): the full read settles them
-            seek = max((o for o in offsets if o[0] <= start), key=lambda o: o[0])
-            with paused_gc(), open(log, "rb") as handle:
-                handle.seek(int(offsets[0][1]))
-                first = _loads(handle.readline())
-                handle.seek(int(seek[1]))
-                raw = handle.read()
-        except (OSError, ValueError, TypeError, IndexError):
-            return None
-        records = [first]
-        with paused_gc():
-            for line in raw.split(b"\n"):
-                if not line.strip() or is_state_line(line):
-                    continue
-                seq = _SEQ.search(line)
-                if seq is not None and int(seq.group(1)) < start:
-                    continue
-                try:
-                    record = _loads(line)
-                except ValueError:
-                    return None
-                if not _is_record(record) or record.get("_type") == _RESET:
-                    return None
-                records.append(record)
-        if not _is_record(first) or first.get("seq") != 0 or len(records) < 2 or records[1].get("seq") != start:
-            return None
         return records
 
     def ids(self, tenant: str, key: str, start: int, stop: int) -> list[str | None]:
         """The ids of the records ``start .. stop - 1`` without decoding their messages (one
         pattern over the bytes between the meta file's offsets; line by line if that misfits)."""
         log, meta, _ = self._paths(tenant, key)
-        state = self._current(log, meta) or {}
-        offsets = state.get("offsets") or []
-        try:
-            size = log.stat().st_size
-            trusted = offsets and offsets[0][0] == 0 and size == int(state.get("bytes", -1))
-            begin = max((o for o in offsets if o[0] <= start), key=lambda o: o[0]) if trusted else [0, 0]
-            end = min((o for o in offsets if o[0] >= stop), key=lambda o: o[0], default=None) if trusted else None
-            with open(log, "rb") as handle:
-                handle.seek(int(begin[1]))
-                raw = handle.read(int(end[1]) - int(begin[1]) if end is not None else -1)
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError, TypeError, IndexError) as error:
-            raise StoreError(f"cannot read {log}: {error}") from error
-        if trusted:
-            head = _ID.match(raw)  # the first line starts at the offset; the others after a newline
-            found = ([head.group(1)] if head else []) + _IDS.findall(raw)
-            records = (int(end[0]) if end is not None else int(state.get("message_count", -1))) - int(begin[0])
-            if len(found) == records and _RESET_MARK not in raw:
-                first = int(begin[0])
-                return [i.decode() for i in found[start - first : stop - first]]
-        ids: list[str | None] = []
-        for line in raw.split(b"\n"):
-            if not line.strip() or is_state_line(line):
-                continue
-            if b'"_type"' in line and _is_reset(line):
-                ids = []
-                continue
-            seq = _SEQ.search(line)
-            number = int(seq.group(1)) if seq is not None else None
-            if number is not None and number < start:
-                continue
-            if number is not None and number >= stop:
-                break
-            match = _ID.match(line)
-            ids.append(match.group(1).decode() if match else (_loads(line).get("id") if line.startswith(b"{") else None))
-        return ids
+        return read_ids(log, self._current(log, meta) or {}, start, stop)
 
     def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]], locked: bool = False) -> None:
-        quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
-        inside(self.root, quarantine.relative_to(self.root), f"quarantine of session {key!r}")
-        if not self.create:  # opened for reading only: report, write nothing
-            _recovered(f"{log}: {len(bad)} corrupt line(s) skipped.", 4)
-            return
-        with contextlib.nullcontext() if locked else self._locked(tenant, key):
-            seen = set()
-            if quarantine.exists():
-                for line in quarantine.read_text().splitlines():
-                    with contextlib.suppress(ValueError):
-                        seen.add(json.loads(line)["line"])
-            fresh = [(n, raw) for n, raw in bad if n not in seen]
-            if fresh:
-                with open(quarantine, "a") as handle:
-                    for number, raw in fresh:
-                        handle.write(json.dumps({"line": number, "raw": raw.decode(errors="replace")}) + "\n")
-        _recovered(
-            f"{log}: {len(bad)} corrupt line(s) skipped (lines {', '.join(str(n + 1) for n, _ in bad[:5])}); "
-            f"copies are in {quarantine.name}.", 4)
-
-
-_META_LAG = 256 * 1024
-"""How far (bytes of log) the meta file may lag behind the log before a save rewrites it; a
-reader replays the state lines in between (a rewrite costs a rename, which ext4 flushes)."""
-_OFFSET_STEP = 1000
-"""Every 1,000th record's byte offset is kept in the meta file (``offsets``), so a load can
-seek to the window instead of reading the whole log."""
-_RESET_MARK = b'{"_type": "reset"'
-_ID = re.compile(rb'\{"id": "([^"\\]*)"')
-_IDS = re.compile(rb'\n\{"id": "([^"\\]*)"')  # a literal prefix: re finds it fast (re.M with ^ is 3x slower)
-
-
-def _offsets_of(old: dict[str, Any] | None, count: int, size: int) -> list[list[int]] | None:
-    """The offsets the last state recorded, if they still describe the log (None: rebuild them)."""
-    if old is None:
-        return [] if count == 0 else None
-    offsets = old.get("offsets")
-    if not isinstance(offsets, list) or int(old.get("bytes", -1)) != size or int(old.get("message_count", -1)) != count:
-        return None
-    if count and not offsets:
-        return None
-    return [list(o) for o in offsets]
-
-
-def _scan_offsets(log: Path) -> list[list[int]]:
-    """The offsets of a log, read once from its lines (a log from an older version)."""
-    offsets: list[list[int]] = []
-    count = position = 0
-    try:
-        with open(log, "rb") as handle:
-            for line in handle:
-                if _is_reset(line):
-                    offsets, count = [], 0
-                elif line.strip() and not is_state_line(line):
-                    if count % _OFFSET_STEP == 0:
-                        offsets.append([count, position])
-                    count += 1
-                position += len(line)
-    except FileNotFoundError:
-        return []
-    return offsets
-
-
-def _lines(raw: bytes, end: int) -> Iterator[bytes]:
-    """The lines of ``raw[:end]`` one by one (``raw.split`` would hold them all at once)."""
-    start = 0
-    while start < end:
-        stop = raw.index(b"\n", start)
-        yield raw[start:stop]
-        start = stop + 1
-
-
-def _size(log: Path) -> int:
-    """The log's size in bytes (0 when there is none yet)."""
-    try:
-        return os.stat(log).st_size
-    except FileNotFoundError:
-        return 0
-
-
-def _is_record(record: Any) -> bool:
-    """A message record (or the reset marker): anything else in a log is quarantined, never loaded."""
-    if not isinstance(record, dict):
-        return False
-    if record.get("_type") == _RESET:
-        return True
-    message = record.get("message")
-    return isinstance(message, dict) and message.get("type") in _MESSAGE_TYPES and isinstance(message.get("data"), dict)
-
-
-_MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "function", "chat", "HumanMessageChunk", "AIMessageChunk",
-                            "SystemMessageChunk", "ToolMessageChunk", "FunctionMessageChunk", "ChatMessageChunk"})
-"""The message types langchain-core loads; a record of any other type (a newer library's, a
-hand edit) is quarantined like a damaged line instead of making the whole session unloadable."""
-
-
-def _is_reset(line: bytes) -> bool:
-    """Whether a log line is the reset marker ``Session.clear`` leaves."""
-    if b'"_type"' not in line:  # cheap test first: message records never have one
-        return False
-    try:
-        record = _loads(line)
-    except ValueError:
-        return False
-    return isinstance(record, dict) and record.get("_type") == _RESET
+        lock = contextlib.nullcontext() if locked else self._locked(tenant, key)
+        quarantine_lines(self.root, key, log, bad, write=self.create, lock=lock)

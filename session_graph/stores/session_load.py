@@ -1,0 +1,188 @@
+"""A SessionManager's sessions by key: its LRU cache, and the flows that load and merge them.
+
+``get_flow`` returns the cached Session while the store's version is the one it last saw, and
+otherwise loads it (``load_flow``: a lazy load when the store reads windows, the middle of the
+history staying in the store until needed) or, when the cached session has changes of its own,
+merges what another writer stored into it in place (``merge_flow``, ``stores.merge``). An
+``Entry`` is what the manager knows of a cached session's stored copy. The cache is LRU; an
+entry with unsaved changes is never evicted. Each flow is a generator of store calls and
+blocking work, driven sync or async by ``stores.flows`` (one implementation); each takes the
+manager (``Owner``: its store, tenant, factory and cache, read at each use).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+import logging
+import time
+from typing import Any, Protocol
+
+from langchain_core.messages import BaseMessage
+
+from session_graph._base.gc import paused_gc
+from session_graph._base.progress import Progress
+from session_graph.errors import ConfigurationError, StoreError
+from session_graph.resize.history import prefix
+from session_graph.resize.trace import saved_trace
+from session_graph.retrieval.messages import bind_store
+from session_graph.session import Session
+from session_graph.stores.base import SessionStore, Snapshot, check_key, resets, utc_now
+from session_graph.stores.codec import Middle, record_message, snapshot_state
+from session_graph.stores.flows import Blocking, Call, Operation
+from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
+
+log = logging.getLogger("session_graph.stores.manager")  # the manager's logger: loads and merges keep its name
+
+
+@dataclass
+class Entry:
+    """A cached session and what the manager knows of its stored copy."""
+
+    session: Session
+    version: int  # the store's version when we last read or wrote it (0: not stored yet)
+    persisted: int  # messages of session.full_chat_history the store holds
+    revision: int  # session.revision at that time
+    created_at: str
+    base: dict[str, Any]  # the state document we last read or wrote (what a merge starts from)
+
+
+class Owner(Protocol):
+    """What the flows use of their ``SessionManager`` (read at each use: a factory set later counts)."""
+
+    store: SessionStore
+    tenant: str
+    cache_size: int
+    merges: int
+    session_factory: Callable[[str], Session]
+    _cache: OrderedDict[str, Entry]
+
+
+def get_flow(manager: Owner, key: str, progress: Progress | None = None) -> Operation:
+    """The session for ``key``: the cached one while the store has not changed, else loaded (or merged); None if none."""
+    key = check_key(key)
+    entry = manager._cache.get(key)
+    version = yield Call("version", (manager.tenant, key))
+    if entry is not None and version == (entry.version or None):
+        manager._cache.move_to_end(key)
+        return entry.session
+    if version is None:
+        return entry.session if entry is not None else None
+    return (yield from load_flow(manager, key, entry, progress))
+
+
+def get_or_create_flow(manager: Owner, key: str, progress: Progress | None = None) -> Operation:
+    """The session for ``key`` as ``get_flow`` gives it, or a new one from the factory (cached, not stored)."""
+    session = yield from get_flow(manager, key, progress)
+    if session is not None:
+        return session
+    made = manager._cache.get(key)  # another task made it while this one waited on the store: share it
+    if made is not None:
+        return made.session
+    session = manager.session_factory(key)
+    if session.id != key:
+        raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
+    remember(manager, key, Entry(session, 0, 0, -1, utc_now(), {}))
+    return session
+
+
+def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress | None = None) -> Operation:
+    """Load a stored session; a cached one with changes of its own is merged with what is stored."""
+    if entry is not None and entry.session.revision != entry.revision:
+        yield from merge_flow(manager, key, entry)
+        return entry.session
+    started = time.perf_counter()
+    held = prefix(entry.session.full_chat_history, entry.persisted) if entry is not None else []
+    window = not held and getattr(manager.store, "reads_windows", False)  # a lazy load: the middle stays in the store
+    snapshot = yield Call("read", (manager.tenant, key), {"since": len(held)} if held else {"window": True} if window else {})
+    if snapshot is not None and held and cleared(entry, snapshot.state, None, len(held)):
+        held = []
+        snapshot = yield Call("read", (manager.tenant, key))
+    if snapshot is None:
+        return None
+    middle = lazy_middle(manager, key, snapshot) if window else None
+    state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle))
+    raced = manager._cache.get(key)
+    if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
+        return (yield from get_flow(manager, key, progress))
+    log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
+             len(state.full_chat_history), time.perf_counter() - started)
+    session = entry.session if entry is not None else manager.session_factory(key)
+    session.restore(state)
+    if middle is not None and getattr(manager.store, "search_index", None) is not None:
+        bind_store(session, manager.store.search_index, manager.tenant)  # Session.search asks the store for the middle
+    session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
+    session.metadata = metadata
+    arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
+    session.arrived_at = {**session.arrived_at, **arrived} if held else arrived
+    remember(manager, key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
+                                 snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
+    return session
+
+
+def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
+    """Merge what another writer stored with the cached session's own changes, in place.
+
+    Reads only the records after the ones this session holds (O(what the other wrote)).
+    """
+    session = entry.session
+    held = session.full_chat_history[: entry.persisted]
+    snapshot = yield Call("read", (manager.tenant, key), {"since": len(held)})
+    if snapshot is not None and held and cleared(entry, snapshot.state, None, len(held)):
+        held = []
+        snapshot = yield Call("read", (manager.tenant, key))
+    if snapshot is None:  # deleted meanwhile: what we hold is all there is
+        entry.version, entry.persisted, entry.base = 0, 0, {}
+        return
+    log.info("session %r: merging %d message(s) another writer stored with this one's changes", key, len(snapshot.records))
+    result = yield Blocking(lambda: merge_with(manager, entry, snapshot, held))
+    adopt(session, result)
+    session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
+    entry.version, entry.persisted = snapshot.version, len(result.theirs.full_chat_history)
+    entry.base = base_document(result.theirs, snapshot.state)
+    entry.revision = -1  # our own messages and changes are not stored yet
+
+
+def lazy_middle(manager: Owner, key: str, snapshot: Snapshot) -> Middle:
+    """How a lazily loaded session reads the messages between its first one and its window:
+    one store read on first need, refused if the session was cleared or deleted since."""
+    store, tenant, where, stamp = manager.store, manager.tenant, f"session {key!r}", resets(snapshot.state)
+
+    def load(stop: int) -> list[BaseMessage]:
+        with paused_gc():  # one pause over reading and decoding: the collector runs once after, not twice
+            stored = store.read(tenant, key, since=1)
+            if stored is None or resets(stored.state) != stamp:
+                raise StoreError(f"{where} was cleared or deleted in the store since it was loaded; get it again.")
+            return [record_message(r, where) for r in stored.records if int(r.get("seq", stop)) < stop]
+
+    ids = getattr(store, "ids", None)
+    return load, (lambda stop: ids(tenant, key, 1, stop)) if ids is not None else None
+
+
+def cleared(entry: Entry | None, state: dict[str, Any], count: int | None, held: int) -> bool:
+    """Whether the first ``held`` stored messages are no longer the ones the entry read
+    (another writer cleared the session since: fewer messages, or another ``resets``)."""
+    count = int(state.get("message_count", 0)) if count is None else count
+    return count < held or (entry is not None and resets(state) != resets(entry.base))
+
+
+def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: list[Any]) -> Merged:
+    """What merging ``snapshot`` (records from ``len(held)`` on) with the entry's session gives (pure)."""
+    manager.merges += 1
+    result = merge_snapshot(entry.base, entry.session, snapshot, held, entry.persisted)
+    if result.dropped_fold:
+        log.warning("session %r: another writer folded into the memo too; its memo is kept and this writer's "
+                    "messages are folded again by the next resize", entry.session.id)
+    return result
+
+
+def remember(manager: Owner, key: str, entry: Entry) -> None:
+    """Cache ``entry`` as the newest; evict the oldest entries without unsaved changes past ``cache_size``."""
+    manager._cache[key] = entry
+    manager._cache.move_to_end(key)
+    while len(manager._cache) > manager.cache_size:
+        victim = next((k for k, e in manager._cache.items() if e.session.revision == e.revision), None)
+        if victim is None or victim == key:
+            break  # every other entry has unsaved changes: keep them rather than lose work
+        del manager._cache[victim]
