@@ -73,3 +73,46 @@ def test_dense_build_joins_its_batches_once(monkeypatch: pytest.MonkeyPatch) -> 
     found = dense.search("sofa", documents, 5, lambda refs: {ref: texts[ref] for ref in refs})
     assert embeddings.calls == 10 and len(joins) == 1 and len(dense) == 40
     assert all(ref[1] % 2 for ref, _ in found)
+
+
+# -- 3. time bounds are parsed and re-emitted as the stores write ts -----------------------------
+def test_time_bound_normalises_offsets_dates_and_missing_fractions() -> None:
+    from datetime import date, datetime, timedelta, timezone
+
+    from session_graph.errors import ConfigurationError
+    from session_graph.retrieval.search import time_bound
+
+    assert time_bound("2024-03-15T12:00:00+02:00", "since") == "2024-03-15T10:00:00.000000Z"
+    assert time_bound("2024-03-15T10:00:00Z", "since") == "2024-03-15T10:00:00.000000Z"
+    assert time_bound("2024-03-15", "until") == "2024-03-15T00:00:00.000000Z"
+    assert time_bound(date(2024, 3, 15), "until") == "2024-03-15T00:00:00.000000Z"
+    assert time_bound(datetime(2024, 3, 15, 1, tzinfo=timezone(timedelta(hours=-5))), "until") == "2024-03-15T06:00:00.000000Z"
+    with pytest.raises(ConfigurationError, match="since 'last tuesday' is not an ISO date"):
+        time_bound("last tuesday", "since")
+    with pytest.raises(ConfigurationError, match="until must be an ISO string, a date or a datetime"):
+        time_bound(20240315, "until")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_search_bounds_with_an_offset_or_without_fractions_select_by_instant(kind: str, tmp_path: Path) -> None:
+    from datetime import timedelta, timezone
+
+    manager = SessionManager(make_store(kind, tmp_path), tenant=fresh_tenant())
+    session = manager.get_or_create("s")
+    session.append_message({"role": "user", "content": "the billing deploy failed"})
+    manager.save(session)
+    ts = manager.search("billing")[0].ts  # like 2026-11-24T12:05:01.123456Z
+    stamp = datetime_of(ts)
+    second = stamp.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")  # same second, no fraction
+    # text comparison took "...:01Z" > "...:01.123456Z" (Z sorts after '.'): the message was lost
+    assert [h.ts for h in manager.search("billing", since=second)] == [ts]
+    ahead = stamp.replace(microsecond=0).astimezone(timezone(timedelta(hours=2)))
+    # one instant, written in +02:00: as text it is two hours later than every stored ts
+    assert [h.ts for h in manager.search("billing", since=ahead.isoformat())] == [ts]
+    assert manager.search("billing", until=ahead.isoformat()) == []
+
+
+def datetime_of(ts: str):  # type: ignore[no-untyped-def]
+    from datetime import datetime
+
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
