@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 from stores_util import fresh_tenant, make_store
 
-from session_graph import DenseIndex, SessionManager
+from session_graph import DenseIndex, Session, SessionManager
 from session_graph.retrieval.tokenize import terms
 
 
@@ -116,3 +116,44 @@ def datetime_of(ts: str):  # type: ignore[no-untyped-def]
     from datetime import datetime
 
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+# -- 6. "already in the memo" compares against the memo's strings; a tight tool budget cuts the first hit
+def _evicted(memo: dict) -> Session:  # type: ignore[type-arg]
+    session = Session(memo_update_handler=lambda old, messages, attachments, settings: memo)
+    session.configure(mode="memo")
+    session.set_settings("session.limit", {"messages": 6})
+    session.append_message({"role": "user", "content": 'The code is "alpha-7"\nand the door is blue.'})
+    for i in range(6):
+        session.append_message({"role": "user", "content": f"small talk {i}"})
+        session.append_message({"role": "assistant", "content": f"reply {i}"})
+    session.resize(force=True)
+    session.append_message({"role": "user", "content": "what is the code of the door"})
+    assert session.full_chat_history[0] not in session.current_chat_history
+    return session
+
+
+def test_recall_skips_a_hit_the_memo_already_holds_even_with_quotes_and_newlines() -> None:
+    from session_graph.integrations.history_recall import HistoryRecall, recall_text
+
+    kept = _evicted({"facts": [{"note": 'The code is "alpha-7" and the door is blue.'}]})
+    assert "alpha-7" not in recall_text(kept, HistoryRecall())  # json.dumps escaped the quotes: it was recalled again
+    other = _evicted({"facts": ["the user likes tea"]})
+    assert "alpha-7" in recall_text(other, HistoryRecall())
+
+
+def test_search_history_cuts_the_first_hit_to_a_small_budget(tmp_path: Path) -> None:
+    from session_graph.integrations.binding import SessionBinding
+    from session_graph.integrations.history_recall import HistoryRecall, format_hits, history_tools
+    from session_graph.retrieval.hits import SearchHit
+
+    manager = SessionManager(tmp_path / "j", tenant="t")
+    session = manager.get_or_create("a")
+    session.append_message({"role": "user", "content": "passport renewal " + "details " * 40})
+    manager.save(session)
+    (tool,) = history_tools(SessionBinding(manager=manager), HistoryRecall(tool_chars=60))
+    out = tool.invoke({"query": "passport renewal"})
+    assert out != "No earlier message matches." and len(out) <= 60 and "passport" in out and out.endswith("\u2026")
+    hit = SearchHit("a", 0, "user", "x" * 500, "2024-03-01T10:00:00Z")
+    for budget in (1, 5, 30, 45, 80):
+        assert 0 < len(format_hits([hit], budget)) <= budget
