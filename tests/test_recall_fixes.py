@@ -157,3 +157,36 @@ def test_search_history_cuts_the_first_hit_to_a_small_budget(tmp_path: Path) -> 
     hit = SearchHit("a", 0, "user", "x" * 500, "2024-03-01T10:00:00Z")
     for budget in (1, 5, 30, 45, 80):
         assert 0 < len(format_hits([hit], budget)) <= budget
+
+
+# -- 5. the chat reranker reads replies as real models write them, and takes a model name ------------
+def test_chat_reranker_ignores_think_sections_and_resolves_model_names() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from session_graph.errors import ConfigurationError
+    from session_graph.retrieval.rerank import chat_reranker
+
+    session = Session()
+    for text in ("billing failed on Friday", "billing works again", "billing meeting moved"):
+        session.append_message({"role": "user", "content": text})
+    lexical = [h.text for h in session.search("billing")]
+    thinking = "<think>Maybe [9, 0, 0]? No, the second answers it.</think>\n```json\n[1, 9, 3]\n```"
+    assert session.search("billing", k=1, reranker=chat_reranker(FakeListChatModel(responses=[thinking])))[0].text == lexical[1]
+    wrapped = 'Here you go: {"scores": [0, 1, 9]}'
+    assert session.search("billing", k=1, reranker=chat_reranker(FakeListChatModel(responses=[wrapped])))[0].text == lexical[2]
+    with pytest.raises(ConfigurationError, match="chat_reranker's model"):
+        chat_reranker(42)
+    with pytest.raises(ConfigurationError, match="init_chat_model could not make this model"):
+        chat_reranker("no-such-provider:model-x")
+
+
+def test_chat_reranker_takes_a_model_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    import langchain.chat_models
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from session_graph.retrieval.rerank import chat_reranker
+
+    named = []
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model",
+                        lambda name: named.append(name) or FakeListChatModel(responses=["[0, 5]"]))
+    assert chat_reranker(" ollama:qwen3 ")("q", ["a", "b"])[1] > 4 and named == ["ollama:qwen3"]
