@@ -62,7 +62,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["JsonlSearch", "record_text", "terms_path"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 _FRESH = 0.005  # seconds a check of the files stays good for (a search's second pass reuses it)
 Ref = tuple[str, int]
 
