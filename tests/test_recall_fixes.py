@@ -190,3 +190,57 @@ def test_chat_reranker_takes_a_model_string(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(langchain.chat_models, "init_chat_model",
                         lambda name: named.append(name) or FakeListChatModel(responses=["[0, 5]"]))
     assert chat_reranker(" ollama:qwen3 ")("q", ["a", "b"])[1] > 4 and named == ["ollama:qwen3"]
+
+
+# -- 2. the async plug points search off the event loop ---------------------------------------------
+@pytest.mark.parametrize("plug", ["middleware", "node", "hook"])
+def test_async_plug_points_recall_off_the_event_loop(plug: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import threading
+
+    from agents_util import model
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from test_history_recall import folded
+
+    from session_graph.integrations import SessionMiddleware, session_node, session_pre_model_hook
+
+    session = folded("memo")
+    threads: list[int] = []
+    real = Session.search
+
+    def recording(self: Session, *args, **kwargs):  # type: ignore[no-untyped-def]
+        threads.append(threading.get_ident())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "search", recording)
+    messages = [HumanMessage(content="When does my passport expire?", id="q-new")]
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def run() -> tuple[int, str]:
+        loop = threading.get_ident()
+        if plug == "middleware":
+            llm = model(iter([AIMessage(content="In June.")]))
+            agent = create_agent(llm, middleware=[SessionMiddleware(session)], checkpointer=InMemorySaver())
+            await agent.ainvoke({"messages": messages}, config)
+            return loop, llm.prompts[-1][0].text
+        if plug == "node":
+            out = (await session_node(session).ainvoke({"messages": messages}, config))["messages"].value
+        else:
+            out = (await session_pre_model_hook(session).ainvoke({"messages": messages}, config))["llm_input_messages"]
+        return loop, "\n".join(m.text for m in out if isinstance(m, SystemMessage))
+
+    loop, context = asyncio.run(run())
+    assert "4417" in context  # recalled
+    assert threads and loop not in threads  # and searched in a worker thread, not on the loop
+
+
+def test_session_asearch_matches_search() -> None:
+    import asyncio
+
+    session = Session()
+    for text in ("billing failed on Friday", "billing works again", "the weather"):
+        session.append_message({"role": "user", "content": text})
+    assert asyncio.run(session.asearch("billing", 2, around=1)) == session.search("billing", 2, around=1)
+    assert asyncio.run(session.asearch("WORKS", mode="substring")) == session.search("WORKS", mode="substring")
