@@ -244,3 +244,23 @@ def test_session_asearch_matches_search() -> None:
         session.append_message({"role": "user", "content": text})
     assert asyncio.run(session.asearch("billing", 2, around=1)) == session.search("billing", 2, around=1)
     assert asyncio.run(session.asearch("WORKS", mode="substring")) == session.search("WORKS", mode="substring")
+
+
+# -- 4. substring search of one session finds its matches however many the tenant has ---------------
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_substring_search_of_one_key_is_not_cut_by_the_tenants_other_matches(kind: str, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    manager = SessionManager(make_store(kind, tmp_path), tenant=fresh_tenant())
+    for key, count in (("b-quiet", 2), ("a-busy", 30)):  # the busy one listed first in every store
+        session = manager.get_or_create(key)
+        for i in range(count):
+            session.append_message({"role": "user", "content": f"the invoice number {i} of {key}"})
+        manager.save(session)
+    real = manager.store.search
+    # a small cap stands in for the 10,000 the tenant-wide query was cut at
+    monkeypatch.setattr(manager.store, "search", lambda tenant, text, limit=100: real(tenant, text, min(limit, 20)))
+    found = manager.search("INVOICE", 5, key="b-quiet", mode="substring")
+    assert [(h.key, h.seq) for h in found] == [("b-quiet", 0), ("b-quiet", 1)]
+    assert found[0].text == "the invoice number 0 of b-quiet" and found[0].role == "user" and found[0].ts
+    assert len(manager.search("invoice", 3, key="a-busy", mode="substring")) == 3
+    assert manager.search("invoice", 3, key="missing", mode="substring") == []
