@@ -264,3 +264,39 @@ def test_substring_search_of_one_key_is_not_cut_by_the_tenants_other_matches(kin
     assert found[0].text == "the invoice number 0 of b-quiet" and found[0].role == "user" and found[0].ts
     assert len(manager.search("invoice", 3, key="a-busy", mode="substring")) == 3
     assert manager.search("invoice", 3, key="missing", mode="substring") == []
+
+
+# -- 8. a query on an unchanged tenant does not list and stat every session -------------------------
+def test_jsonl_search_rescans_only_when_the_tenant_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import time
+
+    from session_graph.stores import JsonlStore, search_index
+
+    monkeypatch.setattr(search_index, "_RACY", 0.05, raising=False)  # this test's file system keeps ns timestamps
+    mine, other = SessionManager(JsonlStore(tmp_path), tenant="t"), SessionManager(JsonlStore(tmp_path), tenant="t")
+    for key in ("a", "b", "c"):
+        session = mine.get_or_create(key)
+        session.append_message({"role": "user", "content": f"notes about session {key}"})
+        mine.save(session)
+    listings = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listings.append(path) or real(path))
+
+    def quiet_search(query: str, manager: SessionManager = mine) -> list[str]:
+        time.sleep(0.1)  # past _FRESH and _RACY
+        return sorted(f"{h.key}#{h.seq}" for h in manager.search(query, 10))
+
+    assert quiet_search("notes") == ["a#0", "b#0", "c#0"]
+    first = len(listings)
+    assert first >= 1 and quiet_search("notes") == ["a#0", "b#0", "c#0"] and quiet_search("session") == ["a#0", "b#0", "c#0"]
+    assert len(listings) == first  # nothing changed: no listing of the folder
+    session = other.get_or_create("b")  # another store (another process) appends to an existing log
+    session.append_message({"role": "user", "content": "more notes in b"})
+    other.save(session)
+    assert quiet_search("notes") == ["a#0", "b#0", "b#1", "c#0"] and len(listings) == first + 1
+    other.delete("a")
+    assert quiet_search("notes") == ["b#0", "b#1", "c#0"]
+    monkeypatch.setattr(search_index, "_RESCAN", 0.0, raising=False)  # and a full scan at least every _RESCAN seconds
+    quiet_search("notes")
+    assert len(listings) == first + 3

@@ -6,8 +6,9 @@ log, id, role, ts and retrieval terms) to the terms file: O(new messages), no fs
 index can always be derived from the log again). A reset marker gets a reset line.
 
 Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
-query, brings each session up to date from the end of its terms file (a stat per session when
-nothing changed). Every terms line carries a CRC-32 and the offsets must tile the log without
+query, brings each session up to date from the end of its terms file. The tenant folder's
+mtime is the change marker (every save replaces a file there and bumps it), so a query on an
+unchanged tenant costs one stat, not a listing and a stat per session. Every terms line carries a CRC-32 and the offsets must tile the log without
 gaps, so a damaged, foreign or stale file is never trusted: it is rebuilt from the log, under
 the session's lock, and reported. A terms file behind its log (a crash between the two
 appends, or a log written by an older version) is caught up from the log's tail.
@@ -64,6 +65,13 @@ __all__ = ["JsonlSearch", "record_text", "terms_path"]
 
 log = logging.getLogger(__name__)
 _FRESH = 0.005  # seconds a check of the files stays good for (a search's second pass reuses it)
+# The tenant folder's mtime is the change marker: every save replaces the session's meta file
+# there (and ``appended`` / ``deleted`` bump it), so an unchanged mtime means no session changed.
+# An mtime younger than _RACY when read is not trusted (a change in the same clock tick, or on a
+# file system with coarse timestamps, would leave it equal); _RESCAN bounds how long a log edited
+# by hand (not through a store) can go unseen.
+_RACY = 2.0
+_RESCAN = 5.0
 Ref = tuple[str, int]
 
 
@@ -89,6 +97,8 @@ class _Tenant:
     times: list[str] = field(default_factory=list)  # ts by document id
     synced: float = -1.0  # time.monotonic() of the last check of the files
     appends: int = 0  # JsonlSearch._appends at that check
+    marker: int | None = None  # the folder's mtime (ns) at the last full scan, when old enough to trust
+    scanned: float = -1.0  # time.monotonic() of the last full scan
 
 
 class JsonlSearch:
@@ -110,6 +120,7 @@ class JsonlSearch:
         """
         path = terms_path(log_path)
         self._appends += 1
+        _bump(log_path.parent)
         try:
             if start == 0:
                 out = [header_line(key)]
@@ -134,6 +145,7 @@ class JsonlSearch:
     def deleted(self, log_path: Path) -> None:
         """Drop the terms file of a deleted session (called under its lock)."""
         self._appends += 1  # the next search checks the files again
+        _bump(log_path.parent)
         _unlink(terms_path(log_path))
 
     # -- reading ----------------------------------------------------------------------------------
@@ -218,8 +230,14 @@ class JsonlSearch:
         now = time.monotonic()
         if now - state.synced < _FRESH and state.appends == self._appends:
             return state  # checked a moment ago (a search's second pass) and nothing was saved here since
-        state.synced, state.appends = now, self._appends
         folder = self.store._dir(tenant)
+        marker = _marker(folder)
+        if (marker is not None and marker == state.marker and state.appends == self._appends
+                and now - state.scanned < _RESCAN):
+            state.synced = now
+            return state  # no session of the tenant changed since the last scan: no listing, no stat per session
+        state.synced, state.appends = now, self._appends
+        state.marker, state.scanned = (marker if marker is not None and time.time() - marker / 1e9 > _RACY else None), now
         logs: dict[str, tuple[int, int]] = {}
         try:
             with os.scandir(folder) as entries:
@@ -375,6 +393,20 @@ def _key_of(folder: Path, name: str) -> str:
         return str(json.loads((folder / f"{stem}.meta.json").read_bytes()).get("key") or stem)
     except (OSError, ValueError, AttributeError):
         return stem
+
+
+def _marker(folder: Path) -> int | None:
+    """The tenant folder's change marker (its mtime in ns), or None when it cannot be read."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _bump(folder: Path) -> None:
+    """Move the tenant folder's change marker (searches in other processes rescan)."""
+    with contextlib.suppress(OSError):  # not ours to touch: the meta file's replacement still moves it
+        os.utime(folder)
 
 
 def _unlink(path: Path) -> None:
