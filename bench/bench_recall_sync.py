@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from session_graph import SessionManager
-from session_graph.stores import JsonlStore, search_index
+from session_graph.stores import JsonlStore, search_index, search_marker
 
 
 def main() -> None:
@@ -35,19 +35,19 @@ def main() -> None:
                 session.append_message({"role": "assistant", "content": f"the invoice {turn} of project {i % 97} is paid"})
             manager.save(session)
         manager.search("invoice", 5)  # load the index once
-        time.sleep(search_index._RACY + 0.1)  # the folder's mtime old enough to trust
+        time.sleep(search_marker.RACY + 0.1)  # the folder's mtime old enough to trust
         search_index._FRESH = 0.0
-        rescan = search_index._RESCAN
+        rescan = search_marker.RESCAN
         times: dict[str, list[float]] = {"A marker": [], "B full scan": []}
         for start in range(0, args.queries, args.batch):
             for label, every in (("A marker", rescan), ("B full scan", 0.0)) if start % (2 * args.batch) == 0 else \
                     (("B full scan", 0.0), ("A marker", rescan)):
-                search_index._RESCAN = every
+                search_marker.RESCAN = every
                 for q in range(start, min(start + args.batch, args.queries)):
                     began = time.process_time()
                     manager.search(f"invoice project {q % 97}", 5)
                     times[label].append(time.process_time() - began)
-        search_index._RESCAN = rescan
+        search_marker.RESCAN = rescan
     a, b = times["A marker"], times["B full scan"]
     for label, values in times.items():
         values = sorted(values)

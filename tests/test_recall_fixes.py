@@ -271,9 +271,9 @@ def test_jsonl_search_rescans_only_when_the_tenant_changed(tmp_path: Path, monke
     import os
     import time
 
-    from session_graph.stores import JsonlStore, search_index
+    from session_graph.stores import JsonlStore, search_marker
 
-    monkeypatch.setattr(search_index, "_RACY", 0.05, raising=False)  # this test's file system keeps ns timestamps
+    monkeypatch.setattr(search_marker, "RACY", 0.05)  # this test's file system keeps ns timestamps
     mine, other = SessionManager(JsonlStore(tmp_path), tenant="t"), SessionManager(JsonlStore(tmp_path), tenant="t")
     for key in ("a", "b", "c"):
         session = mine.get_or_create(key)
@@ -297,6 +297,6 @@ def test_jsonl_search_rescans_only_when_the_tenant_changed(tmp_path: Path, monke
     assert quiet_search("notes") == ["a#0", "b#0", "b#1", "c#0"] and len(listings) == first + 1
     other.delete("a")
     assert quiet_search("notes") == ["b#0", "b#1", "c#0"]
-    monkeypatch.setattr(search_index, "_RESCAN", 0.0, raising=False)  # and a full scan at least every _RESCAN seconds
+    monkeypatch.setattr(search_marker, "RESCAN", 0.0)  # and a full scan at least every _RESCAN seconds
     quiet_search("notes")
     assert len(listings) == first + 3

@@ -34,6 +34,7 @@ from session_graph._base.files import decode_name
 from session_graph.retrieval.bm25 import Bm25Index
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.tokenize import TOKENIZER
+from session_graph.stores import search_marker
 from session_graph.stores.search_terms import (
     HEADER,
     end_of,
@@ -65,13 +66,6 @@ __all__ = ["JsonlSearch", "record_text", "terms_path"]
 
 log = logging.getLogger(__name__)
 _FRESH = 0.005  # seconds a check of the files stays good for (a search's second pass reuses it)
-# The tenant folder's mtime is the change marker: every save replaces the session's meta file
-# there (and ``appended`` / ``deleted`` bump it), so an unchanged mtime means no session changed.
-# An mtime younger than _RACY when read is not trusted (a change in the same clock tick, or on a
-# file system with coarse timestamps, would leave it equal); _RESCAN bounds how long a log edited
-# by hand (not through a store) can go unseen.
-_RACY = 2.0
-_RESCAN = 5.0
 Ref = tuple[str, int]
 
 
@@ -120,7 +114,7 @@ class JsonlSearch:
         """
         path = terms_path(log_path)
         self._appends += 1
-        _bump(log_path.parent)
+        search_marker.bump(log_path.parent)
         try:
             if start == 0:
                 out = [header_line(key)]
@@ -145,7 +139,7 @@ class JsonlSearch:
     def deleted(self, log_path: Path) -> None:
         """Drop the terms file of a deleted session (called under its lock)."""
         self._appends += 1  # the next search checks the files again
-        _bump(log_path.parent)
+        search_marker.bump(log_path.parent)
         _unlink(terms_path(log_path))
 
     # -- reading ----------------------------------------------------------------------------------
@@ -231,13 +225,13 @@ class JsonlSearch:
         if now - state.synced < _FRESH and state.appends == self._appends:
             return state  # checked a moment ago (a search's second pass) and nothing was saved here since
         folder = self.store._dir(tenant)
-        marker = _marker(folder)
+        marker = search_marker.marker(folder)
         if (marker is not None and marker == state.marker and state.appends == self._appends
-                and now - state.scanned < _RESCAN):
+                and now - state.scanned < search_marker.RESCAN):
             state.synced = now
             return state  # no session of the tenant changed since the last scan: no listing, no stat per session
         state.synced, state.appends = now, self._appends
-        state.marker, state.scanned = (marker if marker is not None and time.time() - marker / 1e9 > _RACY else None), now
+        state.marker, state.scanned = search_marker.trusted(marker), now
         logs: dict[str, tuple[int, int]] = {}
         try:
             with os.scandir(folder) as entries:
@@ -393,20 +387,6 @@ def _key_of(folder: Path, name: str) -> str:
         return str(json.loads((folder / f"{stem}.meta.json").read_bytes()).get("key") or stem)
     except (OSError, ValueError, AttributeError):
         return stem
-
-
-def _marker(folder: Path) -> int | None:
-    """The tenant folder's change marker (its mtime in ns), or None when it cannot be read."""
-    try:
-        return os.stat(folder).st_mtime_ns
-    except OSError:
-        return None
-
-
-def _bump(folder: Path) -> None:
-    """Move the tenant folder's change marker (searches in other processes rescan)."""
-    with contextlib.suppress(OSError):  # not ours to touch: the meta file's replacement still moves it
-        os.utime(folder)
 
 
 def _unlink(path: Path) -> None:
