@@ -300,3 +300,15 @@ def test_jsonl_search_rescans_only_when_the_tenant_changed(tmp_path: Path, monke
     monkeypatch.setattr(search_marker, "RESCAN", 0.0)  # and a full scan at least every _RESCAN seconds
     quiet_search("notes")
     assert len(listings) == first + 3
+
+
+def test_dense_reembeds_a_message_stored_again_under_the_same_id() -> None:
+    embeddings = ConceptEmbeddings()
+    dense = DenseIndex(embeddings)
+    texts = {("s", 0): "I'm relocating to Porto."}
+    before = [(("s", 0), "m-1", "2024-03-01T10:00:00.000000Z")]
+    assert dense.search("moving", before, 1, lambda refs: texts, tenant="t")
+    texts[("s", 0)] = "My cat sleeps all day."  # the session was reset and written again: same seq and id
+    after = [(("s", 0), "m-1", "2024-03-02T09:00:00.000000Z")]
+    assert dense.search("moving", after, 1, lambda refs: texts, tenant="t") == []
+    assert dense.search("cat", after, 1, lambda refs: texts, tenant="t")[0][0] == ("s", 0) and embeddings.texts == 2

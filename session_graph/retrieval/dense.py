@@ -1,8 +1,8 @@
 """Optional dense retrieval through any LangChain ``Embeddings``.
 
-``DenseIndex`` embeds each message once (keyed by its tenant, session key, sequence number and
-message id, so two tenants or sessions that happen to reuse a message id never share a vector, and
-a reset or an edit that gives new ids is embedded again) and ranks by cosine similarity. Each search first embeds the
+``DenseIndex`` embeds each message once (keyed by its tenant, session key, sequence number,
+message id and arrival time, so two tenants or sessions that happen to reuse a message id never
+share a vector, and a reset or a rewrite that stores the message again is embedded again) and ranks by cosine similarity. Each search first embeds the
 messages of the source it has not seen (``Source.documents``), so the cost of embedding is
 paid once per message; the per-query cost is one query embedding and one matrix product.
 Keep one ``DenseIndex`` per store and embedding model (it holds the vectors in memory).
@@ -24,7 +24,7 @@ _MAX_CHARS = 2000
 
 
 class DenseIndex:
-    """Vectors of messages by (tenant, key, seq, message id), searched by cosine similarity.
+    """Vectors of messages by (tenant, key, seq, message id, ts), searched by cosine similarity.
 
     Args:
         embeddings: any ``langchain_core.embeddings.Embeddings`` (``embed_documents``,
@@ -36,14 +36,14 @@ class DenseIndex:
         if not (callable(getattr(embeddings, "embed_documents", None)) and callable(getattr(embeddings, "embed_query", None))):
             raise ConfigurationError(f"{embeddings!r:.60} is not a LangChain Embeddings (it needs embed_documents and embed_query).")
         self.embeddings, self.batch = embeddings, batch
-        self._rows: dict[tuple[str, Hashable, str | None], int] = {}
+        self._rows: dict[tuple[str, Hashable, str | None, Any], int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def _add(self, pending: list[tuple[tuple[str, Hashable, str | None], str]]) -> None:
+    def _add(self, pending: list[tuple[tuple[str, Hashable, str | None, Any], str]]) -> None:
         """Embed ``pending`` (``(cache key, text)``) in batches; the blocks are joined once (one
         copy of the matrix per call, not one per batch)."""
         blocks: list[np.ndarray] = [self._matrix] if self._matrix.size else []
@@ -65,11 +65,11 @@ class DenseIndex:
 
     def search(self, query: str, documents: list[tuple[Hashable, str | None, Any]], limit: int,
                text_of: Any, *, tenant: str = "") -> list[tuple[Hashable, float]]:
-        """The best ``limit`` of ``documents`` (``(ref, message id, _)``, ``ref`` being
+        """The best ``limit`` of ``documents`` (``(ref, message id, ts)``, ``ref`` being
         ``(key, seq)``) of ``tenant`` by cosine similarity to ``query``; ``text_of(refs)``
         returns the texts of refs not embedded yet."""
         with self._lock:
-            keyed = [(ref, (tenant, ref, mid)) for ref, mid, _ in documents]
+            keyed = [(ref, (tenant, ref, mid, ts)) for ref, mid, ts in documents]
             missing = [(ref, ck) for ref, ck in keyed if ck not in self._rows]
             if missing:
                 texts = text_of([ref for ref, _ in missing])
