@@ -10,7 +10,7 @@ Keep one ``DenseIndex`` per store and embedding model (it holds the vectors in m
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 import threading
 from typing import Any
 
@@ -63,7 +63,7 @@ class DenseIndex:
         for cache_key, _ in pending:  # only once every batch embedded: a failure leaves the index as it was
             self._rows[cache_key] = len(self._rows)
 
-    def search(self, query: str, documents: list[tuple[Hashable, str | None, Any]], limit: int,
+    def search(self, query: str, documents: Sequence[tuple[Hashable, str | None, Any]], limit: int,
                text_of: Any, *, tenant: str = "") -> list[tuple[Hashable, float]]:
         """The best ``limit`` of ``documents`` (``(ref, message id, ts)``, ``ref`` being
         ``(key, seq)``) of ``tenant`` by cosine similarity to ``query``; ``text_of(refs)``
