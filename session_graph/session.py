@@ -437,6 +437,13 @@ class Session:
             raise ConfigurationError(f"mode must be 'ranked' or 'substring', got {mode!r}.")
         return session_search(self, query, k, make_options(options, settings))
 
+    async def asearch(self, query: str, k: int = 10, *, mode: str = "ranked", options: Any = None, **settings: Any) -> list[Any]:
+        """Async twin of ``search`` (run in a worker thread: a long history or a store's index
+        never holds the event loop)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.search, query, k, mode=mode, options=options, **settings)
+
     def get_history(self, max_messages: int | None = None, *, compat: str | None = None) -> list[dict[str, Any]]:
         """The newest window messages as OpenAI-style dicts for an LLM (tool fields kept).
 

@@ -30,7 +30,7 @@ FACT = "My passport number ends in 4417 and it expires in June."
 def folded(mode: str = "memo") -> Session:
     """A session whose window no longer holds the fact (folded into a memo that did not keep it)."""
     session = Session(memo_update_handler=lambda memo, messages, attachments, settings: {"topics": ["travel"]},
-                      summary_handler=lambda summary, messages, settings: "We talked about travel.")
+                      summary_handler=lambda summary, messages, settings: "We talked about travel and small talk about the weather.")
     session.configure(mode=mode) if mode != "lite" else None
     session.set_settings("session.limit", {"messages": 6})
     session.append_message({"role": "user", "content": FACT})

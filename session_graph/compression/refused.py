@@ -30,7 +30,7 @@ from session_graph.compression.context import MEMO_HEADER, SHORTENED_NOTE, SUMMA
 
 __all__ = ["COMPRESSION_REFUSED", "compressed", "shorten_memo", "shorten_summary"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 COMPRESSION_REFUSED = "compression_refused"
 Measure = Callable[[Any], int]

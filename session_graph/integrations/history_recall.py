@@ -15,7 +15,6 @@ only by pruning usually wants the recent window alone); turn it on there with
 from __future__ import annotations
 
 from dataclasses import dataclass
-import json
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -91,10 +90,36 @@ def format_hits(hits: list[SearchHit], chars: int, *, with_key: bool = True) -> 
         text = "\n".join(block)
         cost = len(text) + (1 if out else 0)
         if used + cost > chars:
+            if not out:  # not even the first hit fits: its own line, cut to the budget
+                out.append(_cut_line(hit, with_key, chars))
             break
         out.append(text)
         used += cost
     return "\n".join(out)
+
+
+def _cut_line(hit: SearchHit, with_key: bool, chars: int) -> str:
+    """The hit's line (no neighbours) in at most ``chars`` characters."""
+    bare = SearchHit(hit.key, hit.seq, hit.role, "", hit.ts, hit.message_id, hit.score)
+    line = _line(hit, with_key, max(1, chars - len(_line(bare, with_key, 0))))
+    return line if len(line) <= chars else line[: max(0, chars - 1)] + "\u2026"
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string value in a memo (nested dicts and lists), whitespace-normalised, casefolded."""
+    if isinstance(value, str):
+        return [" ".join(value.split()).casefold()]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _in_memo(text: str, memo: list[str]) -> bool:
+    """Whether the memo already holds ``text`` (its first 200 characters, within one string value)."""
+    probe = " ".join(text.split()).casefold()[:200]
+    return bool(probe) and any(probe in value for value in memo)
 
 
 def _newest_user_text(session: Session) -> str:
@@ -113,13 +138,13 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     if not query.strip():
         return ""
     window = {m.id for m in session.current_chat_history}
-    memo = json.dumps(session.memo, ensure_ascii=False, default=str).casefold() if session.memo else ""
+    memo = _strings(session.memo) if session.memo else []
     try:
         hits = session.search(query, k=recall.k + len(window), around=recall.around)
     except ValueError:
         return ""
     chosen = [h for h in hits if h.message_id not in window
-              and not (memo and " ".join(h.text.split()).casefold()[:200] in memo)][: recall.k]
+              and not _in_memo(h.text, memo)][: recall.k]
     chosen = [h if not h.neighbours else _without_window(h, window) for h in chosen]
     body = format_hits(chosen, recall.chars - len(RECALL_HEADER), with_key=False)
     return RECALL_HEADER + body if body else ""

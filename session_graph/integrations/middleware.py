@@ -14,6 +14,7 @@ twins from the same step, so an async agent never blocks its event loop on the s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, NotRequired, Unpack
 
@@ -108,7 +109,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         session = self._session(request)
-        response = await handler(self._with_view(session, request, self._recalled(session, request)))
+        recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
+        response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
         await self.binding.astep(replies, resize=False, **save_point(request.state["messages"], replies))
         return response

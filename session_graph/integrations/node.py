@@ -15,6 +15,7 @@ last reply must be stored before the next turn.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Unpack
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -65,7 +66,8 @@ def session_node(
 
     async def asession_step(state: dict[str, Any], config: RunnableConfig) -> Any:
         _ = resize_graph
-        return update(await binding.astep(state[messages_key], config, save=True))
+        current = await binding.astep(state[messages_key], config, save=True)
+        return await asyncio.to_thread(update, current)  # recall searches the history: never on the event loop
 
     return RunnableLambda(session_step, afunc=asession_step, name="session_step")
 
@@ -89,6 +91,7 @@ def session_pre_model_hook(session: Session | None = None, *, history: HistoryRe
 
     async def apre_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         turn = current_turn(state["messages"])
-        return update(await binding.astep(state["messages"], config, save=len(turn)), turn)
+        current = await binding.astep(state["messages"], config, save=len(turn))
+        return await asyncio.to_thread(update, current, turn)  # recall searches the history: never on the event loop
 
     return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")

@@ -57,7 +57,7 @@ from session_graph.memory.items import searchable_text
 __all__ = ["FileMemoryStore", "matches_filter"]
 
 _FENCE = "---\n"
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 
 def matches_filter(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:

@@ -1,7 +1,8 @@
 """Optional dense retrieval through any LangChain ``Embeddings``.
 
-``DenseIndex`` embeds each message once (keyed by its message id, so a reset or an edit that
-gives new ids is embedded again) and ranks by cosine similarity. Each search first embeds the
+``DenseIndex`` embeds each message once (keyed by its tenant, session key, sequence number,
+message id and arrival time, so two tenants or sessions that happen to reuse a message id never
+share a vector, and a reset or a rewrite that stores the message again is embedded again) and ranks by cosine similarity. Each search first embeds the
 messages of the source it has not seen (``Source.documents``), so the cost of embedding is
 paid once per message; the per-query cost is one query embedding and one matrix product.
 Keep one ``DenseIndex`` per store and embedding model (it holds the vectors in memory).
@@ -9,7 +10,7 @@ Keep one ``DenseIndex`` per store and embedding model (it holds the vectors in m
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 import threading
 from typing import Any
 
@@ -23,7 +24,7 @@ _MAX_CHARS = 2000
 
 
 class DenseIndex:
-    """Vectors of messages by message id, searched by cosine similarity.
+    """Vectors of messages by (tenant, key, seq, message id, ts), searched by cosine similarity.
 
     Args:
         embeddings: any ``langchain_core.embeddings.Embeddings`` (``embed_documents``,
@@ -35,38 +36,45 @@ class DenseIndex:
         if not (callable(getattr(embeddings, "embed_documents", None)) and callable(getattr(embeddings, "embed_query", None))):
             raise ConfigurationError(f"{embeddings!r:.60} is not a LangChain Embeddings (it needs embed_documents and embed_query).")
         self.embeddings, self.batch = embeddings, batch
-        self._rows: dict[str, int] = {}
+        self._rows: dict[tuple[str, Hashable, str | None, Any], int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def _add(self, pending: list[tuple[str, str]]) -> None:
+    def _add(self, pending: list[tuple[tuple[str, Hashable, str | None, Any], str]]) -> None:
+        """Embed ``pending`` (``(cache key, text)``) in batches; the blocks are joined once (one
+        copy of the matrix per call, not one per batch)."""
+        blocks: list[np.ndarray] = [self._matrix] if self._matrix.size else []
+        width = self._matrix.shape[1] if self._matrix.size else None
         for start in range(0, len(pending), self.batch):
             chunk = pending[start : start + self.batch]
             vectors = self.embeddings.embed_documents([text[:_MAX_CHARS] or " " for _, text in chunk])
             block = _normalised(vectors, len(chunk), self.embeddings)
-            if self._matrix.size == 0:
-                self._matrix = block
-            else:
-                if block.shape[1] != self._matrix.shape[1]:
-                    raise ConfigurationError(f"{self.embeddings!r:.60} returned vectors of another size ({block.shape[1]}, "
-                                             f"before {self._matrix.shape[1]}); use one model per DenseIndex.")
-                self._matrix = np.vstack([self._matrix, block])
-            for message_id, _ in chunk:
-                self._rows[message_id] = len(self._rows)
+            if width is not None and block.shape[1] != width:
+                raise ConfigurationError(f"{self.embeddings!r:.60} returned vectors of another size ({block.shape[1]}, "
+                                         f"before {width}); use one model per DenseIndex.")
+            width = block.shape[1]
+            blocks.append(block)
+        if not blocks:
+            return
+        self._matrix = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+        for cache_key, _ in pending:  # only once every batch embedded: a failure leaves the index as it was
+            self._rows[cache_key] = len(self._rows)
 
-    def search(self, query: str, documents: list[tuple[Hashable, str | None, Any]], limit: int,
-               text_of: Any) -> list[tuple[Hashable, float]]:
-        """The best ``limit`` of ``documents`` (``(ref, message id, _)``) by cosine similarity to
-        ``query``; ``text_of(refs)`` returns the texts of refs not embedded yet."""
+    def search(self, query: str, documents: Sequence[tuple[Hashable, str | None, Any]], limit: int,
+               text_of: Any, *, tenant: str = "") -> list[tuple[Hashable, float]]:
+        """The best ``limit`` of ``documents`` (``(ref, message id, ts)``, ``ref`` being
+        ``(key, seq)``) of ``tenant`` by cosine similarity to ``query``; ``text_of(refs)``
+        returns the texts of refs not embedded yet."""
         with self._lock:
-            missing = [(ref, mid) for ref, mid, _ in documents if mid and mid not in self._rows]
+            keyed = [(ref, (tenant, ref, mid, ts)) for ref, mid, ts in documents]
+            missing = [(ref, ck) for ref, ck in keyed if ck not in self._rows]
             if missing:
                 texts = text_of([ref for ref, _ in missing])
-                self._add([(mid, texts.get(ref, "")) for ref, mid in missing])
-            rows = [(ref, self._rows[mid]) for ref, mid, _ in documents if mid in self._rows]
+                self._add([(ck, texts.get(ref, "")) for ref, ck in missing])
+            rows = [(ref, self._rows[ck]) for ref, ck in keyed if ck in self._rows]
             if not rows or self._matrix.size == 0:
                 return []
             query_vector = _normalised([self.embeddings.embed_query(query)], 1, self.embeddings)[0]

@@ -10,17 +10,20 @@ of the wrong length or with a non-number is a ``ConfigurationError`` naming the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import contextlib
 import json
 import logging
 import math
 import re
 from typing import Any
 
-from session_graph.errors import ConfigurationError
+from session_graph.errors import ConfigurationError, ModelReplyError
+from session_graph.llm.names import chat_model
+from session_graph.llm.replies import json_object, reply_text
 
 __all__ = ["Reranker", "chat_reranker", "rerank_scores"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 Reranker = Callable[[str, list[str]], Sequence[float]] | Any
 
@@ -49,30 +52,53 @@ def rerank_scores(reranker: Reranker, query: str, texts: list[str]) -> list[floa
 _ARRAY = re.compile(r"\[[^\[\]]*\]")
 
 
+def _scores_in(text: str, count: int) -> list[float] | None:
+    """The first JSON list of ``count`` numbers in ``text`` (a bare list, fenced or in prose, or
+    the one list value of the reply's JSON object, like ``{"scores": [...]}``), or None."""
+    candidates: list[Any] = []
+    for span in _ARRAY.findall(text):
+        try:
+            candidates.append(json.loads(span))
+        except ValueError:
+            continue
+    with contextlib.suppress(ModelReplyError):  # no object, or several: the lists above are all there is
+        candidates += [value for value in json_object(text).values() if isinstance(value, list)]
+    for candidate in candidates:
+        try:
+            scores = [float(s) for s in candidate]
+        except (ValueError, TypeError):
+            continue
+        if len(scores) == count and not any(math.isnan(s) for s in scores):
+            return scores
+    return None
+
+
 def chat_reranker(model: Any, *, chars: int = 400) -> Callable[[str, list[str]], list[float]]:
-    """A reranker that asks a chat model (any LangChain chat ``Runnable``) to rate each candidate
-    0-10 for the question, in one call. A reply that is not a JSON list of one number per
-    candidate never fails the search: the candidates keep their lexical order, and a warning is
-    logged on the ``session_graph`` logger. ``chars``: each candidate is shown up to this long.
+    """A reranker that asks a chat model to rate each candidate 0-10 for the question, in one
+    call. ``model``: any LangChain chat ``Runnable``, or a name ``init_chat_model`` accepts
+    (``"openai:gpt-4o-mini"``). The reply is read as real models write it (``<think>`` sections
+    dropped, fences and prose around the list allowed). A reply that is not a JSON list of one
+    number per candidate never fails the search: the candidates keep their lexical order, and a
+    warning is logged. ``chars``: each candidate is shown up to this long.
+
+    Raises:
+        ConfigurationError: ``model`` is neither a chat Runnable nor a model name.
     """
     from langchain_core.messages import HumanMessage
+
+    runnable = chat_model(model, "chat_reranker's model")
 
     def rerank(query: str, texts: list[str]) -> list[float]:
         shown = "\n".join(f"[{i + 1}] {' '.join(t.split())[:chars]}" for i, t in enumerate(texts))
         prompt = (f"Rate how well each passage helps answer the question, from 0 (not at all) to 10 (answers it).\n"
                   f"Question: {query}\nPassages:\n{shown}\n"
                   f"Reply with only a JSON list of {len(texts)} numbers, one per passage, in order.")
-        reply = model.invoke([HumanMessage(content=prompt)])
-        text = reply.text if hasattr(reply, "text") else str(reply)
-        for candidate in _ARRAY.findall(text if isinstance(text, str) else str(text)):
-            try:
-                scores = [float(s) for s in json.loads(candidate)]
-            except (ValueError, TypeError):
-                continue
-            if len(scores) == len(texts) and not any(math.isnan(s) for s in scores):
-                return [s + (len(texts) - i) * 1e-6 for i, s in enumerate(scores)]  # ties keep the lexical order
+        text = reply_text(runnable.invoke([HumanMessage(content=prompt)]))
+        scores = _scores_in(text, len(texts))
+        if scores is not None:
+            return [s + (len(texts) - i) * 1e-6 for i, s in enumerate(scores)]  # ties keep the lexical order
         log.warning("the reranking model's reply is not a JSON list of %d numbers (%r...); keeping the lexical order",
-                    len(texts), str(text)[:80])
+                    len(texts), text[:80])
         return [float(len(texts) - i) for i in range(len(texts))]
 
     return rerank

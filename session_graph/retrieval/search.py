@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 import re
 from typing import Any, Protocol
 
@@ -45,8 +45,8 @@ class SearchOptions:
 
     Attributes:
         around: bring up to this many messages either side of each hit (``neighbours``).
-        since, until: only messages that arrived in ``since <= ts < until`` (ISO strings or
-            datetimes; naive ones are UTC).
+        since, until: only messages that arrived in ``since <= ts < until`` (ISO strings with
+            any offset, dates or datetimes; naive ones are UTC).
         dense: a ``DenseIndex`` (any LangChain ``Embeddings``) fused with the lexical ranking.
         reranker: reorders the best ``candidates`` (see ``retrieval.rerank``).
         candidates: how many lexical (and dense) candidates fusion and reranking see.
@@ -57,8 +57,8 @@ class SearchOptions:
     """
 
     around: int = 0
-    since: str | datetime | None = None
-    until: str | datetime | None = None
+    since: str | date | datetime | None = None
+    until: str | date | datetime | None = None
     dense: DenseIndex | None = None
     reranker: Reranker | None = None
     candidates: int = 50
@@ -88,20 +88,28 @@ def make_options(options: SearchOptions | None, settings: dict[str, Any]) -> Sea
     return SearchOptions(**settings)
 
 
-def time_bound(value: str | datetime | None, name: str) -> str | None:
-    """A time bound as the stores write ``ts`` (ISO 8601 UTC, ``Z``), or None."""
+def time_bound(value: str | date | datetime | None, name: str) -> str | None:
+    """A time bound as the stores write ``ts`` (ISO 8601 UTC with microseconds and ``Z``), or None.
+
+    Accepts a datetime (naive: UTC), a date (its midnight UTC) or an ISO string with any offset,
+    with or without fractional seconds (``2024-03-15``, ``2024-03-15T10:00+02:00``), so the
+    stores can compare it as text with what they wrote.
+    """
     if value is None:
         return None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("z", "Z").replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigurationError(f"{name} {value!r} is not an ISO date or time (like 2024-03-15, "
+                                     f"2024-03-15T10:00:00Z or 2024-03-15T12:00:00+02:00).") from None
+        value = parsed
     if isinstance(value, datetime):
         value = value if value.tzinfo else value.replace(tzinfo=UTC)
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    if isinstance(value, str):
-        try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ConfigurationError(f"{name} {value!r} is not an ISO date or time (like 2024-03-15 or 2024-03-15T10:00:00Z).") from None
-        return value
-    raise ConfigurationError(f"{name} must be an ISO string or a datetime, got {type(value).__name__}.")
+    if isinstance(value, date):
+        return f"{value.isoformat()}T00:00:00.000000Z"
+    raise ConfigurationError(f"{name} must be an ISO string, a date or a datetime, got {type(value).__name__}.")
 
 
 def _check(query: Any, k: Any) -> None:
@@ -126,7 +134,7 @@ def _ranked(source: Source, tenant: str, query: str, k: int, keys: list[str] | N
         def text_of(refs: list[Ref]) -> dict[Ref, str]:
             return {(h.key, h.seq): h.text for h in source.fetch(tenant, refs, {})}
 
-        dense = options.dense.search(query, documents, pool, text_of)
+        dense = options.dense.search(query, documents, pool, text_of, tenant=tenant)
         ranked = fuse_scores([lexical, dense], weights=[1.0, options.dense_weight]) if lexical else dense
     if options.reranker is not None and ranked:
         head = [ref for ref, _ in ranked[:pool]]

@@ -27,7 +27,7 @@ from session_graph.errors import ConfigurationError
 from session_graph.memory.config import MemoryConfig
 from session_graph.session import Session
 from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot, check_key
-from session_graph.stores.codec import session_state
+from session_graph.stores.codec import message_text, record_message, session_state
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.flows import Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
@@ -237,8 +237,7 @@ class SessionManager(SessionInterop):
         if mode == "substring":
             if not isinstance(query, str) or not query:
                 raise ValueError("search needs a non-empty string.")
-            hits = self.store.search(self.tenant, query, k if key is None else max(k, 10_000))
-            return [h for h in hits if key is None or h.key == key][:k]
+            return self.store.search(self.tenant, query, k) if key is None else self._substring_in(key, query, k)
         if mode != "ranked":
             raise ConfigurationError(f"mode must be 'ranked' or 'substring', got {mode!r}.")
         return search(self._search_source(), self.tenant, query, k, keys=None if key is None else [key],
@@ -276,6 +275,20 @@ class SessionManager(SessionInterop):
         self.store.close()
 
     # -- internals -----------------------------------------------------------------------------
+    def _substring_in(self, key: str, query: str, k: int) -> list[SearchHit]:
+        """The first ``k`` stored messages of session ``key`` containing ``query`` (that session's
+        records only: a tenant-wide search cut at some limit could miss them)."""
+        snapshot = self.store.read(self.tenant, key)
+        needle, hits = query.casefold(), []
+        for index, record in enumerate(snapshot.records if snapshot is not None else []):
+            message = record_message(record, f"session {key!r} message {index}")
+            text = message_text(message)
+            if needle in text.casefold():
+                hits.append(SearchHit(key, int(record.get("seq", index)), record.get("role", message.type), text, record.get("ts", "")))
+                if len(hits) >= k:
+                    break
+        return hits
+
     def _snapshot(self, key: str) -> Any:
         snapshot = self.store.read(self.tenant, check_key(key))
         if snapshot is None:

@@ -6,8 +6,9 @@ log, id, role, ts and retrieval terms) to the terms file: O(new messages), no fs
 index can always be derived from the log again). A reset marker gets a reset line.
 
 Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
-query, brings each session up to date from the end of its terms file (a stat per session when
-nothing changed). Every terms line carries a CRC-32 and the offsets must tile the log without
+query, brings each session up to date from the end of its terms file. The tenant folder's
+mtime is the change marker (every save replaces a file there and bumps it), so a query on an
+unchanged tenant costs one stat, not a listing and a stat per session. Every terms line carries a CRC-32 and the offsets must tile the log without
 gaps, so a damaged, foreign or stale file is never trusted: it is rebuilt from the log, under
 the session's lock, and reported. A terms file behind its log (a crash between the two
 appends, or a log written by an older version) is caught up from the log's tail.
@@ -33,6 +34,7 @@ from session_graph._base.files import decode_name
 from session_graph.retrieval.bm25 import Bm25Index
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.tokenize import TOKENIZER
+from session_graph.stores import search_marker
 from session_graph.stores.search_terms import (
     HEADER,
     end_of,
@@ -63,7 +65,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["JsonlSearch", "record_text", "terms_path"]
 
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 _FRESH = 0.005  # seconds a check of the files stays good for (a search's second pass reuses it)
 Ref = tuple[str, int]
 
@@ -90,6 +92,8 @@ class _Tenant:
     times: list[str] = field(default_factory=list)  # ts by document id
     synced: float = -1.0  # time.monotonic() of the last check of the files
     appends: int = 0  # JsonlSearch._appends at that check
+    marker: int | None = None  # the folder's mtime (ns) at the last full scan, when old enough to trust
+    scanned: float = -1.0  # time.monotonic() of the last full scan
 
 
 class JsonlSearch:
@@ -111,6 +115,7 @@ class JsonlSearch:
         """
         path = terms_path(log_path)
         self._appends += 1
+        search_marker.bump(log_path.parent)
         try:
             if start == 0:
                 out = [header_line(key)]
@@ -137,6 +142,7 @@ class JsonlSearch:
     def deleted(self, log_path: Path) -> None:
         """Drop the terms file of a deleted session (called under its lock)."""
         self._appends += 1  # the next search checks the files again
+        search_marker.bump(log_path.parent)
         _unlink(terms_path(log_path))
 
     # -- reading ----------------------------------------------------------------------------------
@@ -221,8 +227,14 @@ class JsonlSearch:
         now = time.monotonic()
         if now - state.synced < _FRESH and state.appends == self._appends:
             return state  # checked a moment ago (a search's second pass) and nothing was saved here since
-        state.synced, state.appends = now, self._appends
         folder = self.store._dir(tenant)
+        marker = search_marker.marker(folder)
+        if (marker is not None and marker == state.marker and state.appends == self._appends
+                and now - state.scanned < search_marker.RESCAN):
+            state.synced = now
+            return state  # no session of the tenant changed since the last scan: no listing, no stat per session
+        state.synced, state.appends = now, self._appends
+        state.marker, state.scanned = search_marker.trusted(marker), now
         logs: dict[str, tuple[int, int]] = {}
         try:
             with os.scandir(folder) as entries:

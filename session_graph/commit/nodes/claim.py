@@ -15,7 +15,7 @@ from session_graph.commit.trust import trusted_journal
 __all__ = ["NOTHING", "claim"]
 
 NOTHING = "nothing to commit"
-log = logging.getLogger("session_graph")
+log = logging.getLogger(__name__)
 
 
 def claim(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, Any]:
