@@ -46,9 +46,9 @@ def test_verbose_shows_the_package_log_for_every_read_command(store: str, capsys
         assert code == 0 and any(line.startswith("session_graph.cli: INFO store ") for line in lines), (argv, err)
         assert any(f"INFO {argv[0]} took" in line for line in lines)
     code, _, err = run(capsys, "sessions", "--store", store, "show", "web:1", "-v")
-    assert "session_graph.stores.manager: INFO session 'web:1' loaded" not in err  # show reads without loading
+    assert "session_graph.stores.session_load: INFO session 'web:1' loaded" not in err  # show reads without loading
     code, _, err = run(capsys, "sessions", "--store", store, "trace", "web:1", "-v")
-    assert "session_graph.stores.manager: INFO session 'web:1' loaded from the store" in err  # module loggers, by name
+    assert "session_graph.stores.session_load: INFO session 'web:1' loaded from the store" in err  # module loggers, by name
     code, _, err = run(capsys, "sessions", "--store", store, "list")
     assert err == ""  # quiet without -v (the handler is removed again)
 

@@ -76,5 +76,5 @@ def test_stores_can_be_quieted_while_resizes_still_log(tmp_path: Path, caplog: p
     with caplog.at_level(logging.INFO, logger="session_graph"):
         manager._cache.clear()
         manager.get("k")
-    assert "session_graph.stores.manager" in {record.name for record in caplog.records}  # and back
+    assert "session_graph.stores.session_load" in {record.name for record in caplog.records}  # and back
     assert isinstance(loaded, Session)

@@ -32,7 +32,7 @@ from session_graph._base.paths import inside
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_state import is_state_line
 
-logger = logging.getLogger("session_graph.stores.jsonl")  # the store's logger: recoveries keep its name
+logger = logging.getLogger(__name__)
 
 
 def recovered(message: str, stacklevel: int) -> None:

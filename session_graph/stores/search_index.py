@@ -20,7 +20,6 @@ search never pages a session's middle into memory.
 from __future__ import annotations
 
 import contextlib
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 import json
 import logging
@@ -56,7 +55,7 @@ class IndexedStore(Protocol):
 
     def _dir(self, tenant: str) -> Path: ...
 
-    def _locked(self, tenant: str, key: str) -> AbstractContextManager[Any]: ...
+    def _locked(self, tenant: str, key: str) -> contextlib.AbstractContextManager[Any]: ...
 
 try:
     from orjson import loads as _loads

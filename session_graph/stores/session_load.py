@@ -33,7 +33,7 @@ from session_graph.stores.codec import Middle, record_message, snapshot_state
 from session_graph.stores.flows import Blocking, Call, Operation
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 
-log = logging.getLogger("session_graph.stores.manager")  # the manager's logger: loads and merges keep its name
+log = logging.getLogger(__name__)
 
 
 @dataclass
