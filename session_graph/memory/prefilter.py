@@ -25,6 +25,7 @@ from session_graph.memory.bm25 import Bm25
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
 from session_graph.memory.items import expired, searchable_text
+from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
 
 __all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
 
@@ -32,8 +33,8 @@ _LIMIT = 1_000_000
 _lock = threading.Lock()
 _indexes: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _Index]] = weakref.WeakKeyDictionary()
 RRF_K = 2
-"""Reciprocal-rank fusion's constant: small, so a list's first hit (rank 0: 1/2) outweighs an
-item that is only third in both lists (2/5), and a strong single-list hit survives the cut."""
+"""The reciprocal-rank constant ``fuse`` used before it fused by score (pass ``k=RRF_K`` for
+that rule): small, so a list's first hit (rank 0: 1/2) outweighs an item only third in both."""
 
 
 class _Index:
@@ -115,13 +116,28 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int = RRF_K) -> list[tuple[str, float]]:
-    """Reciprocal-rank fusion of best-first rankings with a small ``k`` (see ``RRF_K``)."""
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, (key, _) in enumerate(ranking):
-            fused[str(key)] = fused.get(str(key), 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]
+def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None) -> list[tuple[str, float]]:
+    """Fuse best-first rankings into the best ``limit``: retrieval's score fusion
+    (``retrieval.fusion.fuse_scores``, the rule message search uses: each list rescaled by its
+    best score, summed), with each list's first hit always kept, so a strong single-list hit
+    (what only the embedding finds, or only BM25) survives the cut. ``k`` given: reciprocal-rank
+    fusion instead, ``sum 1 / (k + rank)`` with rank from 0 (``RRF_K`` was the old default).
+    """
+    if k is not None:
+        fused = fuse_ranks(rankings, k=k - 1)  # fuse_ranks counts ranks from 1
+        return sorted(((str(key), score) for key, score in fused), key=lambda pair: (-pair[1], pair[0]))[:limit]
+    fused = sorted(((str(key), score) for key, score in fuse_scores(rankings)), key=lambda pair: (-pair[1], pair[0]))
+    top = fused[:limit]
+    chosen = {key for key, _ in top}
+    heads = list(dict.fromkeys(str(ranking[0][0]) for ranking in rankings if ranking))
+    missing = [key for key in heads if key not in chosen]
+    if missing and limit > 0:
+        score_of = dict(fused)
+        keep = [pair for pair in top if pair[0] in heads]
+        rest = [pair for pair in top if pair[0] not in heads]
+        rest = rest[: max(0, limit - len(keep) - len(missing))]
+        top = sorted([*keep, *rest, *((key, score_of[key]) for key in missing)], key=lambda pair: (-pair[1], pair[0]))[:limit]
+    return top
 
 
 def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: BaseStore | None,
