@@ -14,7 +14,6 @@ linear time.
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import Any
 import weakref
@@ -25,6 +24,7 @@ from session_graph.memory.bm25 import Bm25
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
 from session_graph.memory.items import expired, searchable_text
+from session_graph.retrieval.dense import DenseIndex
 from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
 
 __all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
@@ -42,7 +42,7 @@ class _Index:
         self.bm25 = Bm25()
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
-        self.vectors: dict[str, tuple[str, list[float]]] = {}
+        self.dense: DenseIndex | None = None  # the config's embeddings' vectors, by key and content hash
         self.seq: int | None = None
 
     def set(self, key: str, value: dict[str, Any] | None) -> None:
@@ -51,7 +51,6 @@ class _Index:
         if old is not None:
             self.by_hash.get(str(old.get("hash")), set()).discard(key)
             self.bm25.remove(key)
-            self.vectors.pop(key, None)
         if value is None or value.get("status") != "active":
             return
         self.values[key] = value
@@ -76,7 +75,7 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
             for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT):
                 if item.namespace == namespace:
                     fresh.set(item.key, item.value)
-            fresh.vectors = {k: v for k, v in index.vectors.items() if k in fresh.values}
+            fresh.dense = index.dense  # vectors are by key and content hash: still right
             index.__dict__.update(fresh.__dict__)
         else:
             for key in keys:
@@ -108,12 +107,6 @@ def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = Non
     return {"key": key, "kind": kind, "score": score, "abstract": value.get("abstract", ""),
             "content": value.get("content", ""), "version": value.get("version", 1), "hash": value.get("hash"),
             "applied": list(value.get("applied") or ())}
-
-
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None) -> list[tuple[str, float]]:
@@ -149,14 +142,11 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
         return None
-    stale = [k for k, v in index.values.items() if index.vectors.get(k, ("",))[0] != v.get("hash")]
-    if stale:
-        vectors = embeddings.embed_documents([searchable_text(index.values[k]) for k in stale])
-        for key, vector in zip(stale, vectors, strict=True):
-            index.vectors[key] = (index.values[key].get("hash"), list(vector))
-    query = embeddings.embed_query(text)
-    return sorted(((k, _cosine(query, v[1])) for k, v in index.vectors.items() if k in index.values),
-                  key=lambda pair: -pair[1])[:depth]
+    if index.dense is None or index.dense.embeddings is not embeddings or len(index.dense) > 4 * len(index.values) + 1024:
+        index.dense = DenseIndex(embeddings)  # a new model, or mostly old versions' vectors: start over
+    documents = [(key, f"{key}\x00{value.get('hash')}", None) for key, value in index.values.items()]
+    found = index.dense.search(text, documents, depth, lambda keys: {k: searchable_text(index.values[k]) for k in keys})
+    return [(str(key), score) for key, score in found]
 
 
 def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
