@@ -14,6 +14,7 @@ linear time.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 import threading
 from typing import Any
 import weakref
@@ -117,9 +118,9 @@ def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = No
     fusion instead, ``sum 1 / (k + rank)`` with rank from 0 (``RRF_K`` was the old default).
     """
     if k is not None:
-        fused = fuse_ranks(rankings, k=k - 1)  # fuse_ranks counts ranks from 1
-        return sorted(((str(key), score) for key, score in fused), key=lambda pair: (-pair[1], pair[0]))[:limit]
-    fused = sorted(((str(key), score) for key, score in fuse_scores(rankings)), key=lambda pair: (-pair[1], pair[0]))
+        by_rank = [(str(key), score) for key, score in fuse_ranks(rankings, k=k - 1)]  # fuse_ranks counts ranks from 1
+        return sorted(by_rank, key=lambda pair: (-pair[1], pair[0]))[:limit]
+    fused: list[tuple[str, float]] = sorted(((str(key), score) for key, score in fuse_scores(rankings)), key=lambda pair: (-pair[1], pair[0]))
     top = fused[:limit]
     chosen = {key for key, _ in top}
     heads = list(dict.fromkeys(str(ranking[0][0]) for ranking in rankings if ranking))
@@ -144,9 +145,9 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
         return None
     if index.dense is None or index.dense.embeddings is not embeddings or len(index.dense) > 4 * len(index.values) + 1024:
         index.dense = DenseIndex(embeddings)  # a new model, or mostly old versions' vectors: start over
-    documents = [(key, f"{key}\x00{value.get('hash')}", None) for key, value in index.values.items()]
-    found = index.dense.search(text, documents, depth, lambda keys: {k: searchable_text(index.values[k]) for k in keys})
-    return [(str(key), score) for key, score in found]
+    documents: list[tuple[Hashable, str | None, Any]] = [(key, f"{key}\x00{value.get('hash')}", None) for key, value in index.values.items()]
+    nearest = index.dense.search(text, documents, depth, lambda keys: {k: searchable_text(index.values[k]) for k in keys})
+    return [(str(key), score) for key, score in nearest]
 
 
 def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
