@@ -22,6 +22,9 @@ from session_graph.retrieval.tokenize import terms as _terms
 __all__ = ["Bm25", "terms", "word_terms"]
 
 _MEMORY_STOP = frozenset(stem(word) for word in ("user", "users", "prefers", "likes"))
+COMMON_FROM = 500
+"""Above this many documents, a term found in more than half of them is not scored: so a
+query costs what its distinctive terms cost, not the size of the index."""
 _COMPACT_FROM = 256
 """Removed documents stay as tombstones in ``Bm25Index``; past this many (and more than the
 live ones) the index is rebuilt from the live documents' terms, so an item updated often
@@ -72,6 +75,8 @@ class Bm25:
 
     def search(self, query: str, limit: int = 5, among: Iterable[Hashable] | None = None) -> list[tuple[Hashable, float]]:
         """The best ``limit`` documents for ``query`` (score > 0), best first; ``among`` restricts them."""
+        if not len(self._index):
+            return []
         allow = None
         if among is not None:
             allow = np.zeros(self._index.ids, dtype=bool)
@@ -79,4 +84,4 @@ class Bm25:
                 doc = self._index.doc_id(doc_id)
                 if doc is not None:
                     allow[doc] = True
-        return self._index.search(dict.fromkeys(terms(query)), limit, allow=allow)
+        return self._index.search(dict.fromkeys(terms(query)), limit, allow=allow, common_from=COMMON_FROM)
