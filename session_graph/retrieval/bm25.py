@@ -4,8 +4,9 @@ Documents get dense integer ids in the order they are added; each carries an own
 (the session it belongs to), so a search can be limited to some owners without a pass
 over the other documents. Adding a document is O(its terms); removing one is a tombstone
 that also takes its terms out of the statistics, so the scores after removals equal a
-rebuilt index's. Postings and per-document arrays are numpy arrays grown in place (capacity
-doubling), so an add costs O(its terms) amortised, never a rebuild of the arrays, and a query
+rebuilt index's. Postings are Python lists copied into numpy arrays grown in place (capacity
+doubling) when a query reads them, only the part added since the last read; the per-document
+arrays grow the same way; so an add costs O(its terms) amortised, never a rebuild, and a query
 costs O(postings of its terms), not O(documents). ``search(common_from=N)``: above N documents,
 a term found in more than half of them is not scored (worth < log 2 each, and O(documents)).
 
@@ -208,22 +209,29 @@ class Bm25Index:
 
 
 class _Postings:
-    """One term's postings: document ids and term frequencies in numpy arrays grown in place."""
+    """One term's postings: appended to Python lists (cheap), copied into numpy arrays grown in
+    place when a query reads them (only the part added since the last read)."""
 
-    __slots__ = ("count", "docs", "tfs")
+    __slots__ = ("doc_array", "docs", "synced", "tf_array", "tfs")
 
     def __init__(self) -> None:
-        self.docs = np.zeros(2, dtype=np.int64)
-        self.tfs = np.zeros(2, dtype=np.float64)
-        self.count = 0
+        self.docs: list[int] = []
+        self.tfs: list[int] = []
+        self.doc_array = np.zeros(0, dtype=np.int64)
+        self.tf_array = np.zeros(0, dtype=np.float64)
+        self.synced = 0
 
     def append(self, doc: int, tf: int) -> None:
-        if self.count == len(self.docs):
-            self.docs = np.resize(self.docs, 2 * self.count)
-            self.tfs = np.resize(self.tfs, 2 * self.count)
-        self.docs[self.count] = doc
-        self.tfs[self.count] = tf
-        self.count += 1
+        self.docs.append(doc)
+        self.tfs.append(tf)
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.docs[: self.count], self.tfs[: self.count]
+        n = len(self.docs)
+        if self.synced < n:
+            if n > len(self.doc_array):
+                self.doc_array = np.resize(self.doc_array, 2 * n)
+                self.tf_array = np.resize(self.tf_array, 2 * n)
+            self.doc_array[self.synced : n] = self.docs[self.synced :]
+            self.tf_array[self.synced : n] = self.tfs[self.synced :]
+            self.synced = n
+        return self.doc_array[:n], self.tf_array[:n]
