@@ -57,3 +57,29 @@ def test_memory_bm25_compacts_an_often_updated_item() -> None:
     assert [k for k, _ in index.search("editor theme 1999")] == ["theme"]
     assert [k for k, _ in index.search("morning tea")] == ["other"]
     assert index.search("editor", among=["other"]) == [] and len(index) == 2
+
+
+def test_memory_bm25_searches_while_another_thread_reindexes() -> None:
+    import threading
+
+    index, errors = Bm25(), []
+    for i in range(300):
+        index.add(f"k{i}", f"fact {i} about the editor theme")
+
+    def write() -> None:
+        for version in range(1500):
+            index.add(f"k{version % 300}", f"fact {version} about the editor theme, revised")
+
+    def read() -> None:
+        try:
+            for _ in range(300):
+                assert len(index.search("editor theme fact", 5)) == 5
+        except Exception as error:  # pragma: no cover - what the test looks for
+            errors.append(error)
+
+    threads = [threading.Thread(target=write), *(threading.Thread(target=read) for _ in range(2))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(index) == 300

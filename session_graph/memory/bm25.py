@@ -12,6 +12,7 @@ no embedding model is needed.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+import threading
 
 import numpy as np
 
@@ -48,6 +49,7 @@ class Bm25:
         self.k1, self.b = k1, b
         self._index = Bm25Index(k1, b)
         self._terms: dict[Hashable, list[str]] = {}
+        self._lock = threading.Lock()  # the prefilter searches while another thread may re-index
 
     def __len__(self) -> int:
         return len(self._index)
@@ -55,15 +57,17 @@ class Bm25:
     def add(self, doc_id: Hashable, text: str) -> None:
         """Index (or re-index) a document."""
         words = terms(text)
-        self._terms[doc_id] = words
-        self._index.add(doc_id, words)
-        self._compact()
+        with self._lock:
+            self._terms[doc_id] = words
+            self._index.add(doc_id, words)
+            self._compact()
 
     def remove(self, doc_id: Hashable) -> None:
         """Drop a document from the index (no-op if absent)."""
-        if self._terms.pop(doc_id, None) is not None:
-            self._index.remove(doc_id)
-            self._compact()
+        with self._lock:
+            if self._terms.pop(doc_id, None) is not None:
+                self._index.remove(doc_id)
+                self._compact()
 
     def _compact(self) -> None:
         dead = self._index.ids - len(self._index)
@@ -77,11 +81,13 @@ class Bm25:
         """The best ``limit`` documents for ``query`` (score > 0), best first; ``among`` restricts them."""
         if not len(self._index):
             return []
-        allow = None
-        if among is not None:
-            allow = np.zeros(self._index.ids, dtype=bool)
-            for doc_id in among:
-                doc = self._index.doc_id(doc_id)
-                if doc is not None:
-                    allow[doc] = True
-        return self._index.search(dict.fromkeys(terms(query)), limit, allow=allow, common_from=COMMON_FROM)
+        words = list(dict.fromkeys(terms(query)))
+        with self._lock:
+            allow = None
+            if among is not None:
+                allow = np.zeros(self._index.ids, dtype=bool)
+                for doc_id in among:
+                    doc = self._index.doc_id(doc_id)
+                    if doc is not None:
+                        allow[doc] = True
+            return self._index.search(words, limit, allow=allow, common_from=COMMON_FROM)

@@ -210,28 +210,28 @@ class Bm25Index:
 
 class _Postings:
     """One term's postings: appended to Python lists (cheap), copied into numpy arrays grown in
-    place when a query reads them (only the part added since the last read)."""
+    place when a query reads them (only the part added since the last read). The arrays and
+    how far they are filled are published together, after the copy, so a reader never sees
+    a slot not yet written."""
 
-    __slots__ = ("doc_array", "docs", "synced", "tf_array", "tfs")
+    __slots__ = ("docs", "state", "tfs")
 
     def __init__(self) -> None:
         self.docs: list[int] = []
         self.tfs: list[int] = []
-        self.doc_array = np.zeros(0, dtype=np.int64)
-        self.tf_array = np.zeros(0, dtype=np.float64)
-        self.synced = 0
+        self.state: tuple[np.ndarray, np.ndarray, int] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), 0)
 
     def append(self, doc: int, tf: int) -> None:
         self.docs.append(doc)
         self.tfs.append(tf)
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
+        doc_array, tf_array, synced = self.state
         n = len(self.docs)
-        if self.synced < n:
-            if n > len(self.doc_array):
-                self.doc_array = np.resize(self.doc_array, 2 * n)
-                self.tf_array = np.resize(self.tf_array, 2 * n)
-            self.doc_array[self.synced : n] = self.docs[self.synced :]
-            self.tf_array[self.synced : n] = self.tfs[self.synced :]
-            self.synced = n
-        return self.doc_array[:n], self.tf_array[:n]
+        if synced < n:
+            if n > len(doc_array):
+                doc_array, tf_array = np.resize(doc_array, 2 * n), np.resize(tf_array, 2 * n)
+            doc_array[synced:n] = self.docs[synced:n]
+            tf_array[synced:n] = self.tfs[synced:n]
+            self.state = (doc_array, tf_array, n)
+        return doc_array[:n], tf_array[:n]
