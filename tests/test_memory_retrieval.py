@@ -53,6 +53,24 @@ def test_fusion_keeps_a_list_s_first_hit_in_the_top_five() -> None:
     assert "target" in [key for key, _ in fuse([lexical, semantic], 5)]
 
 
+def test_fusion_by_score_and_by_reciprocal_rank() -> None:
+    lexical, semantic = [("a", 9.0), ("b", 1.0)], [("b", 0.9), ("c", 0.8)]
+    assert [key for key, _ in fuse([lexical, semantic], 3)] == ["b", "a", "c"]  # b: 1/9 + 1; a: 1; c: 0.89
+    assert fuse([lexical, semantic], 3, k=2) == [("b", 1 / 3 + 1 / 2), ("a", 0.5), ("c", 1 / 3)]  # rank from 0
+    assert fuse([[("x", 1.0)], [("y", 1.0)]], 0) == []
+
+
+def test_recall_ranks_every_category_on_one_scale() -> None:
+    memory = MemoryConfig(store=InMemoryStore(), user="alice", agent="coder", embeddings=Concepts())
+    for category, content in (("entities", "Orders coffee."), ("preferences", "Wants a window seat.")):
+        namespace = memory.namespace(category)
+        (op,) = create_plan([{"category": category, "key": category, "abstract": content, "content": content}], [list(namespace)])
+        apply_op(memory.memory_store, op, f"{category}#0", [], "2026-01-01T00:00:00Z")
+    # no shared word: only the embedding ranks them, and the seat is far nearer than the coffee;
+    # each category's own best would tie (its first hit), and the tie went to "entities" first
+    assert [value["content"] for value in recall(memory, "aisle please", k=1)] == ["Wants a window seat."]
+
+
 @pytest.mark.parametrize("indexed", [False, True])
 def test_a_synonym_only_the_embedding_finds_is_a_hit(indexed: bool) -> None:
     embeddings = Concepts()

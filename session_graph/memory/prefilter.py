@@ -14,7 +14,7 @@ linear time.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Hashable
 import threading
 from typing import Any
 import weakref
@@ -25,6 +25,8 @@ from session_graph.memory.bm25 import Bm25
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
 from session_graph.memory.items import expired, searchable_text
+from session_graph.retrieval.dense import DenseIndex
+from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
 
 __all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
 
@@ -32,8 +34,8 @@ _LIMIT = 1_000_000
 _lock = threading.Lock()
 _indexes: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _Index]] = weakref.WeakKeyDictionary()
 RRF_K = 2
-"""Reciprocal-rank fusion's constant: small, so a list's first hit (rank 0: 1/2) outweighs an
-item that is only third in both lists (2/5), and a strong single-list hit survives the cut."""
+"""The reciprocal-rank constant ``fuse`` used before it fused by score (pass ``k=RRF_K`` for
+that rule): small, so a list's first hit (rank 0: 1/2) outweighs an item only third in both."""
 
 
 class _Index:
@@ -41,7 +43,7 @@ class _Index:
         self.bm25 = Bm25()
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
-        self.vectors: dict[str, tuple[str, list[float]]] = {}
+        self.dense: DenseIndex | None = None  # the config's embeddings' vectors, by key and content hash
         self.seq: int | None = None
 
     def set(self, key: str, value: dict[str, Any] | None) -> None:
@@ -50,7 +52,6 @@ class _Index:
         if old is not None:
             self.by_hash.get(str(old.get("hash")), set()).discard(key)
             self.bm25.remove(key)
-            self.vectors.pop(key, None)
         if value is None or value.get("status") != "active":
             return
         self.values[key] = value
@@ -75,7 +76,7 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
             for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT):
                 if item.namespace == namespace:
                     fresh.set(item.key, item.value)
-            fresh.vectors = {k: v for k, v in index.vectors.items() if k in fresh.values}
+            fresh.dense = index.dense  # vectors are by key and content hash: still right
             index.__dict__.update(fresh.__dict__)
         else:
             for key in keys:
@@ -109,19 +110,28 @@ def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = Non
             "applied": list(value.get("applied") or ())}
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
-
-
-def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int = RRF_K) -> list[tuple[str, float]]:
-    """Reciprocal-rank fusion of best-first rankings with a small ``k`` (see ``RRF_K``)."""
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, (key, _) in enumerate(ranking):
-            fused[str(key)] = fused.get(str(key), 0.0) + 1.0 / (k + rank)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]
+def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None) -> list[tuple[str, float]]:
+    """Fuse best-first rankings into the best ``limit``: retrieval's score fusion
+    (``retrieval.fusion.fuse_scores``, the rule message search uses: each list rescaled by its
+    best score, summed), with each list's first hit always kept, so a strong single-list hit
+    (what only the embedding finds, or only BM25) survives the cut. ``k`` given: reciprocal-rank
+    fusion instead, ``sum 1 / (k + rank)`` with rank from 0 (``RRF_K`` was the old default).
+    """
+    if k is not None:
+        by_rank = [(str(key), score) for key, score in fuse_ranks(rankings, k=k - 1)]  # fuse_ranks counts ranks from 1
+        return sorted(by_rank, key=lambda pair: (-pair[1], pair[0]))[:limit]
+    fused: list[tuple[str, float]] = sorted(((str(key), score) for key, score in fuse_scores(rankings)), key=lambda pair: (-pair[1], pair[0]))
+    top = fused[:limit]
+    chosen = {key for key, _ in top}
+    heads = list(dict.fromkeys(str(ranking[0][0]) for ranking in rankings if ranking))
+    missing = [key for key in heads if key not in chosen]
+    if missing and limit > 0:
+        score_of = dict(fused)
+        keep = [pair for pair in top if pair[0] in heads]
+        rest = [pair for pair in top if pair[0] not in heads]
+        rest = rest[: max(0, limit - len(keep) - len(missing))]
+        top = sorted([*keep, *rest, *((key, score_of[key]) for key in missing)], key=lambda pair: (-pair[1], pair[0]))[:limit]
+    return top
 
 
 def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: BaseStore | None,
@@ -133,14 +143,11 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
         return None
-    stale = [k for k, v in index.values.items() if index.vectors.get(k, ("",))[0] != v.get("hash")]
-    if stale:
-        vectors = embeddings.embed_documents([searchable_text(index.values[k]) for k in stale])
-        for key, vector in zip(stale, vectors, strict=True):
-            index.vectors[key] = (index.values[key].get("hash"), list(vector))
-    query = embeddings.embed_query(text)
-    return sorted(((k, _cosine(query, v[1])) for k, v in index.vectors.items() if k in index.values),
-                  key=lambda pair: -pair[1])[:depth]
+    if index.dense is None or index.dense.embeddings is not embeddings or len(index.dense) > 4 * len(index.values) + 1024:
+        index.dense = DenseIndex(embeddings)  # a new model, or mostly old versions' vectors: start over
+    documents: list[tuple[Hashable, str | None, Any]] = [(key, f"{key}\x00{value.get('hash')}", None) for key, value in index.values.items()]
+    nearest = index.dense.search(text, documents, depth, lambda keys: {k: searchable_text(index.values[k]) for k in keys})
+    return [(str(key), score) for key, score in nearest]
 
 
 def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,

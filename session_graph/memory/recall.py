@@ -1,7 +1,8 @@
 """Recall and remember: what an agent reads from long-term memory and how it adds to it.
 
-``recall`` ranks the active memories of the user and the agent for a query (BM25, fused with
-the config's embeddings when given). ``remember`` stores one fact through the same
+``recall`` ranks the active memories of the user and the agent for a query (BM25 with
+retrieval's tokenizer, fused by retrieval's score rule with the store's vector index or the
+config's embeddings when given). ``remember`` stores one fact through the same
 prefilter, decide and compare-and-set apply steps as a commit (with no model, a conservative
 rule), so a restated or changed fact rewrites the memory it is about instead of adding one.
 """
@@ -21,7 +22,7 @@ from session_graph.memory.categories import CATEGORIES, content_hash
 from session_graph.memory.config import MemoryConfig, expiry
 from session_graph.memory.items import expired
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
-from session_graph.memory.prefilter import _index, _similar, prefilter
+from session_graph.memory.prefilter import _index, _semantic, fuse, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
@@ -29,18 +30,31 @@ __all__ = ["aremember", "cite", "format_memories", "recall", "remember"]
 
 
 def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]:
-    """The ``k`` active memories of ``memory``'s user and agent most relevant to ``query``, best first."""
+    """The ``k`` active memories of ``memory``'s user and agent most relevant to ``query``, best first.
+
+    One BM25 ranking and one ranking by meaning (when the store has a vector index or the
+    config embeddings) over every category, fused once (``prefilter.fuse``: retrieval's score
+    fusion, each list's first hit kept), so a category's best is not taken for the best overall.
+    """
     if not query.strip() or k <= 0:
         return []
-    scored: list[tuple[float, str, dict[str, Any]]] = []
+    depth = max(k * 4, 20)
+    lexical: list[tuple[str, float]] = []
+    semantic: list[tuple[str, float]] | None = None
+    values: dict[str, dict[str, Any]] = {}
     for category in CATEGORIES:
         namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
-        for key, score in _similar(index, query, k, memory.embeddings, memory.memory_store, namespace):
-            if score > 0 and not expired(index.values[key]):
-                scored.append((score, f"{category}/{key}", index.values[key]))
-    scored.sort(key=lambda entry: (-entry[0], entry[1]))
-    return [value for _, _, value in scored[:k]]
+        live = {key for key, value in index.values.items() if not expired(value)}
+        values.update({f"{category}/{key}": index.values[key] for key in live})
+        lexical += [(f"{category}/{key}", score) for key, score in index.bm25.search(query, limit=depth) if key in live]
+        near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
+        if near is not None:
+            semantic = (semantic or []) + [(f"{category}/{key}", score) for key, score in near if key in live]
+    rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth]]
+    if semantic is not None:
+        rankings.append(sorted(semantic, key=lambda pair: (-pair[1], pair[0]))[:depth])
+    return [values[ref] for ref, score in fuse(rankings, k) if score > 0]
 
 
 def cite(value: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Retrieval: ranked search over messages (and, later, long-term memories).
+"""Retrieval: ranked search over messages and long-term memories (``memory.bm25``, the prefilter, ``recall``).
 
 - ``tokenize``: the terms of a text or query (stems, CJK, dates), shared by every index.
 - ``bm25``: an incremental in-memory BM25 index (numpy), with owners and tombstones.

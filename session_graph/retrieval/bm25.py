@@ -4,8 +4,11 @@ Documents get dense integer ids in the order they are added; each carries an own
 (the session it belongs to), so a search can be limited to some owners without a pass
 over the other documents. Adding a document is O(its terms); removing one is a tombstone
 that also takes its terms out of the statistics, so the scores after removals equal a
-rebuilt index's. Postings are Python lists turned into numpy arrays on first use after a
-change (per term), so a query costs O(postings of its terms), not O(documents).
+rebuilt index's. Postings are Python lists copied into numpy arrays grown in place (capacity
+doubling) when a query reads them, only the part added since the last read; the per-document
+arrays grow the same way; so an add costs O(its terms) amortised, never a rebuild, and a query
+costs O(postings of its terms), not O(documents). ``search(common_from=N)``: above N documents,
+a term found in more than half of them is not scored (worth < log 2 each, and O(documents)).
 
 Scores are Okapi BM25 (k1 1.2, b 0.75, idf ``log(1 + (N - df + .5) / (df + .5))``), the
 same formula as SQLite FTS5's ``bm25()``.
@@ -32,8 +35,7 @@ class Bm25Index:
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self._postings: dict[str, tuple[list[int], list[int]]] = {}
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._postings: dict[str, _Postings] = {}
         self._df: Counter[str] = Counter()
         self._lengths: list[int] = []
         self._owners: list[int] = []
@@ -42,9 +44,9 @@ class Bm25Index:
         self._keys: list[Hashable] = []
         self._id_of: dict[Hashable, int] = {}
         self._owner_codes: dict[Hashable, int] = {}
-        self._length_array: np.ndarray | None = None
-        self._owner_array: np.ndarray | None = None
-        self._alive_array: np.ndarray | None = None
+        self._length_array = np.zeros(0, dtype=np.float64)
+        self._owner_array = np.zeros(0, dtype=np.int64)
+        self._alive_array = np.zeros(0, dtype=bool)
         self._count = 0
         self._total = 0
 
@@ -70,10 +72,8 @@ class Bm25Index:
         for term, tf in counts.items():
             postings = self._postings.get(term)
             if postings is None:
-                postings = self._postings[term] = ([], [])
-            postings[0].append(doc)
-            postings[1].append(tf)
-            self._arrays.pop(term, None)
+                postings = self._postings[term] = _Postings()
+            postings.append(doc, tf)
         self._df.update(counts.keys())
         self._keys.append(key)
         self._id_of[key] = doc
@@ -83,7 +83,14 @@ class Bm25Index:
         self._doc_terms.append(tuple(counts))
         self._count += 1
         self._total += len(words)
-        self._length_array = self._owner_array = self._alive_array = None
+        if doc >= len(self._length_array):
+            size = max(16, 2 * (doc + 1))
+            self._length_array = np.resize(self._length_array, size)
+            self._owner_array = np.resize(self._owner_array, size)
+            self._alive_array = np.resize(self._alive_array, size)
+        self._length_array[doc] = len(words)
+        self._owner_array[doc] = self._owners[doc]
+        self._alive_array[doc] = True
         return doc
 
     def remove(self, key: Hashable) -> bool:
@@ -96,7 +103,7 @@ class Bm25Index:
         self._count -= 1
         self._total -= self._lengths[doc]
         self._doc_terms[doc] = ()
-        self._alive_array = None
+        self._alive_array[doc] = False
         return True
 
     def remove_owner(self, owner: Hashable) -> int:
@@ -126,38 +133,34 @@ class Bm25Index:
         """The statistics that define scores (for comparing an incremental index with a rebuilt one)."""
         return {"documents": self._count, "terms": self._total, "df": {t: n for t, n in self._df.items() if n > 0}}
 
+    def df(self, term: str) -> int:
+        """How many indexed documents hold ``term``."""
+        return max(self._df.get(term, 0), 0)
+
     def _array(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        arrays = self._arrays.get(term)
-        if arrays is None:
-            postings = self._postings.get(term)
-            if postings is None:
-                return None
-            arrays = self._arrays[term] = (np.asarray(postings[0], dtype=np.int64), np.asarray(postings[1], dtype=np.float64))
-        return arrays
+        postings = self._postings.get(term)
+        return None if postings is None else postings.view()
 
     def search(
         self, query: Iterable[str], limit: int = 10, *, owners: Iterable[Hashable] | None = None,
-        allow: np.ndarray | None = None,
+        allow: np.ndarray | None = None, common_from: int | None = None,
     ) -> list[tuple[Hashable, float]]:
         """The best ``limit`` (key, score) pairs for the query terms, best first (score > 0).
 
         ``owners``: only documents of these owners. ``allow``: a boolean mask by document id
-        (see ``mask``), for filters the caller computes (a time range).
+        (see ``mask``), for filters the caller computes (a time range). ``common_from``: above
+        this many documents, terms in more than half of them are skipped (see the module docstring).
         """
         if not self._count or limit <= 0:
             return []
         n = len(self._keys)
-        if self._length_array is None or len(self._length_array) != n:
-            self._length_array = np.asarray(self._lengths, dtype=np.float64)
-            self._owner_array = np.asarray(self._owners, dtype=np.int64)
-        if self._alive_array is None or len(self._alive_array) != n:
-            self._alive_array = np.asarray(self._alive, dtype=bool)
+        skip_from = self._count / 2 if common_from is not None and self._count > common_from else None
         average = self._total / self._count or 1.0
         scores = np.zeros(n, dtype=np.float64)
         hit: list[np.ndarray] = []
         for term in dict.fromkeys(query):
             df = self._df.get(term, 0)
-            if df <= 0:
+            if df <= 0 or (skip_from is not None and df > skip_from):
                 continue
             arrays = self._array(term)
             if arrays is None:
@@ -203,3 +206,32 @@ class Bm25Index:
     def doc_id(self, key: Hashable) -> int | None:
         """The id of an indexed document, or None."""
         return self._id_of.get(key)
+
+
+class _Postings:
+    """One term's postings: appended to Python lists (cheap), copied into numpy arrays grown in
+    place when a query reads them (only the part added since the last read). The arrays and
+    how far they are filled are published together, after the copy, so a reader never sees
+    a slot not yet written."""
+
+    __slots__ = ("docs", "state", "tfs")
+
+    def __init__(self) -> None:
+        self.docs: list[int] = []
+        self.tfs: list[int] = []
+        self.state: tuple[np.ndarray, np.ndarray, int] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), 0)
+
+    def append(self, doc: int, tf: int) -> None:
+        self.docs.append(doc)
+        self.tfs.append(tf)
+
+    def view(self) -> tuple[np.ndarray, np.ndarray]:
+        doc_array, tf_array, synced = self.state
+        n = len(self.docs)
+        if synced < n:
+            if n > len(doc_array):
+                doc_array, tf_array = np.resize(doc_array, 2 * n), np.resize(tf_array, 2 * n)
+            doc_array[synced:n] = self.docs[synced:n]
+            tf_array[synced:n] = self.tfs[synced:n]
+            self.state = (doc_array, tf_array, n)
+        return doc_array[:n], tf_array[:n]

@@ -71,7 +71,7 @@ def test_file_store_layout_is_openvikings(tmp_path: Path) -> None:
 
 
 def test_bm25_reads_cjk_and_word_pieces() -> None:
-    assert "编辑" in terms("我喜欢编辑器") and "#deplo" in terms("deployment")
+    assert "编辑" in terms("我喜欢编辑器") and terms("deployment") == terms("deploys")  # one stem
     index = Bm25()
     index.add("zh", "用户喜欢深色主题的编辑器")
     index.add("en", "prefers window seats on flights")
