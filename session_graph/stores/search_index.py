@@ -39,6 +39,7 @@ from session_graph.stores.search_terms import (
     end_of,
     entry_line,
     header_line,
+    key_of_log,
     parse_line,
     record_text,
     reset_line,
@@ -139,10 +140,16 @@ class JsonlSearch:
             _unlink(path)
 
     def deleted(self, log_path: Path) -> None:
-        """Drop the terms file of a deleted session (called under its lock)."""
+        """Drop the terms file of a deleted session and what this process indexed of it (called
+        under its lock): a log written again at that name may get the same inode and size, so the
+        next search could not tell it from the old one."""
         self._appends += 1  # the next search checks the files again
         search_marker.bump(log_path.parent)
         _unlink(terms_path(log_path))
+        with self._lock:
+            for tenant, state in self._tenants.items():
+                if log_path.name in state.sessions and self.store._dir(tenant) == log_path.parent:
+                    self._drop(state, log_path.name)
 
     # -- reading ----------------------------------------------------------------------------------
     def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
@@ -322,7 +329,7 @@ class JsonlSearch:
     def _complete(self, tenant: str, state: _Tenant, folder: Path, name: str) -> None:
         """Index the log lines past the terms file's end, under the session's lock."""
         session = state.sessions[name]
-        with self._writing(tenant, session.key or _key_of(folder, name)):
+        with self._writing(tenant, session.key or key_of_log(folder, name)):
             path = terms_path(folder / name)
             with open(path, "rb") as handle:  # another writer may have caught up meanwhile
                 handle.seek(session.consumed)
@@ -345,7 +352,7 @@ class JsonlSearch:
         """Write a session's terms file again from its log (atomically), under its lock, and load it."""
         self._drop(state, name)
         session = _Session(key="")
-        key = _key_of(folder, name)
+        key = key_of_log(folder, name)
         with self._writing(tenant, key):
             log_path = folder / name
             if not log_path.exists():
@@ -377,18 +384,6 @@ class JsonlSearch:
             state.index.remove_owner(session.key)
             for ref in [r for r in state.where if r[0] == session.key]:
                 del state.where[ref]
-
-
-
-def _key_of(folder: Path, name: str) -> str:
-    stem = name[: -len(".jsonl")]
-    key = decode_name(stem)
-    if key is not None:
-        return key
-    try:
-        return str(json.loads((folder / f"{stem}.meta.json").read_bytes()).get("key") or stem)
-    except (OSError, ValueError, AttributeError):
-        return stem
 
 
 def _unlink(path: Path) -> None:

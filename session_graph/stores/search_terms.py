@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 import zlib
 
+from session_graph._base.files import decode_name
 from session_graph.retrieval.tokenize import TOKENIZER, terms
 
 try:
@@ -22,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover
     _loads = json.loads
 
-__all__ = ["HEADER", "end_of", "entry_line", "header_line", "parse_line", "record_text", "reset_line", "scan_log", "skip_line", "terms_path"]
+__all__ = ["HEADER", "end_of", "entry_line", "header_line", "key_of_log", "parse_line", "record_text", "reset_line", "scan_log", "skip_line", "terms_path"]
 
 HEADER = "sg-search-1"
 
@@ -140,3 +141,15 @@ def end_of(path: Path) -> int | None:
         return 0
     offset, length = document.get("o"), document.get("n")
     return offset + length if isinstance(offset, int) and isinstance(length, int) else None
+
+
+def key_of_log(folder: Path, name: str) -> str:
+    """The session key of a log file name (its meta file says it when the name does not decode)."""
+    stem = name[: -len(".jsonl")]
+    key = decode_name(stem)
+    if key is not None:
+        return key
+    try:
+        return str(json.loads((folder / f"{stem}.meta.json").read_bytes()).get("key") or stem)
+    except (OSError, ValueError, AttributeError):
+        return stem
