@@ -15,6 +15,7 @@ counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 f
 
 from __future__ import annotations
 
+import sys
 import argparse
 from collections.abc import Iterator
 import os
@@ -29,6 +30,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
 
