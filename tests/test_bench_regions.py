@@ -33,11 +33,12 @@ def test_a_rewrite_replaces_one_region_and_keeps_the_rest() -> None:
 
 
 _FIGURE = re.compile(r"(?<![<>]= )(?<![\w.])\d[\d,]*(?:\.\d+)?(?: ?(?:x|ms|us|µs)\b)"
-                     r"|recall@\d+[^.\n]{0,40}?\b[01]\.\d\d|share (?:of )?[01]\.\d\d")
+                     r"|recall@\d+[^.\n]{0,40}?\b[01]\.\d\d|share (?:of )?[01]\.\d\d"
+                     r"|^\|(?:[^|\n]*\|)*?\s*\d[\d,./]*\s*\|(?:[^|\n]*\|)*?\s*\d[\d,./]*\s*\|.*$", re.M)  # a table of counts
 
 
 def stated_figures(text: str) -> list[str]:
-    """Measured-looking figures (a ratio, a time, a recall, a share) in ``text`` outside the bench
+    """Measured-looking figures (a ratio, a time, a recall, a share, a table of counts) in ``text`` outside the bench
     regions; a goal stated with ``<=`` or ``>=`` is not one."""
     return [m.group(0) for m in _FIGURE.finditer(run_all()._REGION.sub("", text))]
 
@@ -50,5 +51,6 @@ def test_the_readme_states_no_measured_figure_outside_the_bench_regions() -> Non
 
 def test_the_figure_check_catches_hand_written_figures_and_spares_goals_and_regions() -> None:
     text = ("a save costs 1.02x the CPU, a query 0.56 ms; recall@5 on 100 restated memories: 1.00; "
-            "duplicate share 0.24 (goal: <= 1.2x)\n<!-- bench:a -->\n3.5x 4 ms\n<!-- /bench:a -->\n")
-    assert stated_figures(text) == ["1.02x", "0.56 ms", "recall@5 on 100 restated memories: 1.00", "share 0.24"]
+            "duplicate share 0.24 (goal: <= 1.2x)\n| memo | 4 | 1 | 10/12 |\n| `x` | `0.8` | a default |\n<!-- bench:a -->\n3.5x 4 ms\n<!-- /bench:a -->\n")
+    assert stated_figures(text) == ["1.02x", "0.56 ms", "recall@5 on 100 restated memories: 1.00", "share 0.24",
+                                   "| memo | 4 | 1 | 10/12 |"]
