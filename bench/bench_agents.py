@@ -18,6 +18,7 @@ durability, <= 3x with ``"exit"``.
 
 from __future__ import annotations
 
+import sys
 import argparse
 from collections.abc import Iterator
 import json
@@ -34,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
 

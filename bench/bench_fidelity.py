@@ -48,7 +48,7 @@ from session_graph import Session, TiktokenCounter, message_tokens
 
 MEMO_HEADER = "Memo of the earlier conversation (JSON):\n"
 MARKER = re.compile(r"@(\d{4})@")
-NUMBER = re.compile(r"\b(\d{1,4})(?:-(\d{1,4}))?\b")
+NUMBER = re.compile(r"\b(\d{1,4})(?::(\d{1,4}))?\b")
 BUDGET = 4000
 COUNTER = TiktokenCounter("o200k_base")
 EN = ["the export job", "a flaky test", "the billing report", "cache keys", "the retry policy", "deploy windows"]
@@ -132,15 +132,15 @@ def ranges(numbers: set[int]) -> str:
         elif n == prev + 1:
             prev = n
         else:
-            parts.append(f"{start}-{prev}" if start != prev else str(start))
+            parts.append(f"{start:04d}:{prev:04d}" if start != prev else f"{start:04d}")
             start = prev = n
     if start is not None:
-        parts.append(f"{start}-{prev}" if start != prev else str(start))
+        parts.append(f"{start:04d}:{prev:04d}" if start != prev else f"{start:04d}")
     return ", ".join(parts)
 
 
 def decode(text: str) -> set[int]:
-    """The message numbers a summary says it holds (ranges ``a-b`` and single numbers)."""
+    """The message numbers a summary says it holds (ranges ``a:b`` and single numbers, zero-padded as the markers are)."""
     seen: set[int] = set()
     for line in text.splitlines():
         if "seen" not in line:
@@ -192,12 +192,12 @@ class MarkerModel(BaseChatModel):
         if compression and not honour:  # ignores the budget again: gives the same content back
             reply = json.dumps({"memo": json.loads(messages[-1].text)}) if memo else messages[-1].text
         elif memo:
-            content: Any = ranges(known) if honour else [f"seen {n}" for n in sorted(known)]
+            content: Any = ranges(known) if honour else [f"seen {n:04d}" for n in sorted(known)]
             reply = json.dumps({"memo": {"topic": "support work", "seen": content}})
         elif honour:
             reply = f"Overview: support work\nKey facts and decisions:\n- seen {ranges(known)}\nOpen tasks:\n- none"
         else:
-            reply = "Overview: support work\nKey facts and decisions:\n" + "\n".join(f"- seen {n}" for n in sorted(known))
+            reply = "Overview: support work\nKey facts and decisions:\n" + "\n".join(f"- seen {n:04d}" for n in sorted(known))
         self.last = reply if not memo else json.dumps(json.loads(reply)["memo"], ensure_ascii=False)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 

@@ -41,6 +41,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.store.memory import InMemoryStore
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session
 from session_graph.memory import MemoryConfig
 from session_graph.memory.apply import apply_op

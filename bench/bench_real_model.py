@@ -50,6 +50,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.json import parse_json_markdown
 from langgraph.store.memory import InMemoryStore
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import MemoUpdateError, ModelReplyError, Session
 from session_graph.compression.fold_check import ignored_reason
 from session_graph.compression.memo import parse_memo_reply

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from recall_data import Benchmark, generate
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import SessionManager
 from session_graph.retrieval.tokenize import terms
 from session_graph.stores import JsonlStore, PostgresStore, SqliteStore

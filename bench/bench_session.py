@@ -12,6 +12,8 @@ ratio to a baseline measured in the same process, so machine noise cancels out:
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 import json
 import statistics
@@ -21,6 +23,7 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, message_chars
 from session_graph.compression.memo import ModelMemoUpdater
 

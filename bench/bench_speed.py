@@ -20,6 +20,7 @@ Goals (issues 13 and 25):
 
 from __future__ import annotations
 
+import sys
 import argparse
 import asyncio
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from typing import Any, TypedDict
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
 from langgraph.graph import END, START, StateGraph
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager, TiktokenCounter, message_tokens
 from session_graph.stores import JsonlStore, PostgresStore, SqliteStore
 

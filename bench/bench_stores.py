@@ -26,6 +26,7 @@ import time
 
 from langchain_core.messages import AIMessage, HumanMessage, message_to_dict
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph.stores import JsonlStore, PostgresStore, SessionManager, SessionStore, SqliteStore, open_store
 from session_graph.stores.codec import message_record
 

@@ -14,6 +14,7 @@ the same process:
 
 from __future__ import annotations
 
+import sys
 import argparse
 import base64
 import json
@@ -24,6 +25,7 @@ import time
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, trim_messages
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session
 from session_graph.accounting.tokens import ApproxTokenCounter, TiktokenCounter, message_tokens
 

@@ -15,6 +15,7 @@ counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 f
 
 from __future__ import annotations
 
+import sys
 import argparse
 import os
 from pathlib import Path
@@ -29,6 +30,7 @@ from bench_agents import _question as question
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
 

@@ -51,7 +51,16 @@ BENCHES = [
           "exact-counter turn cost vs one encode; trim_messages comparison; the estimate's accuracy"),
     Bench("agents", "bench_agents.py", (), ("--turns", "200", "--stock-turns", "100"),
           "checkpoint bytes and turn time with and without the middleware"),
-    Bench("memory", "bench_memory.py", (), (), "long-term memory: duplicates, traffic, commit phases, recall"),
+    Bench("memory", "bench_memory.py", (), (),
+          "long-term memory: duplicates, traffic, commit phases, prefilter recall (BM25 and OfflineEmbeddings)"),
+    Bench("memory_realistic", "bench_memory.py", ("--realistic",), ("--seeds", "1"),
+          "realistic memory workload, 1 and 2-3 racing processes, file and SqliteStore; prefilter scaling"),
+    Bench("recall", "bench_recall.py", (), ("--quick",),
+          "history recall@k vs rank_bm25; index cost per save; search latency by size (no model)"),
+    Bench("real_model_fake", "bench_real_model.py", ("--fake",), (),
+          "memo, summary, commit with a scripted model writing messy reply shapes: refusals, facts kept"),
+    Bench("real_model_replay", "bench_real_model.py", ("--replay", "tests/data/real-model-replies.json"), (),
+          "recorded Qwen2.5-Coder-1.5B replies read again: refused now vs by the previous parser"),
     Bench("fidelity", "bench_fidelity.py", (), ("--messages", "500"),
           "summary and memo modes vs SummarizationMiddleware and langmem"),
 ]
@@ -114,7 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.list:
         for bench in BENCHES:
-            print(f"{bench.name:>9}: bench/{bench.script}: {bench.what}")
+            print(f"{bench.name:>17}: bench/{bench.script}: {bench.what}")
         return
     problems = check(README.read_text())
     if problems or args.check:
