@@ -18,13 +18,13 @@ durability, <= 3x with ``"exit"``.
 
 from __future__ import annotations
 
-import sys
 import argparse
 from collections.abc import Iterator
 import json
 from pathlib import Path
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from typing import Any

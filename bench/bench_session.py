@@ -12,11 +12,11 @@ ratio to a baseline measured in the same process, so machine noise cancels out:
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 import argparse
 import json
+from pathlib import Path
 import statistics
+import sys
 import time
 from typing import Any
 

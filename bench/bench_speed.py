@@ -20,7 +20,6 @@ Goals (issues 13 and 25):
 
 from __future__ import annotations
 
-import sys
 import argparse
 import asyncio
 from collections.abc import Callable
@@ -30,6 +29,7 @@ import os
 from pathlib import Path
 import random
 import statistics
+import sys
 import tempfile
 import time
 import tracemalloc

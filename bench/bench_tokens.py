@@ -14,13 +14,13 @@ the same process:
 
 from __future__ import annotations
 
-import sys
 import argparse
 import base64
 import json
 from pathlib import Path
 import random
 import statistics
+import sys
 import time
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, trim_messages

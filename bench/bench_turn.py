@@ -15,11 +15,11 @@ counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 f
 
 from __future__ import annotations
 
-import sys
 import argparse
 import os
 from pathlib import Path
 import statistics
+import sys
 import tempfile
 import time
 from typing import Any
