@@ -228,3 +228,13 @@ def test_a_model_whose_structured_output_is_refused_is_asked_as_text() -> None:
         session.append_message({"role": "assistant", "content": "Noted."})
     session.resize(force="deep")
     assert session.memo_for_model == {"city": "Berlin"} and updater.structured is None
+
+
+@pytest.mark.parametrize("reply", ["{'}': {'': None}, ''", "{'}': {'': null}, ''", "Updated memo: {'a}': {'b': 1}, 'c"])
+def test_a_single_quoted_reply_cut_after_a_brace_in_a_key_is_refused_not_read_from_its_inner_object(reply: str) -> None:
+    """A cut reply whose only balanced part is an inner object (the scan that ignores single
+    quotes closes the outer one at a ``}`` inside a key) is refused, never taken as the memo
+    (found by the reply corpus)."""
+    with pytest.raises(MemoUpdateError) as caught:
+        parse_memo_reply(AIMessage(content=reply))
+    assert isinstance(caught.value.__cause__, ModelReplyError)

@@ -158,13 +158,23 @@ def _load(span: str) -> Any:
         return json.loads(_lenient(span), strict=False)
 
 
+def _is_object(span: str) -> bool:
+    try:
+        return isinstance(_load(span), dict)
+    except ValueError:
+        return False
+
+
 def _objects(places: list[str]) -> tuple[list[dict[str, Any]], bool]:
     found: list[dict[str, Any]] = []
     cut = False
     for place in places:
         spans, open_ = _spans(place)
         if open_ and "'" in place:  # an apostrophe read as a quote? balanced without them: not cut
-            spans, open_ = _spans(place, '"')
+            fallback, still_open = _spans(place, '"')
+            outermost = place[place.find("{") : place.rfind("}") + 1]
+            if fallback and (fallback[0] == outermost or _is_object(fallback[0])):  # the outermost object closes that way: not cut
+                spans, open_ = fallback, still_open
         cut = cut or open_
         for span in spans:
             try:
