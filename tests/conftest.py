@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 import json
 import os
 from typing import Any
@@ -10,8 +11,10 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 import pytest
+from stores_util import BACKENDS, make_store
 
 from session_graph import Session
+from session_graph.stores import SessionStore
 
 # Opt-in suites: off in a plain local run (the README's test command stays minutes, offline),
 # on in CI (CI=true) or when their variable is set.
@@ -103,3 +106,17 @@ def chat(session: Session, turns: int, size: int = 10, start: int = 0) -> Sessio
         session.append_message({"role": "user", "content": f"u{i}".ljust(size, ".")})
         session.append_message({"role": "assistant", "content": f"a{i}".ljust(size, ".")})
     return session
+
+
+@pytest.fixture(params=BACKENDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    """Each session-store backend (the conformance suites run on all of them)."""
+    return request.param
+
+
+@pytest.fixture
+def store(kind: str, tmp_path: Any) -> Iterator[SessionStore]:
+    """A fresh store of ``kind``, closed after the test (test modules may define their own ``store``)."""
+    made = make_store(kind, tmp_path)
+    yield made
+    made.close()

@@ -9,26 +9,13 @@ from pathlib import Path
 import subprocess
 import sys
 import textwrap
-from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
-from stores_util import BACKENDS, fresh_tenant, make_store, store_spec
+from stores_util import fresh_tenant, store_spec
 
 from session_graph import Session
 from session_graph.stores import SessionManager, SessionStore
-
-
-@pytest.fixture(params=BACKENDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def store(kind: str, tmp_path: Path) -> Any:
-    made = make_store(kind, tmp_path)
-    yield made
-    made.close()
 
 
 def loaded(store: SessionStore, tenant: str, key: str) -> Session:

@@ -12,22 +12,10 @@ from typing import Any
 from conftest import chat
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 import pytest
-from stores_util import BACKENDS, fresh_tenant, make_store, store_spec
+from stores_util import fresh_tenant, store_spec
 
 from session_graph import InvalidKeyError, Session, StoreError
 from session_graph.stores import SessionManager, SessionStore
-
-
-@pytest.fixture(params=BACKENDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def store(kind: str, tmp_path: Path) -> SessionStore:
-    made = make_store(kind, tmp_path)
-    yield made
-    made.close()
 
 
 @pytest.fixture

@@ -15,24 +15,12 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 import pytest
-from stores_util import BACKENDS, fresh_tenant, make_store
+from stores_util import fresh_tenant, make_store
 
 from session_graph import StoreConflictError
 from session_graph.stores import SessionStore
 from session_graph.stores.base import StoreChange, StoredSession, call_async
 from session_graph.stores.codec import message_record
-
-
-@pytest.fixture(params=BACKENDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def store(kind: str, tmp_path: Path) -> Any:
-    made = make_store(kind, tmp_path)
-    yield made
-    made.close()
 
 
 def record(i: int) -> dict[str, Any]:
