@@ -7,10 +7,10 @@ from pathlib import Path
 import subprocess
 import sys
 
+from cli_util import run
 from conftest import chat
 import pytest
 
-from session_graph.cli import main
 from session_graph.stores import SessionManager
 
 
@@ -23,12 +23,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         manager.save(session)
     manager.close()
     return target
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_list_show_export_search_delete(store: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,11 +8,12 @@ from pathlib import Path
 import subprocess
 import sys
 
+from cli_util import run
 from conftest import chat
 import pytest
 
 from session_graph import Session
-from session_graph.cli import main, parser
+from session_graph.cli import parser
 from session_graph.stores import SessionManager
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,12 +32,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     acme.save(chat(acme.get_or_create("t:1"), 1))
     manager.close()
     return target
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_verbose_shows_the_package_log_for_every_read_command(store: str, capsys: pytest.CaptureFixture[str]) -> None:
