@@ -5,6 +5,11 @@ it once and updates running totals; ``judge_resize`` reads those totals. ``resiz
 the LangGraph resize graph on the state and commits its result in one step, so a failure
 anywhere leaves the session as it was (a memo failure keeps what the memo folded, see
 ``MemoUpdateError``). Sync methods work inside a running event loop too.
+
+The state, a turn, a resize and the view are defined here. Each other cohesive group (export,
+search, display, parts, commit, configuration) is a set of functions in its concept's package,
+their first parameter the session typed by that package's Protocol, taken as methods by name
+(``commit = session_commit.commit``): see ARCHITECTURE.md, "The facade".
 """
 
 from __future__ import annotations
@@ -199,7 +204,7 @@ class Session:
         return self._state
 
     # -- settings ------------------------------------------------------------------------
-    set_settings = session_config.set_settings  # a function taken as a method (see the groups below)
+    set_settings = session_config.set_settings  # resize/session_config.py, as the plug points below
     configure = session_config.configure
 
     def use_lite(self, *, chars: int | None = None, messages: int | None = None, every_n_turns: int | None = None) -> Self:
@@ -340,9 +345,6 @@ class Session:
         """Mark the session changed, so the next ``SessionManager.save`` writes it (after metadata edits)."""
         self.revision += 1
         return self
-
-    # -- The groups below are functions of their concept's package, taken as methods by name:
-    # -- Python binds them like any method; each one's signature and docstring live with its code.
 
     # -- search: retrieval/session_search.py ---------------------------------------------
     search = session_search.search
