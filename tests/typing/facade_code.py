@@ -1,4 +1,4 @@
-"""Every method ``Session`` takes from its concept's package, called as a user would, checked by
+"""Every method ``Session`` (and ``SessionManager``) takes from a package, called as a user would, checked by
 ``mypy --strict`` (tests/test_typing.py): a method taken by name (``commit = session_commit.commit``)
 type-checks only if ``Session`` satisfies the Protocol its first parameter declares."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from session_graph import Session
+from session_graph import Session, SessionManager
 
 
 async def every_method(session: Session, message: BaseMessage) -> list[object]:
@@ -27,3 +27,8 @@ async def every_method(session: Session, message: BaseMessage) -> list[object]:
     figures = [session.plot(unit="tokens"), session.plot_costs()]
     tool = session.update_tool_part("m1", "t1", "ok", "completed")
     return [history, hits, parts, result, again, drawings, figures, tool, message]
+
+
+def manager_imports(manager: SessionManager) -> list[str]:
+    return [*manager.import_nanobot("sessions", on_existing="skip"), *manager.import_document("s.json", key="k"),
+            *manager.import_openviking("viking", on_existing="replace")]
