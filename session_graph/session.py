@@ -104,14 +104,16 @@ class Session:
         if memory is not None and not isinstance(memory, MemoryConfig):
             raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
         self.memory = memory
-        self.handlers = Handlers(policy=policy_handler, resize_handlers=resize_handlers, attachment_summary=attachment_summary_handler,
-                                 memo_update=memo_update_handler, summary=summary_handler, model=model)
+        self.handlers = Handlers(policy=policy_handler, resize_handlers=resize_handlers, model=model,
+                                 attachment_summary=attachment_summary_handler, memo_update=memo_update_handler,
+                                 summary=summary_handler)
         self._commit_overrides: dict[str, Any] = {}  # commit step -> replacement (override_commit_node)
         self.metadata: dict[str, Any] = {}
         self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
         self.cleared = False  # set by clear(); the next save replaces what the store holds
-        state = SessionState(id=id or new_id(), full_chat_history=[], current_chat_history=[], memo={}, settings=SessionSettings(settings))
-        self._core = SessionCore(state, has_extras=has_extras, strip_view=strip_view)  # the state, its ledger, trace, revision, view cache
+        state = SessionState(id=id or new_id(), full_chat_history=[], current_chat_history=[], memo={},
+                             settings=SessionSettings(settings))
+        self._core = SessionCore(state, has_extras=has_extras, strip_view=strip_view)  # + ledger, trace, revision, view cache
         if token_counter is not None:
             self.set_token_counter(token_counter)
 
