@@ -5,14 +5,19 @@ it once and updates running totals; ``judge_resize`` reads those totals. ``resiz
 the LangGraph resize graph on the state and commits its result in one step, so a failure
 anywhere leaves the session as it was (a memo failure keeps what the memo folded, see
 ``MemoUpdateError``). Sync methods work inside a running event loop too.
+
+The state, a turn, a resize and the view are defined here. Each other cohesive group (export,
+search, display, parts, commit, configuration) is a set of functions in its concept's package,
+their first parameter the session typed by that package's Protocol, taken as methods by name
+(``commit = session_commit.commit``): see ARCHITECTURE.md, "The facade".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Self
+from collections.abc import Mapping
+from typing import Any, Self
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
@@ -20,29 +25,17 @@ from session_graph._base.flow import adrive, drive
 from session_graph._base.ids import new_id, utc_now
 from session_graph.accounting.counters import SessionCounter
 from session_graph.accounting.window import WindowTotals
-from session_graph.commit import commit_result, run_commit, run_commit_async
-from session_graph.commit.graph import build_commit_graph
-from session_graph.commit.session_commit import (
-    Checkpoint,
-    adopt_commit,
-    commit_context,
-    draw_commit_graph,
-    with_commit_override,
-)
+from session_graph.commit import session_commit
 from session_graph.compression.context import memo_for_model
-from session_graph.display.cards import session_card
-from session_graph.display.plots import plot_costs, plot_window
-from session_graph.display.session_display import draw_resize_graph
-from session_graph.display.viz import GraphDrawing
+from session_graph.display import session_display
 from session_graph.errors import ConfigurationError
-from session_graph.interop import export
-from session_graph.interop.nanobot import session_history
+from session_graph.interop import session_export
+from session_graph.memory import session_parts
 from session_graph.memory.config import MemoryConfig
-from session_graph.memory.parts import Part, has_extras, strip_view
-from session_graph.memory.session_parts import part_messages, parts_in_history, tool_result
-from session_graph.memory.usage import usage_records
+from session_graph.memory.parts import has_extras, strip_view
 from session_graph.messages import MessageInput, check_storable, to_message
-from session_graph.resize.handlers import Handlers, checked_callable
+from session_graph.resize import session_config
+from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger
 from session_graph.resize.policy import Decision, PolicyHandler
 from session_graph.resize.run import ResizeEvent
@@ -55,11 +48,9 @@ from session_graph.resize.state import (
     SummaryHandler,
 )
 from session_graph.resize.trace import ResizeTrace
-from session_graph.resize.view import SessionView, recent_history
+from session_graph.resize.view import SessionView
+from session_graph.retrieval import session_search
 from session_graph.settings import SessionSettings
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 __all__ = ["Session"]
 
@@ -113,29 +104,16 @@ class Session:
         if memory is not None and not isinstance(memory, MemoryConfig):
             raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
         self.memory = memory
-        self.handlers = Handlers(
-            policy=policy_handler,
-            resize_handlers=resize_handlers,
-            attachment_summary=attachment_summary_handler,
-            memo_update=memo_update_handler,
-            summary=summary_handler,
-            model=model,
-        )
+        self.handlers = Handlers(policy=policy_handler, resize_handlers=resize_handlers, model=model,
+                                 attachment_summary=attachment_summary_handler, memo_update=memo_update_handler,
+                                 summary=summary_handler)
         self._commit_overrides: dict[str, Any] = {}  # commit step -> replacement (override_commit_node)
         self.metadata: dict[str, Any] = {}
         self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
         self.cleared = False  # set by clear(); the next save replaces what the store holds
-        self._core = SessionCore(  # the state, its ledger, trace, revision and view cache (resize/session_run.py)
-            SessionState(
-                id=id or new_id(),
-                full_chat_history=[],
-                current_chat_history=[],
-                memo={},
-                settings=SessionSettings(settings),
-            ),
-            has_extras=has_extras,
-            strip_view=strip_view,
-        )
+        state = SessionState(id=id or new_id(), full_chat_history=[], current_chat_history=[], memo={},
+                             settings=SessionSettings(settings))
+        self._core = SessionCore(state, has_extras=has_extras, strip_view=strip_view)  # + ledger, trace, revision, view cache
         if token_counter is not None:
             self.set_token_counter(token_counter)
 
@@ -228,30 +206,8 @@ class Session:
         return self._state
 
     # -- settings ------------------------------------------------------------------------
-    def set_settings(self, key: str, value: Any) -> Self:
-        """Replace the setting at a dotted key (``"session.limit"``, ``"session.mode"``...)."""
-        self._state.settings.set(key, value)
-        self.revision += 1
-        return self
-
-    def configure(
-        self,
-        *,
-        mode: Literal["lite", "memo"] | None = None,
-        limit: Mapping[str, int | None] | None = None,
-        every_n_turns: int | None = None,
-    ) -> Self:
-        """Set mode, limit and cadence at once; nothing changes if any value is invalid."""
-        staged = SessionSettings(self._state.settings.to_dict())
-        if mode is not None:
-            staged.set("session.mode", mode)
-        if limit is not None:
-            staged.set("session.limit", dict(limit))
-        if every_n_turns is not None:
-            staged.set("session.resize.every_n_turns", every_n_turns)
-        self._state.settings = staged
-        self.revision += 1
-        return self
+    set_settings = session_config.set_settings  # resize/session_config.py, as the plug points below
+    configure = session_config.configure
 
     def use_lite(self, *, chars: int | None = None, messages: int | None = None, every_n_turns: int | None = None) -> Self:
         """Lite mode: prune to the limits, no memo (clears an explicit memo.enabled)."""
@@ -267,36 +223,13 @@ class Session:
         self._state.settings.set("session.memo.enabled", None)
         return self
 
-    # -- handlers ------------------------------------------------------------------------
-    def set_policy_handler(self, policy_handler: PolicyHandler | None) -> Self:
-        """Replace the policy (None restores the default)."""
-        self.handlers.policy = checked_callable(policy_handler, "policy handler")
-        return self
-
-    def set_resize_handlers(self, resize_type: str, resize_handler: ResizeHandler | None) -> Self:
-        """Route ``resize_type`` to a handler (None removes it; lite/deep fall back to the defaults)."""
-        self.handlers.set_resize(resize_type, resize_handler)
-        return self
-
-    def set_attachment_summary_handler(self, attachment_summary_handler: AttachmentSummaryHandler | None) -> Self:
-        """Set how attachments are summarised for the memo, ``(message) -> list[dict]`` (None: the built-in summary)."""
-        self.handlers.attachment_summary = checked_callable(attachment_summary_handler, "attachment summary handler")
-        return self
-
-    def set_memo_update_handler(self, memo_update_handler: MemoUpdateHandler | None) -> Self:
-        """Set the memo update, ``(memo, messages, attachments, settings) -> dict`` (None: the model's, if any)."""
-        self.handlers.memo_update = checked_callable(memo_update_handler, "memo update handler")
-        return self
-
-    def set_summary_handler(self, summary_handler: SummaryHandler | None) -> Self:
-        """Replace the summary fold of summary mode: ``(summary, messages, settings) -> str``."""
-        self.handlers.summary = checked_callable(summary_handler, "summary handler")
-        return self
-
-    def override_node(self, name: str, node: Callable[..., Any] | None) -> Self:
-        """Replace one built-in node of the resize graph (None restores it)."""
-        self.handlers.override(name, node)
-        return self
+    # -- plug points: resize/session_config.py ---------------------------------------------
+    set_policy_handler = session_config.set_policy_handler
+    set_resize_handlers = session_config.set_resize_handlers
+    set_attachment_summary_handler = session_config.set_attachment_summary_handler
+    set_memo_update_handler = session_config.set_memo_update_handler
+    set_summary_handler = session_config.set_summary_handler
+    override_node = session_config.override_node
 
     @property
     def model(self) -> Runnable | None:
@@ -387,16 +320,13 @@ class Session:
         """Async twin of :meth:`resize`."""
         return await self._core.resize(self.handlers, force)
 
-    def _install(self, state: SessionState, *, reindex: bool = True) -> None:
-        self._core.install(state, reindex=reindex)  # adopt a state, rebuild what derives from it
-
     def _trim_archived(self) -> None:
         self._core.trim_archived()  # session.memory.trim_window: archived messages leave the window
 
     # -- lifecycle -----------------------------------------------------------------------
     def restore(self, state: SessionState) -> Self:
         """Adopt a whole state (what stores and imports use); derived accounting is rebuilt."""
-        self._install(state)
+        self._core.install(state)
         return self
 
     def clear(self) -> Self:
@@ -418,78 +348,18 @@ class Session:
         self.revision += 1
         return self
 
-    def search(self, query: str, k: int = 10, *, mode: str = "ranked", options: Any = None, **settings: Any) -> list[Any]:
-        """The ``k`` messages of the whole history (window, evicted, archived) that best match ``query``.
+    # -- search: retrieval/session_search.py ---------------------------------------------
+    search = session_search.search
+    asearch = session_search.asearch
 
-        Ranked by BM25 over stemmed, CJK-aware terms (``session_graph.retrieval``); a session a
-        ``SessionManager`` loaded lazily asks the store's index for the part still in the store
-        instead of reading it. ``mode="substring"``: the messages containing ``query``
-        (case-insensitive), oldest first. ``settings`` (``around``, ``since``, ``until``,
-        ``dense``, ``reranker``...) or ``options`` are a ``retrieval.search.SearchOptions``.
-        Returns ``SearchHit``s (``key`` is the session id, ``seq`` the position in the history).
-        """
-        from session_graph.retrieval.messages import session_search, substring_search
-        from session_graph.retrieval.search import make_options
-
-        if mode == "substring":
-            return substring_search(self, query, k)
-        if mode != "ranked":
-            raise ConfigurationError(f"mode must be 'ranked' or 'substring', got {mode!r}.")
-        return session_search(self, query, k, make_options(options, settings))
-
-    async def asearch(self, query: str, k: int = 10, *, mode: str = "ranked", options: Any = None, **settings: Any) -> list[Any]:
-        """Async twin of ``search`` (run in a worker thread: a long history or a store's index
-        never holds the event loop)."""
-        import asyncio
-
-        return await asyncio.to_thread(self.search, query, k, mode=mode, options=options, **settings)
-
-    def get_history(self, max_messages: int | None = None, *, compat: str | None = None) -> list[dict[str, Any]]:
-        """The newest window messages as OpenAI-style dicts for an LLM (tool fields kept).
-
-        At most ``max_messages`` (default 50), opening on a user turn when the slice holds one,
-        cut so that no tool result loses its call; a tool call with no result is answered by a
-        synthetic "cancelled" result (as in ``view()``); ``reasoning_content`` is kept.
-
-        With ``compat="nanobot"`` (or ``"nanobot-0.1"``, ``"-0.2"``, ``"-0.3"``): exactly what
-        nanobot's own ``get_history(max_messages)`` returns for this session's records (the
-        version the session was imported from, else 0.3.x; ``max_messages`` None for that
-        version's default), from nanobot's archive watermark on (see
-        :mod:`session_graph.interop.nanobot`).
-        """
-        if compat is not None:
-            meta = self.metadata.get("nanobot")
-            return session_history(self.full_chat_history, self.arrived_at, meta if isinstance(meta, dict) else {},
-                                   max_messages, compat)
-        return recent_history(self._state.current_chat_history, 50 if max_messages is None else max_messages)
-
-    # -- export: the spec's names; the format lives in interop/export.py -----------------
-    def to_dict(self) -> dict[str, Any]:
-        """The session as a plain dict (what to_json and to_yaml write)."""
-        return export.session_document(self._state, self.trace)
-
-    def to_json(self) -> str:
-        """The session as JSON text (``to_dict()``, ASCII-safe); ``Session.from_json`` loads it back."""
-        return export.to_json(self.to_dict())
-
-    def to_yaml(self) -> str:
-        """The session as YAML text (``to_dict()``); ``Session.from_yaml`` loads it back."""
-        return export.to_yaml(self.to_dict())
-
-    def load_json(self, value: str) -> Self:
-        """Replace this session's state with a JSON document; nothing changes on error."""
-        return self.load_dict(export.parse_json(value))
-
-    def load_yaml(self, value: str) -> Self:
-        """Replace this session's state with a YAML document; nothing changes on error."""
-        return self.load_dict(export.parse_yaml(value))
-
-    def load_dict(self, data: Any) -> Self:
-        """Replace this session's state with a parsed document; nothing changes on error."""
-        state, trace = export.read_document(data, keep_id=self.id)
-        self._install(state)
-        self.trace.replace(trace)
-        return self
+    # -- export and history in other shapes: interop/session_export.py --------------------
+    to_dict = session_export.to_dict
+    to_json = session_export.to_json
+    to_yaml = session_export.to_yaml
+    load_dict = session_export.load_dict
+    load_json = session_export.load_json
+    load_yaml = session_export.load_yaml
+    get_history = session_export.get_history
 
     @classmethod
     def from_json(cls, value: str, **kwargs: Any) -> Self:
@@ -501,150 +371,24 @@ class Session:
         """A new session from a YAML document (handlers and model as keyword arguments)."""
         return cls(**kwargs).load_yaml(value)
 
-    # -- display: drawings, plots and the card live in display/, handed what they draw ---
-    def draw_mermaid(self) -> str:
-        """Mermaid text of the resize graph, with the policy's labels on the edges."""
-        return self.graph.get_graph().draw_mermaid()
+    # -- display: display/session_display.py (drawings, plots, the Jupyter card) -----------
+    draw = session_display.draw
+    draw_mermaid = session_display.draw_mermaid
+    plot = session_display.plot
+    plot_costs = session_display.plot_costs
+    _repr_html_ = session_display._repr_html_
 
-    def draw(self, *, format: Literal["svg", "mermaid"] = "svg", highlight: Any = None) -> GraphDrawing:
-        """The resize graph, drawn offline.
+    # -- OpenViking's message API: memory/session_parts.py --------------------------------
+    add_message = session_parts.add_message
+    update_tool_part = session_parts.update_tool_part
+    parts = session_parts.parts
+    used = session_parts.used
 
-        Args:
-            format: ``"svg"`` (displayed in every notebook frontend, no network) or
-                ``"mermaid"`` (displayed as a Mermaid block; ``.mermaid`` has the text either way).
-            highlight: a trace record (``session.trace[-1]``) or node names: that route is
-                drawn over the graph the session's mode runs (a lite session's has no memo
-                or summary nodes), each node with its visits and time. Without it the whole
-                policy is drawn.
-        """
-        return draw_resize_graph(self.graph if highlight is None else self._mode_graph(), format=format, highlight=highlight)
-
-    def plot(self, *, ax: Any = None, unit: Literal["auto", "tokens", "chars"] = "auto") -> Figure:
-        """Window size per turn against the limit, resizes marked by type, memo or summary size
-        on a second axis. Needs matplotlib (``pip install "session_graph[viz]"``).
-
-        Args:
-            ax: a matplotlib Axes to draw into (default: a new Figure).
-            unit: ``"tokens"``, ``"chars"``, or ``"auto"`` (tokens under a token budget).
-
-        Returns:
-            The Figure: shown inline in Jupyter, ``fig.savefig("window.png")`` (or ``.svg``) to save.
-        """
-        return plot_window(self, ax=ax, unit=unit)
-
-    def plot_costs(self) -> Figure:
-        """Model calls and tokens sent per resize, and their running totals. Needs matplotlib.
-
-        Returns:
-            The Figure (shown inline in Jupyter; ``savefig`` to save).
-        """
-        return plot_costs(self)
-
-    def _repr_html_(self) -> str:
-        """The Jupyter card: id, mode, limits, window against history, memo, last resizes."""
-        return session_card(self)
-
-    # -- OpenViking's message API: parts live in memory/parts.py and memory/session_parts.py --
-    def add_message(self, role: str, parts: Sequence[Any], *, id: str | None = None) -> BaseMessage:
-        """Append a user or assistant message made of parts; returns it (finished tools are appended as ToolMessages).
-
-        Raises:
-            MessageError: an unknown role or a malformed part; nothing is appended.
-        """
-        messages = part_messages(self._state.full_chat_history, role, parts, id=id or f"msg_{new_id()}")
-        for message in messages:
-            self.append_message(message)
-        return messages[0]
-
-    def update_tool_part(self, message_id: str, tool_id: str, output: str, status: str = "completed") -> ToolMessage:
-        """Record a tool's result: appends one ToolMessage (O(1); nothing already stored is rewritten).
-
-        Raises:
-            MessageError: no such message or tool call, a status other than ``completed`` or
-                ``error``, the call already has its result, or the conversation has moved on past
-                the call (its result would be separated from it).
-        """
-        result = tool_result(self._state.full_chat_history, message_id, tool_id, output, status)
-        self.append_message(result)
-        return result
-
-    def parts(self, message: BaseMessage) -> list[Part | dict[str, Any]]:
-        """The parts of any message; an assistant message's tool parts carry their results from the history."""
-        return parts_in_history(self._state.full_chat_history, message)
-
-    def used(self, contexts: Sequence[str] | None = None, skill: Mapping[str, Any] | None = None) -> Self:
-        """Record that contexts (URIs) or a skill ``{uri, input, output, success}`` were used; saved with the session.
-
-        Raises:
-            MessageError: a bad argument; nothing is recorded.
-        """
-        history = self._state.full_chat_history
-        records = usage_records(contexts, skill, history[-1].id if history else None)
-        self._state.usage = (*self._state.usage, *records)
-        self.revision += 1
-        return self
-
-    # -- long-term memory: the commit graph lives in commit/ -----------------------------
-    def override_commit_node(self, name: str, fn: Callable[..., Any]) -> Self:
-        """Replace one commit step (``claim`` .. ``finalize``) with ``fn(state, runtime) -> update``.
-
-        Raises:
-            ConfigurationError: ``name`` is not a commit step, or ``fn`` is not callable.
-        """
-        self._commit_overrides = with_commit_override(self._commit_overrides, name, fn)
-        return self
-
-    def draw_commit(self, *, format: Literal["svg", "mermaid"] = "svg") -> GraphDrawing:
-        """The commit graph, drawn offline (as ``draw()`` draws the resize graph)."""
-        return draw_commit_graph(self._commit_overrides, format=format)
-
-    def commit(self, *, dry_run: bool = False, wait: bool = True, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
-        """Archive the messages no commit archived yet, summarise them and fold long-term
-        memories from them into ``memory``'s store, without duplicates.
-
-        Args:
-            dry_run: return the plan (``result["plan"]``) and write nothing.
-            wait: False: archive only (status ``archived``); the next ``commit()`` does the rest.
-            checkpoint: called with the session state after each step that changed it (a
-                ``SessionManager`` saves it there; see ``SessionManager.commit``).
-
-        Returns:
-            ``{"status": "committed" | "skipped" | "partial" | "archived" | "dry_run", "archived",
-            "archive", "memories_extracted", "active_count_updated", "memories": {"created",
-            "updated", "merged", "skipped"}, "errors", "plan", "abstract"}``. ``partial``: a model
-            step failed; the archive stays pending and the next ``commit()`` resumes it.
-
-        Raises:
-            ConfigurationError: the session has no ``memory=MemoryConfig(...)``.
-        """
-        ctx = self._commit_context(dry_run, wait, checkpoint)
-        final = run_commit(build_commit_graph(self._commit_overrides, sync=True), self._state, ctx)
-        if not dry_run:
-            self._adopt_commit(final.session)
-        return commit_result(final, ctx)
-
-    async def acommit(self, *, dry_run: bool = False, wait: bool = True, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
-        """Async twin of :meth:`commit` (model calls through ``ainvoke``)."""
-        ctx = self._commit_context(dry_run, wait, checkpoint)
-        final = await run_commit_async(build_commit_graph(self._commit_overrides, sync=False), self._state, ctx)
-        if not dry_run:
-            self._adopt_commit(final.session)
-        return commit_result(final, ctx)
-
-    def _commit_context(self, dry_run: bool, wait: bool, checkpoint: Checkpoint | None) -> Any:
-        def adopt_then(state: SessionState) -> None:
-            self._adopt_commit(state)
-            if checkpoint is not None:
-                checkpoint(state)
-
-        return commit_context(self.memory, self.handlers.model, self._state.settings, dry_run=dry_run, wait=wait, adopt=adopt_then)
-
-    def _adopt_commit(self, state: SessionState) -> None:
-        """Take a commit's ledger (cursor, usage, archives); messages appended meanwhile stay."""
-        trim = adopt_commit(self._state, state)
-        self.revision += 1
-        if trim:
-            self._trim_archived()
+    # -- long-term memory: commit/session_commit.py ---------------------------------------
+    commit = session_commit.commit
+    acommit = session_commit.acommit
+    override_commit_node = session_commit.override_commit_node
+    draw_commit = session_commit.draw_commit
 
     def __repr__(self) -> str:
         totals = self._ledger.totals

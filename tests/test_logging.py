@@ -60,7 +60,7 @@ def test_stores_can_be_quieted_while_resizes_still_log(tmp_path: Path, caplog: p
     manager = SessionManager(tmp_path)
     session = chat(manager.get_or_create("k").configure(limit={"chars": 40}), 3)
     manager.save(session)
-    manager._cache.clear()
+    manager.cache.clear()
     logging.getLogger("session_graph.stores").setLevel(logging.WARNING)
     try:
         with caplog.at_level(logging.INFO, logger="session_graph"):
@@ -74,7 +74,7 @@ def test_stores_can_be_quieted_while_resizes_still_log(tmp_path: Path, caplog: p
     assert any(name.startswith("session_graph.resize.trace") for name in names)  # the resize still logs
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="session_graph"):
-        manager._cache.clear()
+        manager.cache.clear()
         manager.get("k")
     assert "session_graph.stores.session_load" in {record.name for record in caplog.records}  # and back
     assert isinstance(loaded, Session)

@@ -33,3 +33,14 @@ def test_mypy_strict_passes_a_user_file_and_catches_a_wrong_call(tmp_path: Path)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert [Path(line.split(":")[0]).name for line in errors] == ["wrong_call.py"], done.stdout + done.stderr
     assert 'Argument "messages" to "use_memo" of "Session" has incompatible type "str"' in errors[0]
+
+
+def test_mypy_strict_accepts_every_method_session_takes_from_a_package() -> None:
+    """``Session`` satisfies each Protocol that types the first parameter of a method it takes by name
+    (``commit = session_commit.commit``): else mypy reports an invalid self argument at the call."""
+    pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
+    cache = Path(tempfile.gettempdir()) / "session_graph-mypy-cache"
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(cache),
+                           "--no-error-summary", str(ROOT / "tests" / "typing" / "facade_code.py")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and ": error:" not in done.stdout, done.stdout + done.stderr

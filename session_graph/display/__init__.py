@@ -3,6 +3,6 @@
 (``cards``) and the display methods a session offers (``session_display``).
 
 Display helpers take what they draw as arguments, typed by small Protocols (``CardSession``,
-``PlottedSession``), so this package sits low: it may import ``session_graph.accounting`` and the
+``PlottedSession``, ``DrawnSession``), so this package sits low: it may import ``session_graph.accounting`` and the
 root foundations only, never the resize machine or the facade that hand it their objects.
 """

@@ -18,15 +18,32 @@ __all__ = ["CardSession", "CardView", "session_card", "view_card"]
 class CardSession(Protocol):
     """What ``session_card`` reads of a ``Session`` (display sits below the facade: it never imports it)."""
 
-    id: str
-    turns: int
-    settings: Any
-    window_totals: Any
-    counter: Any
-    full_chat_history: Sequence[Any]
-    memo: dict[str, Any]
-    memo_for_model: dict[str, Any]
-    trace: Sequence[Any]
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def turns(self) -> int: ...
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def window_totals(self) -> Any: ...
+
+    @property
+    def counter(self) -> Any: ...
+
+    @property
+    def full_chat_history(self) -> Sequence[Any]: ...
+
+    @property
+    def memo(self) -> dict[str, Any]: ...
+
+    @property
+    def memo_for_model(self) -> dict[str, Any]: ...
+
+    @property
+    def trace(self) -> Any: ...  # iterable and sized: a resize.trace.ResizeTrace
 
 
 class CardView(Protocol):

@@ -39,10 +39,17 @@ TraceRecord = Any
 class PlottedSession(Protocol):
     """What the plots read of a ``Session``: its id, settings, full history, token sizes and trace."""
 
-    id: str
-    settings: Any
-    full_chat_history: Sequence[Any]
-    trace: Iterable[TraceRecord]
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def full_chat_history(self) -> Sequence[Any]: ...
+
+    @property
+    def trace(self) -> Iterable[TraceRecord]: ...
 
     def tokens_of(self, message: Any) -> int: ...
 __all__ = ["FIGURE_FORMATS", "WindowSeries", "check_figure_path", "new_figure", "plot_costs", "plot_window", "window_series"]

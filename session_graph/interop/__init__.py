@@ -1,5 +1,6 @@
 """Other systems' formats and the session's own documents: nanobot's JSONL records (``nanobot``),
-OpenViking's session layout (``openviking``) and the JSON/YAML export (``export``). Each converts
+OpenViking's session layout (``openviking``), the JSON/YAML export (``export``) and ``Session``'s
+export methods over it (``session_export``, typed by the ``ExportedSession`` Protocol). Each converts
 without losing a field; reading files in and writing them out through a store lives in
 ``session_graph.stores`` (``interop``, ``nanobot``).
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 import threading
 
-import numpy as np
-
 from session_graph.retrieval.bm25 import Bm25Index
 from session_graph.retrieval.tokenize import stem
 from session_graph.retrieval.tokenize import terms as _terms
@@ -79,6 +77,7 @@ class Bm25:
 
     def search(self, query: str, limit: int = 5, among: Iterable[Hashable] | None = None) -> list[tuple[Hashable, float]]:
         """The best ``limit`` documents for ``query`` (score > 0), best first; ``among`` restricts them."""
+        import numpy as np  # loaded on first use, not by `import session_graph`
         if not len(self._index):
             return []
         words = list(dict.fromkeys(terms(query)))

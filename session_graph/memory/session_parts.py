@@ -1,21 +1,84 @@
-"""OpenViking's message API over a history: the messages ``add_message`` appends, the tool result
-``update_tool_part`` appends, and the parts ``parts`` reads back.
+"""``Session``'s OpenViking message API: ``add_message``, ``update_tool_part``, ``parts``, ``used``.
 
-Pure functions of the full history: ``Session`` delegates to them and appends what they return, so
-every message still goes through ``append_message`` (normalised, measured, indexed once).
+Each is a function whose first parameter is the session, typed by ``PartsSession`` (what they
+use of it; nothing here imports the facade), and ``Session`` takes it as its method by name
+(``add_message = session_parts.add_message``): the docstring and signature live here, once.
+Under them, pure functions of the full history build the messages, and the session appends
+them, so every message still goes through ``append_message`` (normalised, measured, indexed once).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from session_graph._base.ids import new_id
 from session_graph.errors import MessageError
 from session_graph.memory.parts import Part, message_parts, parts_to_messages
+from session_graph.memory.usage import usage_records
+from session_graph.resize.state import SessionState
 
-__all__ = ["part_messages", "parts_in_history", "tool_result"]
+__all__ = ["PartsSession", "add_message", "part_messages", "parts", "parts_in_history", "tool_result", "update_tool_part", "used"]
+
+
+class PartsSession(Protocol):
+    """What the parts methods use of a ``Session``: its state, its revision and ``append_message``."""
+
+    revision: int
+
+    @property
+    def state(self) -> SessionState: ...
+
+    def append_message(self, message: BaseMessage) -> object: ...
+
+
+SessionT = TypeVar("SessionT", bound=PartsSession)
+
+
+def add_message(self: PartsSession, role: str, parts: Sequence[Any], *, id: str | None = None) -> BaseMessage:
+    """Append a user or assistant message made of parts; returns it (finished tools are appended as ToolMessages).
+
+    Raises:
+        MessageError: an unknown role or a malformed part; nothing is appended.
+    """
+    messages = part_messages(self.state.full_chat_history, role, parts, id=id or f"msg_{new_id()}")
+    for message in messages:
+        self.append_message(message)
+    return messages[0]
+
+
+def update_tool_part(self: PartsSession, message_id: str, tool_id: str, output: str, status: str = "completed") -> ToolMessage:
+    """Record a tool's result: appends one ToolMessage (O(1); nothing already stored is rewritten).
+
+    Raises:
+        MessageError: no such message or tool call, a status other than ``completed`` or
+            ``error``, the call already has its result, or the conversation has moved on past
+            the call (its result would be separated from it).
+    """
+    result = tool_result(self.state.full_chat_history, message_id, tool_id, output, status)
+    self.append_message(result)
+    return result
+
+
+def parts(self: PartsSession, message: BaseMessage) -> list[Part | dict[str, Any]]:
+    """The parts of any message; an assistant message's tool parts carry their results from the history."""
+    return parts_in_history(self.state.full_chat_history, message)
+
+
+def used(self: SessionT, contexts: Sequence[str] | None = None, skill: Mapping[str, Any] | None = None) -> SessionT:
+    """Record that contexts (URIs) or a skill ``{uri, input, output, success}`` were used; saved with the session.
+
+    Raises:
+        MessageError: a bad argument; nothing is recorded.
+    """
+    state = self.state
+    history = state.full_chat_history
+    records = usage_records(contexts, skill, history[-1].id if history else None)
+    state.usage = (*state.usage, *records)
+    self.revision += 1
+    return self
 
 
 def part_messages(history: Sequence[BaseMessage], role: str, parts: Sequence[Any], *, id: str) -> list[BaseMessage]:

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where an index first uses it: `import session_graph` stays light
+    import numpy as np
 
 __all__ = ["Bm25Index"]
 
@@ -34,6 +35,7 @@ class Bm25Index:
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        import numpy as np  # loaded on first use, not by `import session_graph`
         self.k1, self.b = k1, b
         self._postings: dict[str, _Postings] = {}
         self._df: Counter[str] = Counter()
@@ -65,6 +67,7 @@ class Bm25Index:
 
     def add(self, key: Hashable, words: Sequence[str], owner: Hashable = None) -> int:
         """Index a document under ``key`` (re-adding a key replaces it); returns its id."""
+        import numpy as np  # loaded on first use, not by `import session_graph`
         if key in self._id_of:
             self.remove(key)
         doc = len(self._keys)
@@ -151,6 +154,7 @@ class Bm25Index:
         (see ``mask``), for filters the caller computes (a time range). ``common_from``: above
         this many documents, terms in more than half of them are skipped (see the module docstring).
         """
+        import numpy as np  # loaded on first use, not by `import session_graph`
         if not self._count or limit <= 0:
             return []
         n = len(self._keys)
@@ -201,6 +205,7 @@ class Bm25Index:
 
     def mask(self, keep: Iterable[bool]) -> np.ndarray:
         """A boolean mask by document id (for ``search(allow=...)``) from one flag per id."""
+        import numpy as np  # loaded on first use, not by `import session_graph`
         return np.fromiter(keep, dtype=bool, count=len(self._keys))
 
     def doc_id(self, key: Hashable) -> int | None:
@@ -217,6 +222,7 @@ class _Postings:
     __slots__ = ("docs", "state", "tfs")
 
     def __init__(self) -> None:
+        import numpy as np  # loaded on first use, not by `import session_graph`
         self.docs: list[int] = []
         self.tfs: list[int] = []
         self.state: tuple[np.ndarray, np.ndarray, int] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), 0)
@@ -226,6 +232,7 @@ class _Postings:
         self.tfs.append(tf)
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np  # loaded on first use, not by `import session_graph`
         doc_array, tf_array, synced = self.state
         n = len(self.docs)
         if synced < n:

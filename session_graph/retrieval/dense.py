@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 import threading
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from session_graph.errors import ConfigurationError
+
+if TYPE_CHECKING:  # numpy is imported where an index first uses it: `import session_graph` stays light
+    import numpy as np
 
 __all__ = ["DenseIndex"]
 
@@ -33,6 +34,7 @@ class DenseIndex:
     """
 
     def __init__(self, embeddings: Any, *, batch: int = 64) -> None:
+        import numpy as np  # loaded on first use, not by `import session_graph`
         if not (callable(getattr(embeddings, "embed_documents", None)) and callable(getattr(embeddings, "embed_query", None))):
             raise ConfigurationError(f"{embeddings!r:.60} is not a LangChain Embeddings (it needs embed_documents and embed_query).")
         self.embeddings, self.batch = embeddings, batch
@@ -46,6 +48,7 @@ class DenseIndex:
     def _add(self, pending: list[tuple[tuple[str, Hashable, str | None, Any], str]]) -> None:
         """Embed ``pending`` (``(cache key, text)``) in batches; the blocks are joined once (one
         copy of the matrix per call, not one per batch)."""
+        import numpy as np  # loaded on first use, not by `import session_graph`
         blocks: list[np.ndarray] = [self._matrix] if self._matrix.size else []
         width = self._matrix.shape[1] if self._matrix.size else None
         for start in range(0, len(pending), self.batch):
@@ -68,6 +71,7 @@ class DenseIndex:
         """The best ``limit`` of ``documents`` (``(ref, message id, ts)``, ``ref`` being
         ``(key, seq)``) of ``tenant`` by cosine similarity to ``query``; ``text_of(refs)``
         returns the texts of refs not embedded yet."""
+        import numpy as np  # loaded on first use, not by `import session_graph`
         with self._lock:
             keyed = [(ref, (tenant, ref, mid, ts)) for ref, mid, ts in documents]
             missing = [(ref, ck) for ref, ck in keyed if ck not in self._rows]
@@ -84,6 +88,7 @@ class DenseIndex:
 
 
 def _normalised(vectors: Any, count: int, model: Any) -> np.ndarray:
+    import numpy as np  # loaded on first use, not by `import session_graph`
     try:
         block = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as error:

@@ -8,15 +8,15 @@ under the store's writer lock it appends only the messages the store does not ha
 replaces the small state document, or, if another writer got in since we read, merges
 what they stored with our changes and writes that, in the same locked step (never a
 retry). Two writers on one key thus keep both windows, both counters and what each memo
-really folded. The cache is LRU; an entry with unsaved changes is never evicted. Imports and
-exports of other systems' files (nanobot, OpenViking) are ``stores.interop``'s. The machinery
-lives beside it: the cache and loads in ``stores.session_load``, saves in ``stores.session_save``,
-commits in ``stores.session_commit``; the manager's methods delegate to them.
+really folded. The cache is LRU; an entry with unsaved changes is never evicted. The machinery
+lives beside it: the cache (``SessionCache``) and loads in ``stores.session_load``, saves in
+``stores.session_save``, commits in ``stores.session_commit``; the manager's methods delegate to
+them, each handing over the manager as a declared ``Protocol``. Imports of other systems' files
+(nanobot, OpenViking, documents) are ``stores.interop``'s functions, taken as methods by name.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 import logging
 import os
@@ -26,16 +26,16 @@ from session_graph._base.progress import Progress, check_progress
 from session_graph.errors import ConfigurationError
 from session_graph.memory.config import MemoryConfig
 from session_graph.session import Session
+from session_graph.stores import interop
 from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot, check_key
-from session_graph.stores.codec import message_text, record_message, session_state
+from session_graph.stores.codec import message_text, record_message
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.flows import Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
-from session_graph.stores.interop import FOREIGN_FORMATS, SessionInterop
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.postgres import PostgresStore
 from session_graph.stores.session_commit import commit, drain_commits
-from session_graph.stores.session_load import Entry, get_flow, get_or_create_flow, remember
+from session_graph.stores.session_load import SessionCache, get_flow, get_or_create_flow, stored_snapshot
 from session_graph.stores.session_save import save_flow
 from session_graph.stores.sql import SqliteStore
 
@@ -71,7 +71,7 @@ def open_store(target: SessionStore | str | os.PathLike[str] | None = None, *, c
     return JsonlStore(parsed.value, create=create)
 
 
-class SessionManager(SessionInterop):
+class SessionManager:
     """Sessions by key (``channel:chat_id``, any string up to 256 characters) over a store.
 
     Args:
@@ -83,6 +83,9 @@ class SessionManager(SessionInterop):
             settings); default ``Session(id=key)``.
         create: False opens the store for reading only (nothing is created; see ``open_store``).
         memory: long-term memory for ``commit()``; the default factory gives it to every session.
+
+    Attributes:
+        cache: the live sessions by key (a ``SessionCache``: LRU, never evicting unsaved changes).
     """
 
     def __init__(
@@ -99,14 +102,22 @@ class SessionManager(SessionInterop):
             raise ConfigurationError(f"cache_size must be a whole number >= 1, got {cache_size!r}.")
         self.store = open_store(store, create=create)
         self.tenant = check_key(tenant, "tenant")
-        self.cache_size = cache_size
         if memory is not None and not isinstance(memory, MemoryConfig):
             raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
         self.memory = memory
         self._own_factory = session_factory
         self.session_factory = session_factory or (lambda key: Session(key, memory=memory))
-        self._cache: OrderedDict[str, Entry] = OrderedDict()
+        self.cache = SessionCache(cache_size)
         self.merges = 0  # saves or loads that merged another writer's changes (for measurement)
+
+    @property
+    def cache_size(self) -> int:
+        """How many sessions the LRU cache keeps (beyond those with unsaved changes)."""
+        return self.cache.size
+
+    @cache_size.setter
+    def cache_size(self, value: int) -> None:
+        self.cache.size = value
 
     def for_tenant(self, tenant: str) -> SessionManager:
         """A manager over the same store that sees only ``tenant``'s sessions; its long-term memory
@@ -156,7 +167,7 @@ class SessionManager(SessionInterop):
 
     def unsaved(self, session: Session) -> int:
         """How many messages of ``session`` the store does not hold yet (all of them if it is not managed here)."""
-        entry = self._cache.get(session.id)
+        entry = self.cache.get(session.id)
         if entry is None or entry.session is not session:
             return len(session.full_chat_history)
         return len(session.full_chat_history) - entry.persisted
@@ -179,7 +190,7 @@ class SessionManager(SessionInterop):
     def delete(self, key: str) -> bool:
         """Remove a session from the store and the cache; False if there was none."""
         key = check_key(key)
-        cached = self._cache.pop(key, None)
+        cached = self.cache.pop(key)
         return self.store.delete(self.tenant, key) or cached is not None
 
     def list_sessions(self) -> list[SessionInfo]:
@@ -204,18 +215,18 @@ class SessionManager(SessionInterop):
             last: only the newest ``last`` messages (None: all).
             progress: told ``(messages done, messages)``.
         """
-        if fmt in FOREIGN_FORMATS:
-            return self._export_foreign(key, fmt, directory, progress)
+        if fmt in interop.FOREIGN_FORMATS:
+            return interop.export_foreign(self, key, fmt, directory, progress)
         if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
             raise ConfigurationError(f"last must be a whole number >= 0 or None, got {last!r}.")
-        snapshot = self._snapshot(key)
+        snapshot = stored_snapshot(self.store, self.tenant, key)
         if last is not None:
             snapshot = Snapshot(snapshot.key, snapshot.state, snapshot.records[len(snapshot.records) - last :], snapshot.version)
         return export_snapshot(snapshot, fmt, check_progress(progress))
 
     def stats(self, key: str, *, progress: Progress | None = None) -> SessionStats:
         """Messages by role, duration and average reply length of a stored session."""
-        return snapshot_stats(self._snapshot(key), check_progress(progress))
+        return snapshot_stats(stored_snapshot(self.store, self.tenant, key), check_progress(progress))
 
     def search(self, query: str, k: int = 10, *, key: str | None = None, mode: str = "ranked", options: Any = None,
                **settings: Any) -> list[SearchHit]:
@@ -264,11 +275,10 @@ class SessionManager(SessionInterop):
             index = self.__dict__.get("_scan") or self.__dict__.setdefault("_scan", ScanSource(self.store))
         return index
 
-    def _write_new(self, session: Session, records: list[dict[str, Any]], created: str, updated: str) -> None:
-        """Write a session the store does not hold (an import), with its own times, and cache it."""
-        state = session_state(session, created, updated)
-        version = self.store.write(self.tenant, session.id, records, state)
-        remember(self, session.id, Entry(session, version, len(records), session.revision, created, state))
+    # -- other systems' files: stores/interop.py's functions, taken as methods by name (as Session's groups)
+    import_nanobot = interop.import_nanobot
+    import_document = interop.import_document
+    import_openviking = interop.import_openviking
 
     def close(self) -> None:
         """Close the store."""
@@ -288,12 +298,6 @@ class SessionManager(SessionInterop):
                 if len(hits) >= k:
                     break
         return hits
-
-    def _snapshot(self, key: str) -> Any:
-        snapshot = self.store.read(self.tenant, check_key(key))
-        if snapshot is None:
-            raise KeyError(f"no stored session {key!r} for tenant {self.tenant!r}")
-        return snapshot
 
     def _run(self, flow: Operation) -> Any:
         return drive(self.store, flow)

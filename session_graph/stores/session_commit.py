@@ -9,7 +9,6 @@ mid-commit leaves a pending archive the next ``commit()`` resumes, from any proc
 
 from __future__ import annotations
 
-from collections import OrderedDict
 import contextlib
 from typing import Any, Protocol
 
@@ -19,7 +18,7 @@ from session_graph.memory.config import MemoryConfig
 from session_graph.session import Session
 from session_graph.stores.base import SessionStore
 from session_graph.stores.lease import CommitLease
-from session_graph.stores.session_load import Entry
+from session_graph.stores.session_load import SessionCache
 
 
 class Committer(Protocol):
@@ -28,7 +27,7 @@ class Committer(Protocol):
     store: SessionStore
     tenant: str
     memory: MemoryConfig | None
-    _cache: OrderedDict[str, Entry]
+    cache: SessionCache
 
     def save(self, session: Session, *, durable: bool = True) -> None: ...
     def get(self, key: str) -> Session | None: ...
@@ -63,7 +62,7 @@ def commit(manager: Committer, session: Session, *, dry_run: bool = False, wait:
 def drain_commits(manager: Committer) -> list[dict[str, Any]]:
     """Finish the commits started with ``wait=False`` of the cached sessions (one result each)."""
     results = []
-    for entry in list(manager._cache.values()):
+    for entry in manager.cache:
         if (entry.session.state.archives or {}).get("pending") and entry.session.memory is not None:
             results.append(manager.commit(entry.session))
     return results

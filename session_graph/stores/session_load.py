@@ -5,15 +5,16 @@ otherwise loads it (``load_flow``: a lazy load when the store reads windows, the
 history staying in the store until needed) or, when the cached session has changes of its own,
 merges what another writer stored into it in place (``merge_flow``, ``stores.merge``). An
 ``Entry`` is what the manager knows of a cached session's stored copy. The cache is LRU; an
-entry with unsaved changes is never evicted. Each flow is a generator of store calls and
-blocking work, driven sync or async by ``stores.flows`` (one implementation); each takes the
-manager (``Owner``: its store, tenant, factory and cache, read at each use).
+entry with unsaved changes is never evicted (``SessionCache``, the manager's ``cache``: the flows
+use it through its methods only). Each flow is a generator of store calls and blocking work, driven
+sync or async by ``stores.flows`` (one implementation); each takes the manager (``Owner``: its
+store, tenant, factory and cache, read at each use).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 import logging
 import time
@@ -48,24 +49,71 @@ class Entry:
     base: dict[str, Any]  # the state document we last read or wrote (what a merge starts from)
 
 
+class SessionCache:
+    """A manager's live sessions by key, least recently used first; an entry with unsaved changes
+    is never evicted (``size`` is a bound on the others).
+
+    Args:
+        size: how many entries to keep when the oldest have no unsaved changes.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+
+    def get(self, key: str) -> Entry | None:
+        """The entry for ``key`` (its place in the order unchanged), or None."""
+        return self._entries.get(key)
+
+    def use(self, key: str) -> None:
+        """Mark ``key`` the most recently used."""
+        self._entries.move_to_end(key)
+
+    def remember(self, key: str, entry: Entry) -> None:
+        """Keep ``entry`` as the newest; evict the oldest entries without unsaved changes past ``size``."""
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            victim = next((k for k, e in self._entries.items() if e.session.revision == e.revision), None)
+            if victim is None or victim == key:
+                break  # every other entry has unsaved changes: keep them rather than lose work
+            del self._entries[victim]
+
+    def pop(self, key: str) -> Entry | None:
+        """Forget ``key``; its entry, or None."""
+        return self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        """Forget every entry (the sessions live on; the next ``get`` reads the store)."""
+        self._entries.clear()
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self._entries.values()))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+
 class Owner(Protocol):
     """What the flows use of their ``SessionManager`` (read at each use: a factory set later counts)."""
 
     store: SessionStore
     tenant: str
-    cache_size: int
     merges: int
     session_factory: Callable[[str], Session]
-    _cache: OrderedDict[str, Entry]
+    cache: SessionCache
 
 
 def get_flow(manager: Owner, key: str, progress: Progress | None = None) -> Operation:
     """The session for ``key``: the cached one while the store has not changed, else loaded (or merged); None if none."""
     key = check_key(key)
-    entry = manager._cache.get(key)
+    entry = manager.cache.get(key)
     version = yield Call("version", (manager.tenant, key))
     if entry is not None and version == (entry.version or None):
-        manager._cache.move_to_end(key)
+        manager.cache.use(key)
         return entry.session
     if version is None:
         return entry.session if entry is not None else None
@@ -77,7 +125,7 @@ def get_or_create_flow(manager: Owner, key: str, progress: Progress | None = Non
     session = yield from get_flow(manager, key, progress)
     if session is not None:
         return session
-    made = manager._cache.get(key)  # another task made it while this one waited on the store: share it
+    made = manager.cache.get(key)  # another task made it while this one waited on the store: share it
     if made is not None:
         return made.session
     session = manager.session_factory(key)
@@ -103,7 +151,7 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
         return None
     middle = lazy_middle(manager, key, snapshot) if window else None
     state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle))
-    raced = manager._cache.get(key)
+    raced = manager.cache.get(key)
     if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
         return (yield from get_flow(manager, key, progress))
     log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
@@ -178,11 +226,17 @@ def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: list[Any]
 
 
 def remember(manager: Owner, key: str, entry: Entry) -> None:
-    """Cache ``entry`` as the newest; evict the oldest entries without unsaved changes past ``cache_size``."""
-    manager._cache[key] = entry
-    manager._cache.move_to_end(key)
-    while len(manager._cache) > manager.cache_size:
-        victim = next((k for k, e in manager._cache.items() if e.session.revision == e.revision), None)
-        if victim is None or victim == key:
-            break  # every other entry has unsaved changes: keep them rather than lose work
-        del manager._cache[victim]
+    """Cache ``entry`` as the newest (``SessionCache.remember``)."""
+    manager.cache.remember(key, entry)
+
+
+def stored_snapshot(store: SessionStore, tenant: str, key: str) -> Snapshot:
+    """What ``store`` holds of ``tenant``'s session ``key``, read whole.
+
+    Raises:
+        KeyError: the store has no such session.
+    """
+    snapshot = store.read(tenant, check_key(key))
+    if snapshot is None:
+        raise KeyError(f"no stored session {key!r} for tenant {tenant!r}")
+    return snapshot

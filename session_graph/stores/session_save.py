@@ -35,7 +35,7 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
     """Append the new messages and replace the state in one ``update``: under the store's
     lock, as is if nobody wrote since we read, else merged with what they wrote."""
     key = check_key(session.id)
-    entry = manager._cache.get(key)
+    entry = manager.cache.get(key)
     if entry is None or entry.session is not session:
         if (yield Call("version", (manager.tenant, key))) is not None:
             raise StoreError(

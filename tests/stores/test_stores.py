@@ -177,7 +177,7 @@ def test_the_cache_is_bounded_but_keeps_unsaved_work(store: SessionStore, tenant
     for session in saved:
         manager.save(chat(session, 1))
     dirty = chat(manager.get_or_create("dirty"), 1)
-    assert len(manager._cache) == 2 and "dirty" in manager._cache
+    assert len(manager.cache) == 2 and "dirty" in manager.cache
     manager.get_or_create("another")
     assert manager.get_or_create("dirty") is dirty  # never evicted with unsaved messages
 
