@@ -16,6 +16,7 @@ import pytest
 from session_graph import Session
 from session_graph.memory import FileMemoryStore, MemoryConfig
 from session_graph.memory.apply import apply_op
+from session_graph.memory.bm25 import terms
 from session_graph.memory.plan import create_plan
 from session_graph.memory.prefilter import fuse, prefilter
 from session_graph.memory.recall import recall
@@ -147,3 +148,34 @@ def test_the_offline_embedding_loads_without_a_network_and_finds_a_synonym() -> 
     (hits,) = prefilter(store, [candidate], [PREFS], embeddings=embeddings)
     assert "seating" in [hit["key"] for hit in hits.values()]
     assert len(embeddings.embed_query("hello")) == 256
+
+
+def _distractors(store: Any) -> None:
+    for n, topic in enumerate(["billing", "search", "auth", "payments", "gateway", "storage", "queue", "ledger"]):
+        put(store, f"The user keeps the {topic} service on call rotation.", f"service {n}", f"d{n}")
+
+
+@pytest.mark.parametrize(("stored", "probe"), [
+    ("The user is allergic to peanuts.", "Cannot eat them: allergy."),
+    ("The user commutes by bicycle.", "Cycles to the office."),
+    ("The user prefers tabs for indentation.", "Four spaces for indenting now."),
+])
+def test_a_morphological_variant_the_stemmer_misses_is_a_hit(stored: str, probe: str) -> None:
+    store = InMemoryStore()
+    _distractors(store)
+    put(store, stored, "target topic", "t")
+    assert not set(terms(stored)) & set(terms(probe)) - {"target", "topic"}  # no shared word stem: only grams meet
+    (hits,) = prefilter(store, [{"category": "preferences", "key": None, "abstract": probe, "content": probe}], [PREFS])
+    assert "target_topic" in [h["key"] for h in hits.values()]
+
+
+def test_the_candidate_s_own_merge_key_is_evidence() -> None:
+    store = InMemoryStore()
+    _distractors(store)
+    put(store, "The user owns a ThinkPad X1.", "laptop model", "t")
+    probe = "Works on a Lenovo notebook."  # nothing shared with the stored text
+    without, with_key = prefilter(store, [{"category": "preferences", "key": None, "abstract": probe, "content": probe},
+                                          {"category": "preferences", "key": "laptop", "abstract": probe, "content": probe}],
+                                  [PREFS, PREFS])
+    assert "laptop_model" not in [h["key"] for h in without.values()]
+    assert "laptop_model" in [h["key"] for h in with_key.values()]

@@ -21,7 +21,7 @@ import weakref
 
 from langgraph.store.base import BaseStore
 
-from session_graph.memory.bm25 import Bm25
+from session_graph.memory.bm25 import Bm25, grams, terms
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
 from session_graph.memory.items import expired, searchable_text
@@ -41,6 +41,8 @@ that rule): small, so a list's first hit (rank 0: 1/2) outweighs an item only th
 class _Index:
     def __init__(self) -> None:
         self.bm25 = Bm25()
+        self.grams = Bm25(analyzer=grams)  # character 4-grams: morphological variants the stemmer leaves apart
+        self.keys = Bm25(analyzer=_key_terms)  # merge keys alone: a candidate's own key is evidence of its topic
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
         self.dense: DenseIndex | None = None  # the config's embeddings' vectors, by key and content hash
@@ -52,11 +54,21 @@ class _Index:
         if old is not None:
             self.by_hash.get(str(old.get("hash")), set()).discard(key)
             self.bm25.remove(key)
+            self.grams.remove(key)
+            self.keys.remove(key)
         if value is None or value.get("status") != "active":
             return
         self.values[key] = value
         self.by_hash.setdefault(str(value.get("hash")), set()).add(key)
-        self.bm25.add(key, searchable_text(value))
+        text = searchable_text(value)
+        self.bm25.add(key, text)
+        self.grams.add(key, text)
+        self.keys.add(key, key.replace("_", " "))
+
+
+def _key_terms(text: str) -> list[str]:
+    """A merge key's terms: its words and their character grams (``indent style`` meets ``indentation``)."""
+    return [*terms(text), *grams(text)]
 
 
 def active_items(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -110,17 +122,19 @@ def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = Non
             "applied": list(value.get("applied") or ())}
 
 
-def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None) -> list[tuple[str, float]]:
+def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None,
+         weights: list[float] | None = None) -> list[tuple[str, float]]:
     """Fuse best-first rankings into the best ``limit``: retrieval's score fusion
     (``retrieval.fusion.fuse_scores``, the rule message search uses: each list rescaled by its
     best score, summed), with each list's first hit always kept, so a strong single-list hit
     (what only the embedding finds, or only BM25) survives the cut. ``k`` given: reciprocal-rank
     fusion instead, ``sum 1 / (k + rank)`` with rank from 0 (``RRF_K`` was the old default).
+    ``weights``: each list's weight (default 1 each).
     """
     if k is not None:
-        by_rank = [(str(key), score) for key, score in fuse_ranks(rankings, k=k - 1)]  # fuse_ranks counts ranks from 1
+        by_rank = [(str(key), score) for key, score in fuse_ranks(rankings, k=k - 1, weights=weights)]  # fuse_ranks counts ranks from 1
         return sorted(by_rank, key=lambda pair: (-pair[1], pair[0]))[:limit]
-    fused: list[tuple[str, float]] = sorted(((str(key), score) for key, score in fuse_scores(rankings)), key=lambda pair: (-pair[1], pair[0]))
+    fused: list[tuple[str, float]] = sorted(((str(key), score) for key, score in fuse_scores(rankings, weights=weights)), key=lambda pair: (-pair[1], pair[0]))
     top = fused[:limit]
     chosen = {key for key, _ in top}
     heads = list(dict.fromkeys(str(ranking[0][0]) for ranking in rankings if ranking))
@@ -150,14 +164,27 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
     return [(str(key), score) for key, score in nearest]
 
 
+GRAMS_WEIGHT = 0.5
+"""The character-gram list's weight in the fusion (the word list's is 1): it finds variants the
+stemmer misses, and is noisier than whole words."""
+
+
 def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
-             namespace: tuple[str, ...] | None = None) -> list[tuple[str, float]]:
+             namespace: tuple[str, ...] | None = None, merge_key: str | None = None) -> list[tuple[str, float]]:
+    """The most similar active items: word BM25, character-gram BM25, the candidate's own merge
+    key against stored keys (when it has one) and the nearest by meaning, fused by score."""
     depth = max(top_k * 4, 20)
-    lexical = [(str(k), s) for k, s in index.bm25.search(text, limit=depth)]
+    rankings = [[(str(k), s) for k, s in index.bm25.search(text, limit=depth)],
+                [(str(k), s) for k, s in index.grams.search(text, limit=depth)]]
+    weights = [1.0, GRAMS_WEIGHT]
+    if merge_key:
+        rankings.append([(str(k), s) for k, s in index.keys.search(merge_key.replace("_", " "), limit=depth)])
+        weights.append(1.0)
     semantic = _semantic(index, text, depth, embeddings, store, namespace)
-    if semantic is None:
-        return lexical[:top_k]
-    return fuse([lexical, semantic], top_k)
+    if semantic is not None:
+        rankings.append(semantic)
+        weights.append(1.0)
+    return fuse(rankings, top_k, weights=weights)
 
 
 def prefilter(
@@ -187,7 +214,7 @@ def prefilter(
         kinds = {k: ("key" if k == key else "hash") for k in found}
         text = f"{candidate.get('key') or ''} {candidate['abstract']} {candidate['content']}"
         scores: dict[str, float] = {}
-        for other, score in _similar(index, text, top_k, embeddings, store, namespace):
+        for other, score in _similar(index, text, top_k, embeddings, store, namespace, candidate.get("key")):
             if other not in found and len(found) < top_k + 2 and not expired(index.values[other]):
                 found[other], kinds[other], scores[other] = index.values[other], "similar", round(score, 4)
         hits = {}
