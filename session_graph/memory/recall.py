@@ -69,13 +69,16 @@ def cite(value: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None, *, citations: bool = False) -> str:
+def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None, *, citations: bool = False,
+                    uris: bool = False) -> str:
     """Memories as lines for a prompt (``[category] abstract: content``, with ``citations`` the
-    ``[from ...]`` each came from), within ``limit_chars``."""
+    ``[from ...]`` each came from, with ``uris`` each one's ``memory://`` URI first, so an agent
+    can name it to ``forget_memory``), within ``limit_chars``."""
     lines: list[str] = []
     used = 0
     for value in values:
-        line = f"- [{value.get('category')}] {value.get('abstract', '')}: {value.get('content', '')}"
+        where = f"{value.get('uri')} " if uris and value.get("uri") else ""
+        line = f"- {where}[{value.get('category')}] {value.get('abstract', '')}: {value.get('content', '')}"
         if citations and cite(value):
             line += f" [from {cite(value)}]"
         if limit_chars is not None and used + len(line) > limit_chars:
