@@ -14,7 +14,6 @@ linear time.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 import threading
 from typing import Any
 import weakref
@@ -25,8 +24,8 @@ from session_graph.memory.bm25 import Bm25, grams, terms
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
 from session_graph.memory.items import expired, searchable_text
-from session_graph.retrieval.dense import DenseIndex
 from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
+from session_graph.retrieval.vectors import VectorIndex
 
 __all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
 
@@ -45,7 +44,7 @@ class _Index:
         self.keys = Bm25(analyzer=_key_terms)  # merge keys alone: a candidate's own key is evidence of its topic
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
-        self.dense: DenseIndex | None = None  # the config's embeddings' vectors, by key and content hash
+        self.dense: VectorIndex | None = None  # the config's embeddings' vectors, by key (kept current by set)
         self.seq: int | None = None
 
     def set(self, key: str, value: dict[str, Any] | None) -> None:
@@ -57,6 +56,8 @@ class _Index:
             self.grams.remove(key)
             self.keys.remove(key)
         if value is None or value.get("status") != "active":
+            if self.dense is not None:
+                self.dense.remove(key)
             return
         self.values[key] = value
         self.by_hash.setdefault(str(value.get("hash")), set()).add(key)
@@ -64,6 +65,8 @@ class _Index:
         self.bm25.add(key, text)
         self.grams.add(key, text)
         self.keys.add(key, key.replace("_", " "))
+        if self.dense is not None:
+            self.dense.set(key, text, value.get("hash"))  # the same hash: the vector stays
 
 
 def _key_terms(text: str) -> list[str]:
@@ -88,7 +91,12 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
             for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT):
                 if item.namespace == namespace:
                     fresh.set(item.key, item.value)
-            fresh.dense = index.dense  # vectors are by key and content hash: still right
+            if index.dense is not None:  # vectors are by key and content hash: keep those still right
+                for gone in index.dense.keys() - fresh.values.keys():
+                    index.dense.remove(gone)
+                for key, value in fresh.values.items():
+                    index.dense.set(key, searchable_text(value), value.get("hash"))
+            fresh.dense = index.dense
             index.__dict__.update(fresh.__dict__)
         else:
             for key in keys:
@@ -157,11 +165,11 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
         return None
-    if index.dense is None or index.dense.embeddings is not embeddings or len(index.dense) > 4 * len(index.values) + 1024:
-        index.dense = DenseIndex(embeddings)  # a new model, or mostly old versions' vectors: start over
-    documents: list[tuple[Hashable, str | None, Any]] = [(key, f"{key}\x00{value.get('hash')}", None) for key, value in index.values.items()]
-    nearest = index.dense.search(text, documents, depth, lambda keys: {k: searchable_text(index.values[k]) for k in keys})
-    return [(str(key), score) for key, score in nearest]
+    if index.dense is None or index.dense.embeddings is not embeddings:
+        index.dense = VectorIndex(embeddings)  # a new model: its vectors are embedded once, then kept current by set()
+        for key, value in index.values.items():
+            index.dense.set(key, searchable_text(value), value.get("hash"))
+    return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
 
 
 GRAMS_WEIGHT = 0.5
