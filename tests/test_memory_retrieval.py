@@ -179,3 +179,26 @@ def test_the_candidate_s_own_merge_key_is_evidence() -> None:
                                   [PREFS, PREFS])
     assert "laptop_model" not in [h["key"] for h in without.values()]
     assert "laptop_model" in [h["key"] for h in with_key.values()]
+
+
+def test_the_change_feed_lives_outside_the_user_s_prefix_and_an_old_feed_is_read_then_moved() -> None:
+    from session_graph.memory.changes import _legacy_namespace, changed_since, meta_namespace
+
+    store = InMemoryStore()
+    put(store, "The user's editor theme is dark.", "editor theme", "a")
+    listed = store.search(("user", "alice"), limit=100)
+    assert [(i.namespace, i.key) for i in listed] == [(PREFS, "editor_theme")]  # memories only, no bookkeeping
+    assert store.get(meta_namespace(PREFS), "changes") is not None and meta_namespace(PREFS)[0] == "memory_changes"
+
+    old = InMemoryStore()  # a store written before: the same items, the feed under the user's prefix
+    for item in listed:
+        old.put(item.namespace, item.key, item.value, index=False)
+    old.put(_legacy_namespace(PREFS), "changes", store.get(meta_namespace(PREFS), "changes").value, index=False)
+    assert changed_since(old, PREFS, 0) == (1, ["editor_theme"])  # read where it was
+    (hits,) = prefilter(old, [{"category": "preferences", "key": "editor theme", "abstract": "x", "content": "light"}], [PREFS])
+    assert [h["key"] for h in hits.values()] == ["editor_theme"]
+    put(old, "The user runs pytest.", "test runner", "b")
+    assert old.get(_legacy_namespace(PREFS), "changes") is None  # moved by the next write, its counter going on
+    assert changed_since(old, PREFS, 1) == (2, ["test_runner"])
+    (hits,) = prefilter(old, [{"category": "preferences", "key": "test runner", "abstract": "x", "content": "nox"}], [PREFS])
+    assert "test_runner" in [h["key"] for h in hits.values()]  # the reader followed the feed across the move
