@@ -15,7 +15,8 @@ serves many users and a tool call never reaches another user's memories:
   whatever the model sends.
 
 Each tool has a sync and an async body; the async ones run the store's work off the event loop.
-A refused argument is the tool's answer (``Not forgotten: ...``), so the model can correct itself.
+A refused argument is the tool's answer (``Not forgotten: ...``), so the model can correct itself;
+so is a memory store that is down (``search_memory``: "unavailable right now").
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from session_graph.errors import ConfigurationError
 from session_graph.memory.categories import CATEGORIES, parse_uri
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.manage import forget
-from session_graph.memory.recall import aremember, format_memories, recall, remember
+from session_graph.memory.recall import aremember, format_memories, recall_or_outage, remember
 
 __all__ = ["memory_tools"]
 
@@ -41,7 +42,9 @@ def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False) -> list[Bas
     def search_memory(query: str, k: int = 5) -> str:
         """Search the user's and the agent's long-term memories; returns the best matches, one per line,
         each with its memory:// URI (to forget it) and where it came from (session, archive, messages)."""
-        found = recall(memory.for_run(), query, max(1, min(int(k), 20)))
+        found, outage = recall_or_outage(memory.for_run(), query, max(1, min(int(k), 20)))
+        if outage is not None:
+            return f"Memory search is unavailable right now; answer without it. ({outage})"
         return format_memories(found, citations=True, uris=True) or "No memory matches."
 
     async def asearch_memory(query: str, k: int = 5) -> str:

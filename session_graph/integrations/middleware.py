@@ -15,22 +15,27 @@ twins from the same step, so an async agent never blocks its event loop on the s
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
+import logging
 from typing import Any, NotRequired, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.types import Overwrite
 
+from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.integrations.binding import BindingOptions, SessionBinding
 from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, history_tools, recall_text
 from session_graph.integrations.memory_tools import memory_tools
 from session_graph.memory.config import MemoryConfig
-from session_graph.memory.recall import format_memories, recall
+from session_graph.memory.recall import format_memories, recall_or_outage
 from session_graph.session import Session
 
 __all__ = ["SessionAgentState", "SessionMiddleware", "memory_tools"]
+
+log = logging.getLogger(__name__)
 
 
 class SessionAgentState(AgentState):
@@ -48,7 +53,10 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
             to the newest user message join the system message (at most ``recall_chars``, counted
             against the token budget), and the agent gets the tools ``search_memory``,
             ``remember`` (which stores through the commit's de-duplicating apply step) and
-            ``forget_memory`` (``integrations/memory_tools.py``).
+            ``forget_memory`` (``integrations/memory_tools.py``). A memory store that is down
+            (a lost database connection) never fails the turn: the model answers without
+            recalled memories, a warning is logged and the failure is kept in
+            ``recall_failures`` (with ``on_memory_error="raise"``: a ``StoreUnavailableError``).
         recall_k: memories recalled per model call (0: none, the tools stay).
         recall_chars: the most characters recalled memories take.
         allow_purge: ``forget_memory`` may erase a memory's past versions too when the model asks
@@ -76,6 +84,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
                 raise ConfigurationError(f"{name} must be a whole number >= 0, got {value!r}.")
         self.binding = SessionBinding(session, **options)
         self.memory, self.recall_k, self.recall_chars = memory, recall_k, recall_chars
+        self.recall_failures: deque[dict[str, Any]] = deque(maxlen=100)  # the newest outages of recall, newest last
         if history is not None and not isinstance(history, HistoryRecall):
             raise ConfigurationError(f"history must be a HistoryRecall or None, got {type(history).__name__}.")
         self.history = history
@@ -134,7 +143,14 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         query = next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
         runtime = getattr(request, "runtime", None)
         memory = self.memory.for_run(context=getattr(runtime, "context", None))
-        found = format_memories(recall(memory, query, self.recall_k), self.recall_chars)
+        values, outage = recall_or_outage(memory, query, self.recall_k)
+        if outage is not None:
+            if self.binding.on_memory_error == "raise":
+                raise outage
+            log.warning("session %s: recall skipped, the memory store is unavailable; the model answers without "
+                        "recalled memories: %s", session.id, outage)
+            self.recall_failures.append({"at": utc_now(), "session": session.id, "user": memory.user, "error": str(outage)})
+        found = format_memories(values, self.recall_chars)
         return "\n\n".join(p for p in (f"Relevant long-term memories:\n{found}" if found else "", earlier) if p)
 
     @staticmethod

@@ -15,18 +15,18 @@ from langchain_core.runnables import Runnable
 
 from session_graph._base.flow import Flow, Invoke, sync_and_async
 from session_graph._base.ids import new_id, utc_now
-from session_graph.errors import ConfigurationError
+from session_graph.errors import ConfigurationError, SessionGraphError, StoreError, StoreUnavailableError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
-from session_graph.memory.config import MemoryConfig, expiry
+from session_graph.memory.config import MemoryConfig, expiry, unavailable
 from session_graph.memory.items import expired
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import _index, _semantic, fuse, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
-__all__ = ["aremember", "cite", "format_memories", "recall", "remember"]
+__all__ = ["aremember", "cite", "format_memories", "recall", "recall_or_outage", "remember"]
 
 
 def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]:
@@ -55,6 +55,33 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     if semantic is not None:
         rankings.append(sorted(semantic, key=lambda pair: (-pair[1], pair[0]))[:depth])
     return [values[ref] for ref, score in fuse(rankings, k) if score > 0]
+
+
+def recall_or_outage(memory: MemoryConfig, query: str, k: int = 5) -> tuple[list[dict[str, Any]], StoreUnavailableError | None]:
+    """``recall``, with an outage of the memory store (a lost database connection, a timeout)
+    turned into ``([], the error as a StoreUnavailableError)``, so an agent's turn can go on
+    without recalled memories; what the caller does with the error (log it, record it, raise
+    it) is its choice.
+
+    Raises:
+        StoreError: the store failed otherwise (a real data error), the store's error attached.
+    """
+    try:
+        return recall(memory, query, k), None
+    except StoreUnavailableError as error:
+        return [], error
+    except SessionGraphError:
+        raise
+    except Exception as error:
+        down = unavailable(error)
+        if down is None and isinstance(error, ConnectionError | TimeoutError):
+            down = StoreUnavailableError(f"the memory store could not be reached ({type(error).__name__}: {error}); "
+                                         "recall goes on without memories until it is back.")
+        if down is None:
+            raise StoreError(f"recall from the memory store failed ({type(error).__name__}: {error}); the stored "
+                             "memories or the store's configuration need a look.") from error
+        down.__cause__ = error
+        return [], down
 
 
 def cite(value: dict[str, Any]) -> str:
