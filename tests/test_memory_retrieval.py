@@ -202,3 +202,28 @@ def test_the_change_feed_lives_outside_the_user_s_prefix_and_an_old_feed_is_read
     assert changed_since(old, PREFS, 1) == (2, ["test_runner"])
     (hits,) = prefilter(old, [{"category": "preferences", "key": "test runner", "abstract": "x", "content": "nox"}], [PREFS])
     assert "test_runner" in [h["key"] for h in hits.values()]  # the reader followed the feed across the move
+
+
+def test_the_key_catalogue_lists_the_newest_first_and_reads_only_what_fits() -> None:
+    from session_graph.memory.prefilter import key_catalogue
+
+    store = InMemoryStore()
+    entities = ("user", "alice", "memories", "entities")
+
+    def write(namespace: tuple[str, ...], key: str, text: str, minute: int, op: str = "create") -> None:
+        (planned,) = create_plan([{"category": namespace[3], "key": key, "abstract": text, "content": text}], [list(namespace)])
+        planned = {**planned, "op": "update", "targets": [planned["key"]]} if op == "update" else planned
+        apply_op(store, planned, f"{key}@{minute}", [], f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00Z")
+
+    for n in range(300):
+        write(PREFS, f"pref {n}", f"Preference number {n}.", n)
+    write(entities, "laptop", "ThinkPad X1", 400)
+    write(PREFS, "pref 5", "Preference number 5, changed.", 500, "update")  # rewritten: the newest of all
+    lines = key_catalogue(store, [PREFS, entities], max_chars=120)
+    assert lines[:3] == ["preferences/pref_5: Preference number 5, changed.", "entities/laptop: ThinkPad X1",
+                         "preferences/pref_299: Preference number 299."][: len(lines)]
+    assert len(lines) >= 2 and sum(len(line) + 1 for line in lines) <= 120
+    fresh = InMemoryStore()  # an index built by listing the store keeps the same order
+    for item in [*store.search(PREFS, limit=1000), *store.search(entities, limit=10)]:
+        fresh.put(item.namespace, item.key, item.value, index=False)
+    assert key_catalogue(fresh, [PREFS, entities], max_chars=120) == lines

@@ -14,6 +14,8 @@ linear time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import heapq
 import threading
 from typing import Any
 import weakref
@@ -88,9 +90,9 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
         seq, keys = changed_since(store, namespace, index.seq)
         if keys is None:
             fresh = _Index()
-            for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT):
-                if item.namespace == namespace:
-                    fresh.set(item.key, item.value)
+            listed = [item for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT) if item.namespace == namespace]
+            for item in sorted(listed, key=lambda item: str(item.value.get("updated_at") or "")):
+                fresh.set(item.key, item.value)  # oldest first: ``values`` stays in the order of writes
             if index.dense is not None:  # vectors are by key and content hash: keep those still right
                 for gone in index.dense.keys() - fresh.values.keys():
                     index.dense.remove(gone)
@@ -108,14 +110,21 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
 
 def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars: int = 4000) -> list[str]:
     """``category/key: abstract`` of the active items of the mergeable namespaces, most recently
-    updated first, within ``max_chars``: what the extraction prompt lists so the model reuses keys."""
-    entries = []
-    for namespace in namespaces:
-        for key, value in active_items(store, namespace).items():
-            entries.append((str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]))
-    entries.sort(key=lambda entry: entry[0], reverse=True)
-    out, used = [], 0
-    for _, line in entries:
+    written first, within ``max_chars``: what the extraction prompt lists so the model reuses keys.
+
+    An index's ``values`` are kept in the order of writes (a write moves its key to the end; a
+    full listing is sorted by ``updated_at``), so the newest are read from the end, namespaces
+    merged by ``updated_at``: the cost is the catalogue's size, not the number stored."""
+
+    def newest(namespace: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+        values = active_items(store, namespace)
+        for key in reversed(values):
+            value = values[key]
+            yield str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]
+
+    out: list[str] = []
+    used = 0
+    for _, line in heapq.merge(*(newest(namespace) for namespace in namespaces), key=lambda entry: entry[0], reverse=True):
         if used + len(line) + 1 > max_chars:
             break
         out.append(line)
