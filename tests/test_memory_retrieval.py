@@ -227,3 +227,10 @@ def test_the_key_catalogue_lists_the_newest_first_and_reads_only_what_fits() -> 
     for item in [*store.search(PREFS, limit=1000), *store.search(entities, limit=10)]:
         fresh.put(item.namespace, item.key, item.value, index=False)
     assert key_catalogue(fresh, [PREFS, entities], max_chars=120) == lines
+
+
+def test_recall_finds_a_morphological_variant_too() -> None:
+    memory = MemoryConfig(store=InMemoryStore(), user="alice", agent="coder")
+    _distractors(memory.memory_store)
+    put(memory.memory_store, "The user is allergic to peanuts.", "food", "t")
+    assert [v["key"] for v in recall(memory, "any allergy?", 3)][:1] == ["food"]

@@ -50,11 +50,13 @@ def terms(text: str) -> list[str]:
 def grams(text: str, n: int = 4) -> list[str]:
     """The character ``n``-grams of a text's words (``_word_`` padded; stop words and CJK left out)."""
     out: list[str] = []
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if len(word) < 3 or word in _STOP or word in _MEMORY_WORDS or is_cjk(word[0]) or word.isdigit():
-            continue
-        padded = f"_{word}_"
-        out.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
+    for run in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        words = "".join(" " if is_cjk(ch) else ch for ch in run).split() if any(is_cjk(ch) for ch in run) else [run]
+        for word in words:
+            if len(word) < 3 or word in _STOP or word in _MEMORY_WORDS or word.isdigit():
+                continue
+            padded = f"_{word}_"
+            out.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
     return out
 
 

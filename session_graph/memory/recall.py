@@ -1,7 +1,7 @@
 """Recall and remember: what an agent reads from long-term memory and how it adds to it.
 
 ``recall`` ranks the active memories of the user and the agent for a query (BM25 with
-retrieval's tokenizer, fused by retrieval's score rule with the store's vector index or the
+retrieval's tokenizer and over character 4-grams, fused by retrieval's score rule with the store's vector index or the
 config's embeddings when given). ``remember`` stores one fact through the same
 prefilter, decide and compare-and-set apply steps as a commit (with no model, a conservative
 rule), so a restated or changed fact rewrites the memory it is about instead of adding one.
@@ -22,7 +22,7 @@ from session_graph.memory.categories import CATEGORIES, content_hash
 from session_graph.memory.config import MemoryConfig, expiry, unavailable
 from session_graph.memory.items import expired
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
-from session_graph.memory.prefilter import _index, _semantic, fuse, prefilter
+from session_graph.memory.prefilter import GRAMS_WEIGHT, _index, _semantic, fuse, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
@@ -40,6 +40,7 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         return []
     depth = max(k * 4, 20)
     lexical: list[tuple[str, float]] = []
+    variants: list[tuple[str, float]] = []  # character grams: "allergy" finds "allergic"
     semantic: list[tuple[str, float]] | None = None
     values: dict[str, dict[str, Any]] = {}
     for category in CATEGORIES:
@@ -48,13 +49,17 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         live = {key for key, value in index.values.items() if not expired(value)}
         values.update({f"{category}/{key}": index.values[key] for key in live})
         lexical += [(f"{category}/{key}", score) for key, score in index.bm25.search(query, limit=depth) if key in live]
+        variants += [(f"{category}/{key}", score) for key, score in index.grams.search(query, limit=depth) if key in live]
         near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
         if near is not None:
             semantic = (semantic or []) + [(f"{category}/{key}", score) for key, score in near if key in live]
-    rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth]]
+    rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth],
+                sorted(variants, key=lambda pair: (-pair[1], pair[0]))[:depth]]
+    weights = [1.0, GRAMS_WEIGHT]
     if semantic is not None:
         rankings.append(sorted(semantic, key=lambda pair: (-pair[1], pair[0]))[:depth])
-    return [values[ref] for ref, score in fuse(rankings, k) if score > 0]
+        weights.append(1.0)
+    return [values[ref] for ref, score in fuse(rankings, k, weights=weights) if score > 0]
 
 
 def recall_or_outage(memory: MemoryConfig, query: str, k: int = 5) -> tuple[list[dict[str, Any]], StoreUnavailableError | None]:
