@@ -16,7 +16,8 @@ overwritten (or freed and reused), nothing rebuilt, and a query that does not re
   live count has doubled since the last training, so training is amortised O(1) per vector; a
   removed vector leaves its list at once (the list's last member takes its place).
   The result is approximate above ``exact_up_to``: ``bench/bench_memory.py --scaling`` prints
-  its recall against the exact ranking.
+  its recall against the exact ranking (12 probes of ~100 lists at 10,000 vectors: ~0.90 of the
+  exact top 20; 16 probes: ~0.93, 24: ~0.96, each costing more rows read per query).
 """
 
 from __future__ import annotations
