@@ -234,3 +234,14 @@ def test_recall_finds_a_morphological_variant_too() -> None:
     _distractors(memory.memory_store)
     put(memory.memory_store, "The user is allergic to peanuts.", "food", "t")
     assert [v["key"] for v in recall(memory, "any allergy?", 3)][:1] == ["food"]
+
+
+def test_the_profile_is_always_a_hit_of_a_profile_candidate() -> None:
+    store = InMemoryStore()
+    profile = ("user", "alice", "memories", "profile")
+    (op,) = create_plan([{"category": "profile", "key": None, "abstract": "Alice", "content": "- Works as a nurse in Lyon."}],
+                        [list(profile)])
+    apply_op(store, op, "p", [], "2026-01-01T00:00:00Z")
+    candidate = {"category": "profile", "key": "hobby", "abstract": "climbs", "content": "- Goes bouldering on weekends."}
+    (hits,) = prefilter(store, [candidate], [profile])  # no word in common: the one profile item is still shown
+    assert [(h["key"], h["kind"]) for h in hits.values()] == [("profile", "key")]
