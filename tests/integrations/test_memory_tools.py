@@ -121,3 +121,23 @@ def test_a_key_two_categories_hold_asks_for_the_uri(tmp_path: Path) -> None:
     assert answers[0] == "No memory matches."
     assert "2 categories" in answers[2] and "memory:// URI" in answers[2]
     assert len(list_memories(memory, ["preferences", "entities"])) == 3
+
+
+def test_remember_through_the_async_agent_de_duplicates_for_the_run_s_user(tmp_path: Path) -> None:
+    from agents_util import ToolCallingFake
+
+    memory = stores(tmp_path)
+    calls = [{"id": f"r{n}", "name": "remember", "args": {"content": text, "key": "editor theme"}}
+             for n, text in enumerate(["The user prefers a dark editor theme too.", "The user now prefers a light editor theme."])]
+    llm = ToolCallingFake(messages=iter([AIMessage(content="", tool_calls=[call]) for call in calls] + [AIMessage(content="ok")]))
+    session = Session()
+    agent = create_agent(llm, tools=[], middleware=[SessionMiddleware(session, memory=memory, recall_k=0)],
+                         checkpointer=InMemorySaver())
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage(content="remember my theme")]},
+                              {"configurable": {"thread_id": "t", "user_id": "bob"}}))
+    results = [str(m.content) for m in session.full_chat_history if isinstance(m, ToolMessage)]
+    assert results[0].startswith("skipped:") and results[1].startswith("updated:")  # bob's own item: same text, then new
+    (bob,) = list_memories(memory.for_user("bob"), ["preferences"])
+    assert bob["content"] == "The user now prefers a light editor theme."
+    alice = {v["key"]: v["content"] for v in list_memories(memory, ["preferences"])}
+    assert alice["editor_theme"] == "The user prefers a dark editor theme."  # alice's untouched
