@@ -35,7 +35,7 @@ def dump_memories(store: BaseStore, *prefixes: tuple[str, ...]) -> dict[tuple[An
     out = {}
     for prefix in prefixes or (("user",), ("agent",)):
         for item in store.search(prefix, limit=1_000_000):
-            if item.namespace[2] == "memories_meta":  # the change feed (bookkeeping, not a memory)
+            if item.namespace[2] == "memories_meta":  # the change feed of stores written before (bookkeeping)
                 continue
             value = {k: v for k, v in item.value.items() if k not in ("created_at", "updated_at", "last_confirmed_at", "last_used_at")}
             if "sources" in value:  # cited message ids are random per run

@@ -16,6 +16,7 @@ import pytest
 from session_graph import Session
 from session_graph.memory import FileMemoryStore, MemoryConfig
 from session_graph.memory.apply import apply_op
+from session_graph.memory.bm25 import terms
 from session_graph.memory.plan import create_plan
 from session_graph.memory.prefilter import fuse, prefilter
 from session_graph.memory.recall import recall
@@ -147,3 +148,100 @@ def test_the_offline_embedding_loads_without_a_network_and_finds_a_synonym() -> 
     (hits,) = prefilter(store, [candidate], [PREFS], embeddings=embeddings)
     assert "seating" in [hit["key"] for hit in hits.values()]
     assert len(embeddings.embed_query("hello")) == 256
+
+
+def _distractors(store: Any) -> None:
+    for n, topic in enumerate(["billing", "search", "auth", "payments", "gateway", "storage", "queue", "ledger"]):
+        put(store, f"The user keeps the {topic} service on call rotation.", f"service {n}", f"d{n}")
+
+
+@pytest.mark.parametrize(("stored", "probe"), [
+    ("The user is allergic to peanuts.", "Cannot eat them: allergy."),
+    ("The user commutes by bicycle.", "Cycles to the office."),
+    ("The user prefers tabs for indentation.", "Four spaces for indenting now."),
+])
+def test_a_morphological_variant_the_stemmer_misses_is_a_hit(stored: str, probe: str) -> None:
+    store = InMemoryStore()
+    _distractors(store)
+    put(store, stored, "target topic", "t")
+    assert not set(terms(stored)) & set(terms(probe)) - {"target", "topic"}  # no shared word stem: only grams meet
+    (hits,) = prefilter(store, [{"category": "preferences", "key": None, "abstract": probe, "content": probe}], [PREFS])
+    assert "target_topic" in [h["key"] for h in hits.values()]
+
+
+def test_the_candidate_s_own_merge_key_is_evidence() -> None:
+    store = InMemoryStore()
+    _distractors(store)
+    put(store, "The user owns a ThinkPad X1.", "laptop model", "t")
+    probe = "Works on a Lenovo notebook."  # nothing shared with the stored text
+    without, with_key = prefilter(store, [{"category": "preferences", "key": None, "abstract": probe, "content": probe},
+                                          {"category": "preferences", "key": "laptop", "abstract": probe, "content": probe}],
+                                  [PREFS, PREFS])
+    assert "laptop_model" not in [h["key"] for h in without.values()]
+    assert "laptop_model" in [h["key"] for h in with_key.values()]
+
+
+def test_the_change_feed_lives_outside_the_user_s_prefix_and_an_old_feed_is_read_then_moved() -> None:
+    from session_graph.memory.changes import _legacy_namespace, changed_since, meta_namespace
+
+    store = InMemoryStore()
+    put(store, "The user's editor theme is dark.", "editor theme", "a")
+    listed = store.search(("user", "alice"), limit=100)
+    assert [(i.namespace, i.key) for i in listed] == [(PREFS, "editor_theme")]  # memories only, no bookkeeping
+    assert store.get(meta_namespace(PREFS), "changes") is not None and meta_namespace(PREFS)[0] == "memory_changes"
+
+    old = InMemoryStore()  # a store written before: the same items, the feed under the user's prefix
+    for item in listed:
+        old.put(item.namespace, item.key, item.value, index=False)
+    old.put(_legacy_namespace(PREFS), "changes", store.get(meta_namespace(PREFS), "changes").value, index=False)
+    assert changed_since(old, PREFS, 0) == (1, ["editor_theme"])  # read where it was
+    (hits,) = prefilter(old, [{"category": "preferences", "key": "editor theme", "abstract": "x", "content": "light"}], [PREFS])
+    assert [h["key"] for h in hits.values()] == ["editor_theme"]
+    put(old, "The user runs pytest.", "test runner", "b")
+    assert old.get(_legacy_namespace(PREFS), "changes") is None  # moved by the next write, its counter going on
+    assert changed_since(old, PREFS, 1) == (2, ["test_runner"])
+    (hits,) = prefilter(old, [{"category": "preferences", "key": "test runner", "abstract": "x", "content": "nox"}], [PREFS])
+    assert "test_runner" in [h["key"] for h in hits.values()]  # the reader followed the feed across the move
+
+
+def test_the_key_catalogue_lists_the_newest_first_and_reads_only_what_fits() -> None:
+    from session_graph.memory.prefilter import key_catalogue
+
+    store = InMemoryStore()
+    entities = ("user", "alice", "memories", "entities")
+
+    def write(namespace: tuple[str, ...], key: str, text: str, minute: int, op: str = "create") -> None:
+        (planned,) = create_plan([{"category": namespace[3], "key": key, "abstract": text, "content": text}], [list(namespace)])
+        planned = {**planned, "op": "update", "targets": [planned["key"]]} if op == "update" else planned
+        apply_op(store, planned, f"{key}@{minute}", [], f"2026-01-01T{minute // 60:02d}:{minute % 60:02d}:00Z")
+
+    for n in range(300):
+        write(PREFS, f"pref {n}", f"Preference number {n}.", n)
+    write(entities, "laptop", "ThinkPad X1", 400)
+    write(PREFS, "pref 5", "Preference number 5, changed.", 500, "update")  # rewritten: the newest of all
+    lines = key_catalogue(store, [PREFS, entities], max_chars=120)
+    assert lines[:3] == ["preferences/pref_5: Preference number 5, changed.", "entities/laptop: ThinkPad X1",
+                         "preferences/pref_299: Preference number 299."][: len(lines)]
+    assert len(lines) >= 2 and sum(len(line) + 1 for line in lines) <= 120
+    fresh = InMemoryStore()  # an index built by listing the store keeps the same order
+    for item in [*store.search(PREFS, limit=1000), *store.search(entities, limit=10)]:
+        fresh.put(item.namespace, item.key, item.value, index=False)
+    assert key_catalogue(fresh, [PREFS, entities], max_chars=120) == lines
+
+
+def test_recall_finds_a_morphological_variant_too() -> None:
+    memory = MemoryConfig(store=InMemoryStore(), user="alice", agent="coder")
+    _distractors(memory.memory_store)
+    put(memory.memory_store, "The user is allergic to peanuts.", "food", "t")
+    assert [v["key"] for v in recall(memory, "any allergy?", 3)][:1] == ["food"]
+
+
+def test_the_profile_is_always_a_hit_of_a_profile_candidate() -> None:
+    store = InMemoryStore()
+    profile = ("user", "alice", "memories", "profile")
+    (op,) = create_plan([{"category": "profile", "key": None, "abstract": "Alice", "content": "- Works as a nurse in Lyon."}],
+                        [list(profile)])
+    apply_op(store, op, "p", [], "2026-01-01T00:00:00Z")
+    candidate = {"category": "profile", "key": "hobby", "abstract": "climbs", "content": "- Goes bouldering on weekends."}
+    (hits,) = prefilter(store, [candidate], [profile])  # no word in common: the one profile item is still shown
+    assert [(h["key"], h["kind"]) for h in hits.values()] == [("profile", "key")]

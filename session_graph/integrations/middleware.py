@@ -15,22 +15,27 @@ twins from the same step, so an async agent never blocks its event loop on the s
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
+import logging
 from typing import Any, NotRequired, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Overwrite
 
+from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.integrations.binding import BindingOptions, SessionBinding
 from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, history_tools, recall_text
+from session_graph.integrations.memory_tools import memory_tools
 from session_graph.memory.config import MemoryConfig
-from session_graph.memory.recall import format_memories, recall, remember
+from session_graph.memory.recall import format_memories, recall_or_outage
 from session_graph.session import Session
 
 __all__ = ["SessionAgentState", "SessionMiddleware", "memory_tools"]
+
+log = logging.getLogger(__name__)
 
 
 class SessionAgentState(AgentState):
@@ -46,10 +51,16 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session: one session for every run (on one thread: see ``share_across_threads``).
         memory: long-term memory: before each model call the ``recall_k`` memories most relevant
             to the newest user message join the system message (at most ``recall_chars``, counted
-            against the token budget), and the agent gets the tools ``search_memory`` and
-            ``remember`` (which stores through the commit's de-duplicating apply step).
+            against the token budget), and the agent gets the tools ``search_memory``,
+            ``remember`` (which stores through the commit's de-duplicating apply step) and
+            ``forget_memory`` (``integrations/memory_tools.py``). A memory store that is down
+            (a lost database connection) never fails the turn: the model answers without
+            recalled memories, a warning is logged and the failure is kept in
+            ``recall_failures`` (with ``on_memory_error="raise"``: a ``StoreUnavailableError``).
         recall_k: memories recalled per model call (0: none, the tools stay).
         recall_chars: the most characters recalled memories take.
+        allow_purge: ``forget_memory`` may erase a memory's past versions too when the model asks
+            (off: its history is always kept).
         history: recall from the whole history (``HistoryRecall``): before each model call the
             evicted messages most relevant to the newest user message join the system message
             (memo and summary modes; lite mode with ``HistoryRecall(lite=True)``); with
@@ -62,7 +73,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     def __init__(
         self, session: Session | None = None, *, memory: MemoryConfig | None = None, recall_k: int = 5,
-        recall_chars: int = 1600, history: HistoryRecall | None = DEFAULT_RECALL, **options: Unpack[BindingOptions],
+        recall_chars: int = 1600, history: HistoryRecall | None = DEFAULT_RECALL, allow_purge: bool = False,
+        **options: Unpack[BindingOptions],
     ) -> None:
         super().__init__()
         if memory is not None and not isinstance(memory, MemoryConfig):
@@ -72,10 +84,11 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
                 raise ConfigurationError(f"{name} must be a whole number >= 0, got {value!r}.")
         self.binding = SessionBinding(session, **options)
         self.memory, self.recall_k, self.recall_chars = memory, recall_k, recall_chars
+        self.recall_failures: deque[dict[str, Any]] = deque(maxlen=100)  # the newest outages of recall, newest last
         if history is not None and not isinstance(history, HistoryRecall):
             raise ConfigurationError(f"history must be a HistoryRecall or None, got {type(history).__name__}.")
         self.history = history
-        self.tools = memory_tools(memory) if memory is not None else []
+        self.tools = memory_tools(memory, allow_purge=allow_purge) if memory is not None else []
         if history is not None and history.tool:
             self.tools.extend(history_tools(self.binding, history))
 
@@ -130,7 +143,14 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         query = next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
         runtime = getattr(request, "runtime", None)
         memory = self.memory.for_run(context=getattr(runtime, "context", None))
-        found = format_memories(recall(memory, query, self.recall_k), self.recall_chars)
+        values, outage = recall_or_outage(memory, query, self.recall_k)
+        if outage is not None:
+            if self.binding.on_memory_error == "raise":
+                raise outage
+            log.warning("session %s: recall skipped, the memory store is unavailable; the model answers without "
+                        "recalled memories: %s", session.id, outage)
+            self.recall_failures.append({"at": utc_now(), "session": session.id, "user": memory.user, "error": str(outage)})
+        found = format_memories(values, self.recall_chars)
         return "\n\n".join(p for p in (f"Relevant long-term memories:\n{found}" if found else "", earlier) if p)
 
     @staticmethod
@@ -172,25 +192,3 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
         return {"save": True, "durable": True} if starts else {"save": 0, "durable": False}
     ended = any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
     return {"save": True, "durable": False} if ended else {"save": False}
-
-
-def memory_tools(memory: MemoryConfig) -> list[BaseTool]:
-    """``search_memory`` and ``remember`` over ``memory`` (what ``SessionMiddleware(memory=...)`` offers),
-    for the user and agent of the run that calls them (see ``MemoryConfig.for_run``)."""
-
-    def search_memory(query: str, k: int = 5) -> str:
-        """Search the user's and the agent's long-term memories; returns the best matches, one per line,
-        each with where it came from (session, archive, messages)."""
-        found = recall(memory.for_run(), query, max(1, min(int(k), 20)))
-        return format_memories(found, citations=True) or "No memory matches."
-
-    def remember_fact(content: str, category: str = "preferences", key: str | None = None) -> str:
-        """Store a lasting fact about the user (profile, preferences, entities, events) or about how the
-        agent works (cases, patterns). ``key`` names the topic a later fact on it should update."""
-        try:
-            return f"{remember(memory.for_run(), content, category, key, source='tool')}: {content}"
-        except ConfigurationError as error:
-            return f"Not stored: {error}"
-
-    return [StructuredTool.from_function(search_memory, name="search_memory"),
-            StructuredTool.from_function(remember_fact, name="remember")]

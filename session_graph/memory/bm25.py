@@ -7,20 +7,30 @@ is found the same way in a memory. On top, memory's own stop words: almost every
 "the user prefers / likes ...", words that would only blur the ranking. Used by the
 prefilter, ``recall``, the memory search tool and the file store's ``search(query=...)``;
 no embedding model is needed.
+
+``grams`` gives a second lexical field: the character 4-grams of each word (padded, so a
+word's start and end are grams of their own). Stemmers leave "allergic" / "allergy",
+"bicycle" / "cycles", "email" / "mail", "indentation" / "indenting" apart; their grams meet.
+The prefilter fuses a grams index with the word index (``Bm25(analyzer=grams)``); CJK text
+already gives characters and bigrams as words, so grams are made of other scripts' words only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+import re
 import threading
+import unicodedata
 
 from session_graph.retrieval.bm25 import Bm25Index
-from session_graph.retrieval.tokenize import stem
+from session_graph.retrieval.tokenize import _STOP, is_cjk, stem
 from session_graph.retrieval.tokenize import terms as _terms
 
-__all__ = ["Bm25", "terms", "word_terms"]
+__all__ = ["Bm25", "grams", "terms", "word_terms"]
 
-_MEMORY_STOP = frozenset(stem(word) for word in ("user", "users", "prefers", "likes"))
+_MEMORY_WORDS = frozenset(("user", "users", "prefers", "likes"))
+_MEMORY_STOP = frozenset(stem(word) for word in _MEMORY_WORDS)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 COMMON_FROM = 500
 """Above this many documents, a term found in more than half of them is not scored: so a
 query costs what its distinctive terms cost, not the size of the index."""
@@ -35,6 +45,19 @@ def terms(text: str) -> list[str]:
     return [term for term in _terms(text) if term not in _MEMORY_STOP]
 
 
+def grams(text: str, n: int = 4) -> list[str]:
+    """The character ``n``-grams of a text's words (``_word_`` padded; stop words and CJK left out)."""
+    out: list[str] = []
+    for run in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        words = "".join(" " if is_cjk(ch) else ch for ch in run).split() if any(is_cjk(ch) for ch in run) else [run]
+        for word in words:
+            if len(word) < 3 or word in _STOP or word in _MEMORY_WORDS or word.isdigit():
+                continue
+            padded = f"_{word}_"
+            out.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
+    return out
+
+
 def word_terms(text: str) -> list[str]:
     """The word terms of a text (the same as ``terms``): what two statements share."""
     return terms(text)
@@ -43,8 +66,8 @@ def word_terms(text: str) -> list[str]:
 class Bm25:
     """An in-memory BM25 index over texts keyed by any hashable id (``retrieval.bm25.Bm25Index``)."""
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
+    def __init__(self, k1: float = 1.2, b: float = 0.75, *, analyzer: Callable[[str], list[str]] = terms) -> None:
+        self.k1, self.b, self.analyzer = k1, b, analyzer
         self._index = Bm25Index(k1, b)
         self._terms: dict[Hashable, list[str]] = {}
         self._lock = threading.Lock()  # the prefilter searches while another thread may re-index
@@ -54,7 +77,7 @@ class Bm25:
 
     def add(self, doc_id: Hashable, text: str) -> None:
         """Index (or re-index) a document."""
-        words = terms(text)
+        words = self.analyzer(text)
         with self._lock:
             self._terms[doc_id] = words
             self._index.add(doc_id, words)
@@ -80,7 +103,7 @@ class Bm25:
         import numpy as np  # loaded on first use, not by `import session_graph`
         if not len(self._index):
             return []
-        words = list(dict.fromkeys(terms(query)))
+        words = list(dict.fromkeys(self.analyzer(query)))
         with self._lock:
             allow = None
             if among is not None:

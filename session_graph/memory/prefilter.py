@@ -14,19 +14,20 @@ linear time.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Iterator
+import heapq
 import threading
 from typing import Any
 import weakref
 
 from langgraph.store.base import BaseStore
 
-from session_graph.memory.bm25 import Bm25
+from session_graph.memory.bm25 import Bm25, grams, terms
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
 from session_graph.memory.items import expired, searchable_text
-from session_graph.retrieval.dense import DenseIndex
 from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
+from session_graph.retrieval.vectors import VectorIndex
 
 __all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
 
@@ -41,9 +42,11 @@ that rule): small, so a list's first hit (rank 0: 1/2) outweighs an item only th
 class _Index:
     def __init__(self) -> None:
         self.bm25 = Bm25()
+        self.grams = Bm25(analyzer=grams)  # character 4-grams: morphological variants the stemmer leaves apart
+        self.keys = Bm25(analyzer=_key_terms)  # merge keys alone: a candidate's own key is evidence of its topic
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
-        self.dense: DenseIndex | None = None  # the config's embeddings' vectors, by key and content hash
+        self.dense: VectorIndex | None = None  # the config's embeddings' vectors, by key (kept current by set)
         self.seq: int | None = None
 
     def set(self, key: str, value: dict[str, Any] | None) -> None:
@@ -52,11 +55,25 @@ class _Index:
         if old is not None:
             self.by_hash.get(str(old.get("hash")), set()).discard(key)
             self.bm25.remove(key)
+            self.grams.remove(key)
+            self.keys.remove(key)
         if value is None or value.get("status") != "active":
+            if self.dense is not None:
+                self.dense.remove(key)
             return
         self.values[key] = value
         self.by_hash.setdefault(str(value.get("hash")), set()).add(key)
-        self.bm25.add(key, searchable_text(value))
+        text = searchable_text(value)
+        self.bm25.add(key, text)
+        self.grams.add(key, text)
+        self.keys.add(key, key.replace("_", " "))
+        if self.dense is not None:
+            self.dense.set(key, text, value.get("hash"))  # the same hash: the vector stays
+
+
+def _key_terms(text: str) -> list[str]:
+    """A merge key's terms: its words and their character grams (``indent style`` meets ``indentation``)."""
+    return [*terms(text), *grams(text)]
 
 
 def active_items(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -73,10 +90,15 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
         seq, keys = changed_since(store, namespace, index.seq)
         if keys is None:
             fresh = _Index()
-            for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT):
-                if item.namespace == namespace:
-                    fresh.set(item.key, item.value)
-            fresh.dense = index.dense  # vectors are by key and content hash: still right
+            listed = [item for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT) if item.namespace == namespace]
+            for item in sorted(listed, key=lambda item: str(item.value.get("updated_at") or "")):
+                fresh.set(item.key, item.value)  # oldest first: ``values`` stays in the order of writes
+            if index.dense is not None:  # vectors are by key and content hash: keep those still right
+                for gone in index.dense.keys() - fresh.values.keys():
+                    index.dense.remove(gone)
+                for key, value in fresh.values.items():
+                    index.dense.set(key, searchable_text(value), value.get("hash"))
+            fresh.dense = index.dense
             index.__dict__.update(fresh.__dict__)
         else:
             for key in keys:
@@ -88,14 +110,21 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
 
 def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars: int = 4000) -> list[str]:
     """``category/key: abstract`` of the active items of the mergeable namespaces, most recently
-    updated first, within ``max_chars``: what the extraction prompt lists so the model reuses keys."""
-    entries = []
-    for namespace in namespaces:
-        for key, value in active_items(store, namespace).items():
-            entries.append((str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]))
-    entries.sort(key=lambda entry: entry[0], reverse=True)
-    out, used = [], 0
-    for _, line in entries:
+    written first, within ``max_chars``: what the extraction prompt lists so the model reuses keys.
+
+    An index's ``values`` are kept in the order of writes (a write moves its key to the end; a
+    full listing is sorted by ``updated_at``), so the newest are read from the end, namespaces
+    merged by ``updated_at``: the cost is the catalogue's size, not the number stored."""
+
+    def newest(namespace: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+        values = active_items(store, namespace)
+        for key in reversed(values):
+            value = values[key]
+            yield str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]
+
+    out: list[str] = []
+    used = 0
+    for _, line in heapq.merge(*(newest(namespace) for namespace in namespaces), key=lambda entry: entry[0], reverse=True):
         if used + len(line) + 1 > max_chars:
             break
         out.append(line)
@@ -110,17 +139,19 @@ def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = Non
             "applied": list(value.get("applied") or ())}
 
 
-def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None) -> list[tuple[str, float]]:
+def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None,
+         weights: list[float] | None = None) -> list[tuple[str, float]]:
     """Fuse best-first rankings into the best ``limit``: retrieval's score fusion
     (``retrieval.fusion.fuse_scores``, the rule message search uses: each list rescaled by its
     best score, summed), with each list's first hit always kept, so a strong single-list hit
     (what only the embedding finds, or only BM25) survives the cut. ``k`` given: reciprocal-rank
     fusion instead, ``sum 1 / (k + rank)`` with rank from 0 (``RRF_K`` was the old default).
+    ``weights``: each list's weight (default 1 each).
     """
     if k is not None:
-        by_rank = [(str(key), score) for key, score in fuse_ranks(rankings, k=k - 1)]  # fuse_ranks counts ranks from 1
+        by_rank = [(str(key), score) for key, score in fuse_ranks(rankings, k=k - 1, weights=weights)]  # fuse_ranks counts ranks from 1
         return sorted(by_rank, key=lambda pair: (-pair[1], pair[0]))[:limit]
-    fused: list[tuple[str, float]] = sorted(((str(key), score) for key, score in fuse_scores(rankings)), key=lambda pair: (-pair[1], pair[0]))
+    fused: list[tuple[str, float]] = sorted(((str(key), score) for key, score in fuse_scores(rankings, weights=weights)), key=lambda pair: (-pair[1], pair[0]))
     top = fused[:limit]
     chosen = {key for key, _ in top}
     heads = list(dict.fromkeys(str(ranking[0][0]) for ranking in rankings if ranking))
@@ -143,21 +174,34 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
         return None
-    if index.dense is None or index.dense.embeddings is not embeddings or len(index.dense) > 4 * len(index.values) + 1024:
-        index.dense = DenseIndex(embeddings)  # a new model, or mostly old versions' vectors: start over
-    documents: list[tuple[Hashable, str | None, Any]] = [(key, f"{key}\x00{value.get('hash')}", None) for key, value in index.values.items()]
-    nearest = index.dense.search(text, documents, depth, lambda keys: {k: searchable_text(index.values[k]) for k in keys})
-    return [(str(key), score) for key, score in nearest]
+    if index.dense is None or index.dense.embeddings is not embeddings:
+        index.dense = VectorIndex(embeddings)  # a new model: its vectors are embedded once, then kept current by set()
+        for key, value in index.values.items():
+            index.dense.set(key, searchable_text(value), value.get("hash"))
+    return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
+
+
+GRAMS_WEIGHT = 0.5
+"""The character-gram list's weight in the fusion (the word list's is 1): it finds variants the
+stemmer misses, and is noisier than whole words."""
 
 
 def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
-             namespace: tuple[str, ...] | None = None) -> list[tuple[str, float]]:
+             namespace: tuple[str, ...] | None = None, merge_key: str | None = None) -> list[tuple[str, float]]:
+    """The most similar active items: word BM25, character-gram BM25, the candidate's own merge
+    key against stored keys (when it has one) and the nearest by meaning, fused by score."""
     depth = max(top_k * 4, 20)
-    lexical = [(str(k), s) for k, s in index.bm25.search(text, limit=depth)]
+    rankings = [[(str(k), s) for k, s in index.bm25.search(text, limit=depth)],
+                [(str(k), s) for k, s in index.grams.search(text, limit=depth)]]
+    weights = [1.0, GRAMS_WEIGHT]
+    if merge_key:
+        rankings.append([(str(k), s) for k, s in index.keys.search(merge_key.replace("_", " "), limit=depth)])
+        weights.append(1.0)
     semantic = _semantic(index, text, depth, embeddings, store, namespace)
-    if semantic is None:
-        return lexical[:top_k]
-    return fuse([lexical, semantic], top_k)
+    if semantic is not None:
+        rankings.append(semantic)
+        weights.append(1.0)
+    return fuse(rankings, top_k, weights=weights)
 
 
 def prefilter(
@@ -187,7 +231,7 @@ def prefilter(
         kinds = {k: ("key" if k == key else "hash") for k in found}
         text = f"{candidate.get('key') or ''} {candidate['abstract']} {candidate['content']}"
         scores: dict[str, float] = {}
-        for other, score in _similar(index, text, top_k, embeddings, store, namespace):
+        for other, score in _similar(index, text, top_k, embeddings, store, namespace, candidate.get("key")):
             if other not in found and len(found) < top_k + 2 and not expired(index.values[other]):
                 found[other], kinds[other], scores[other] = index.values[other], "similar", round(score, 4)
         hits = {}

@@ -1,7 +1,7 @@
 """Recall and remember: what an agent reads from long-term memory and how it adds to it.
 
 ``recall`` ranks the active memories of the user and the agent for a query (BM25 with
-retrieval's tokenizer, fused by retrieval's score rule with the store's vector index or the
+retrieval's tokenizer and over character 4-grams, fused by retrieval's score rule with the store's vector index or the
 config's embeddings when given). ``remember`` stores one fact through the same
 prefilter, decide and compare-and-set apply steps as a commit (with no model, a conservative
 rule), so a restated or changed fact rewrites the memory it is about instead of adding one.
@@ -15,18 +15,18 @@ from langchain_core.runnables import Runnable
 
 from session_graph._base.flow import Flow, Invoke, sync_and_async
 from session_graph._base.ids import new_id, utc_now
-from session_graph.errors import ConfigurationError
+from session_graph.errors import ConfigurationError, SessionGraphError, StoreError, StoreUnavailableError
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
-from session_graph.memory.config import MemoryConfig, expiry
+from session_graph.memory.config import MemoryConfig, expiry, unavailable
 from session_graph.memory.items import expired
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
-from session_graph.memory.prefilter import _index, _semantic, fuse, prefilter
+from session_graph.memory.prefilter import GRAMS_WEIGHT, _index, _semantic, fuse, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
-__all__ = ["aremember", "cite", "format_memories", "recall", "remember"]
+__all__ = ["aremember", "cite", "format_memories", "recall", "recall_or_outage", "remember"]
 
 
 def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]:
@@ -40,6 +40,7 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         return []
     depth = max(k * 4, 20)
     lexical: list[tuple[str, float]] = []
+    variants: list[tuple[str, float]] = []  # character grams: "allergy" finds "allergic"
     semantic: list[tuple[str, float]] | None = None
     values: dict[str, dict[str, Any]] = {}
     for category in CATEGORIES:
@@ -48,13 +49,44 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         live = {key for key, value in index.values.items() if not expired(value)}
         values.update({f"{category}/{key}": index.values[key] for key in live})
         lexical += [(f"{category}/{key}", score) for key, score in index.bm25.search(query, limit=depth) if key in live]
+        variants += [(f"{category}/{key}", score) for key, score in index.grams.search(query, limit=depth) if key in live]
         near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
         if near is not None:
             semantic = (semantic or []) + [(f"{category}/{key}", score) for key, score in near if key in live]
-    rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth]]
+    rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth],
+                sorted(variants, key=lambda pair: (-pair[1], pair[0]))[:depth]]
+    weights = [1.0, GRAMS_WEIGHT]
     if semantic is not None:
         rankings.append(sorted(semantic, key=lambda pair: (-pair[1], pair[0]))[:depth])
-    return [values[ref] for ref, score in fuse(rankings, k) if score > 0]
+        weights.append(1.0)
+    return [values[ref] for ref, score in fuse(rankings, k, weights=weights) if score > 0]
+
+
+def recall_or_outage(memory: MemoryConfig, query: str, k: int = 5) -> tuple[list[dict[str, Any]], StoreUnavailableError | None]:
+    """``recall``, with an outage of the memory store (a lost database connection, a timeout)
+    turned into ``([], the error as a StoreUnavailableError)``, so an agent's turn can go on
+    without recalled memories; what the caller does with the error (log it, record it, raise
+    it) is its choice.
+
+    Raises:
+        StoreError: the store failed otherwise (a real data error), the store's error attached.
+    """
+    try:
+        return recall(memory, query, k), None
+    except StoreUnavailableError as error:
+        return [], error
+    except SessionGraphError:
+        raise
+    except Exception as error:
+        down = unavailable(error)
+        if down is None and isinstance(error, ConnectionError | TimeoutError):
+            down = StoreUnavailableError(f"the memory store could not be reached ({type(error).__name__}: {error}); "
+                                         "recall goes on without memories until it is back.")
+        if down is None:
+            raise StoreError(f"recall from the memory store failed ({type(error).__name__}: {error}); the stored "
+                             "memories or the store's configuration need a look.") from error
+        down.__cause__ = error
+        return [], down
 
 
 def cite(value: dict[str, Any]) -> str:
@@ -69,13 +101,16 @@ def cite(value: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None, *, citations: bool = False) -> str:
+def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None, *, citations: bool = False,
+                    uris: bool = False) -> str:
     """Memories as lines for a prompt (``[category] abstract: content``, with ``citations`` the
-    ``[from ...]`` each came from), within ``limit_chars``."""
+    ``[from ...]`` each came from, with ``uris`` each one's ``memory://`` URI first, so an agent
+    can name it to ``forget_memory``), within ``limit_chars``."""
     lines: list[str] = []
     used = 0
     for value in values:
-        line = f"- [{value.get('category')}] {value.get('abstract', '')}: {value.get('content', '')}"
+        where = f"{value.get('uri')} " if uris and value.get("uri") else ""
+        line = f"- {where}[{value.get('category')}] {value.get('abstract', '')}: {value.get('content', '')}"
         if citations and cite(value):
             line += f" [from {cite(value)}]"
         if limit_chars is not None and used + len(line) > limit_chars:

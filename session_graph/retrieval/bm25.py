@@ -128,6 +128,10 @@ class Bm25Index:
         """The key of document id ``doc`` (a removed one's too)."""
         return self._keys[doc]
 
+    def keys_since(self, first: int) -> list[Hashable]:
+        """The keys of the documents added with id ``first`` or later that are still indexed."""
+        return [self._keys[d] for d in range(first, len(self._keys)) if self._alive[d]]
+
     def keys(self) -> list[Hashable]:
         """The keys of the indexed documents, in the order they were added."""
         return [k for d, k in enumerate(self._keys) if self._alive[d]]

@@ -128,13 +128,16 @@ def _ranked(source: Source, tenant: str, query: str, k: int, keys: list[str] | N
         lexical = _bridged(source, tenant, words, lexical, pool, keys, since, until, options.bridge)
     ranked: list[tuple[Hashable, float]] = list(lexical)
     if options.dense is not None:
-        documents = [d for d in source.documents(tenant, keys)
-                     if (since is None or d[2] >= since) and (until is None or d[2] < until)]
+        # the whole tenant: its vectors kept up to date by what the source indexed since (no listing per query)
+        dense = options.dense.search_source(query, source, tenant, pool) if keys is None and since is None and until is None else None
+        if dense is None:  # some sessions or a time range, or a source that cannot say what is new
+            documents = [d for d in source.documents(tenant, keys)
+                         if (since is None or d[2] >= since) and (until is None or d[2] < until)]
 
-        def text_of(refs: list[Ref]) -> dict[Ref, str]:
-            return {(h.key, h.seq): h.text for h in source.fetch(tenant, refs, {})}
+            def text_of(refs: list[Ref]) -> dict[Ref, str]:
+                return {(h.key, h.seq): h.text for h in source.fetch(tenant, refs, {})}
 
-        dense = options.dense.search(query, documents, pool, text_of, tenant=tenant)
+            dense = options.dense.search(query, documents, pool, text_of, tenant=tenant)
         ranked = fuse_scores([lexical, dense], weights=[1.0, options.dense_weight]) if lexical else dense
     if options.reranker is not None and ranked:
         head = [ref for ref, _ in ranked[:pool]]

@@ -20,7 +20,6 @@ search never pages a session's middle into memory.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 import json
 import logging
 import os
@@ -30,10 +29,12 @@ import time
 from typing import Any, Protocol
 
 from session_graph._base.files import decode_name
-from session_graph.retrieval.bm25 import Bm25Index
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.tokenize import TOKENIZER
 from session_graph.stores import search_marker
+from session_graph.stores.search_state import LogState as _Session
+from session_graph.stores.search_state import TenantState as _Tenant
+from session_graph.stores.search_state import documents_since
 from session_graph.stores.search_terms import (
     HEADER,
     end_of,
@@ -72,28 +73,6 @@ Ref = tuple[str, int]
 
 class _Damaged(Exception):
     """A terms file that cannot be trusted (rebuild it)."""
-
-
-@dataclass
-class _Session:
-    key: str
-    consumed: int = 0  # bytes of the terms file applied
-    end: int = 0  # bytes of the log the index covers
-    seq: int = 0  # the next seq expected
-    identity: tuple[int, int] = (0, 0)  # (device, inode) of the terms file applied
-    log_inode: int = 0
-
-
-@dataclass
-class _Tenant:
-    index: Bm25Index = field(default_factory=Bm25Index)
-    sessions: dict[str, _Session] = field(default_factory=dict)  # by log file name
-    where: dict[Ref, tuple[str, int, int, str | None, str, str]] = field(default_factory=dict)  # name, offset, bytes, id, role, ts
-    times: list[str] = field(default_factory=list)  # ts by document id
-    synced: float = -1.0  # time.monotonic() of the last check of the files
-    appends: int = 0  # JsonlSearch._appends at that check
-    marker: int | None = None  # the folder's mtime (ns) at the last full scan, when old enough to trust
-    scanned: float = -1.0  # time.monotonic() of the last full scan
 
 
 class JsonlSearch:
@@ -208,6 +187,11 @@ class JsonlSearch:
             state = self._sync(tenant)
             wanted = None if keys is None else set(keys)
             return [(ref, w[3], w[5]) for ref, w in state.where.items() if wanted is None or ref[0] in wanted]
+
+    def documents_since(self, tenant: str, mark: Any = None) -> tuple[Any, list[tuple[Ref, str | None, str]] | None]:
+        """What a dense index kept up to date needs: see ``search_state.documents_since``."""
+        with self._lock:
+            return documents_since(self._sync(tenant), mark)
 
     def count(self, tenant: str) -> int:
         """How many messages of a tenant the index holds (after bringing it up to date)."""

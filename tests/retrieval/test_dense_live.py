@@ -1,0 +1,109 @@
+"""Dense history search without listing the tenant per query (issue 22, item 6): on the JSONL
+store a ``DenseIndex`` keeps each tenant's vectors up to date with what the index added since its
+last look (``documents_since``), embeds each message once, ranks as the full listing does, and
+lists the tenant again only after a removal (a deleted session), never showing what is gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import random
+
+from langchain_core.embeddings import Embeddings
+import pytest
+
+from session_graph import DenseIndex, SessionManager
+from session_graph.stores.jsonl import JsonlStore
+
+TOPICS = ["moving house", "sofa shopping", "porto trip", "cat food", "tax return", "guitar lessons"]
+
+
+class Topics(Embeddings):
+    """One axis per topic word (plus noise from the text); counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    def _vector(self, text: str) -> list[float]:
+        noise = random.Random(text)
+        return [sum(text.count(w) for w in topic.split()) + noise.random() * 0.1 for topic in TOPICS]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedded += texts
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def fill(manager: SessionManager, key: str, count: int, start: int = 0) -> None:
+    session = manager.get_or_create(key)
+    for n in range(start, start + count):
+        session.append_message({"role": "user", "content": f"note {key}{n} about {TOPICS[n % len(TOPICS)]}"})
+    manager.save(session)
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> SessionManager:
+    return SessionManager(JsonlStore(tmp_path), tenant="alice")
+
+
+def test_new_messages_are_embedded_once_and_the_tenant_is_not_listed_per_query(manager: SessionManager,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Topics()
+    dense = DenseIndex(model)
+    fill(manager, "a", 30)
+    source = manager.store.search_index  # type: ignore[attr-defined]
+    listed = []
+    real = source.documents
+    monkeypatch.setattr(source, "documents", lambda *a, **k: listed.append(1) or real(*a, **k))
+    manager.search("porto", k=3, dense=dense)
+    assert len(listed) == 1 and len(model.embedded) == 30  # the first search lists once, embeds all
+    fill(manager, "b", 6)
+    hits = manager.search("guitar", k=3, dense=dense, bridge=0)
+    assert len(listed) == 1 and len(model.embedded) == 36  # only the new ones, no listing
+    assert all("guitar" in h.text for h in hits)
+    manager.search("guitar lessons", k=3, dense=dense)
+    assert len(listed) == 1 and len(model.embedded) == 36
+
+
+def test_the_kept_vectors_rank_as_the_full_listing_does(manager: SessionManager) -> None:
+    for key in ("a", "b", "c"):
+        fill(manager, key, 40)
+    source = manager.store.search_index  # type: ignore[attr-defined]
+    live, listed = DenseIndex(Topics()), DenseIndex(Topics())
+    for query in ("sofa shopping", "cat food tax", "moving house porto trip"):
+        kept = live.search_source(query, source, "alice", 10)
+        documents = source.documents("alice")
+        full = listed.search(query, documents, 10, lambda refs: {(h.key, h.seq): h.text for h in source.fetch("alice", refs, {})},
+                             tenant="alice")
+        assert [ref for ref, _ in kept] == [ref for ref, _ in full]
+        assert [score for _, score in kept] == pytest.approx([score for _, score in full], abs=1e-5)
+
+
+def test_a_deleted_session_is_never_found_and_a_rewritten_one_is_embedded_again(manager: SessionManager) -> None:
+    model = Topics()
+    dense = DenseIndex(model)
+    fill(manager, "a", 12)
+    fill(manager, "gone", 12, start=100)
+    assert any(h.key == "gone" for h in manager.search("sofa shopping", k=10, dense=dense, bridge=0))
+    manager.delete("gone")
+    assert not any(h.key == "gone" for h in manager.search("sofa shopping", k=10, dense=dense, bridge=0))
+    before = len(model.embedded)
+    session = manager.get_or_create("gone")  # the same key again: (gone, 0) is another message now
+    session.append_message({"role": "user", "content": "a cat food order"})
+    manager.save(session)
+    hits = manager.search("cat food", k=1, dense=dense, bridge=0)
+    assert [h.text for h in hits] == ["a cat food order"]
+    assert model.embedded[before:] == ["a cat food order"]  # listed again, only the new message embedded
+
+
+def test_tenants_keep_their_own_vectors(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    alice, bob = SessionManager(store, tenant="alice"), SessionManager(store, tenant="bob")
+    fill(alice, "s", 12)
+    session = bob.get_or_create("s")
+    session.append_message({"role": "user", "content": "bob plays no guitar"})
+    bob.save(session)
+    dense = DenseIndex(Topics())
+    assert {h.text for h in bob.search("guitar lessons", k=5, dense=dense, bridge=0)} == {"bob plays no guitar"}
+    assert all(h.text.startswith("note") for h in alice.search("guitar lessons", k=5, dense=dense, bridge=0))

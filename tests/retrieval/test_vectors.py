@@ -1,0 +1,115 @@
+"""VectorIndex (issue 22): vectors kept in place by key (a changed item re-embedded alone, a
+removed one's row reused, nothing rebuilt), exact search while small, an inverted file above
+``exact_up_to`` that finds what the exact search finds on clustered data, and the prefilter
+embedding only what the change feed says changed."""
+
+from __future__ import annotations
+
+import random
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.memory import InMemoryStore
+import numpy as np
+import pytest
+
+from session_graph.errors import ConfigurationError
+from session_graph.memory.apply import apply_op
+from session_graph.memory.plan import create_plan
+from session_graph.memory.prefilter import prefilter
+from session_graph.retrieval.vectors import VectorIndex
+
+AXES = ["coffee", "seat", "theme", "laptop", "city", "dog", "tests", "team"]
+
+
+class Axes(Embeddings):
+    """One axis per word of ``AXES`` (plus a little of a hash, so texts differ); counts texts embedded."""
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    def _vector(self, text: str) -> list[float]:
+        rng = random.Random(text)
+        return [float(text.count(word)) + rng.random() * 0.05 for word in AXES]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedded += texts
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def test_a_changed_key_is_re_embedded_alone_and_a_removed_row_is_reused() -> None:
+    model = Axes()
+    index = VectorIndex(model)
+    for n, word in enumerate(AXES):
+        index.set(n, f"about {word}", tag="v1")
+    assert index.search("coffee", 1)[0][0] == 0 and len(model.embedded) == 8
+    index.set(0, "about coffee", tag="v1")  # the same version: nothing to do
+    index.set(1, "about city now", tag="v2")
+    assert [k for k, _ in index.search("city", 2)] in ([1, 4], [4, 1]) and model.embedded[8:] == ["about city now"]
+    capacity = index._matrix.shape[0]
+    index.remove(2)
+    index.set("new", "about dog and theme")
+    index.search("dog", 3)
+    assert index._matrix.shape[0] == capacity and index._row["new"] == 2  # the freed row, in place
+    assert 2 not in index and "new" in index and len(index) == 8
+
+
+def test_the_inverted_file_finds_what_the_exact_search_finds() -> None:
+    rng = random.Random(4)
+    texts = {n: " ".join(rng.choice(AXES) for _ in range(3)) for n in range(600)}
+    exact, approximate = VectorIndex(Axes()), VectorIndex(Axes(), exact_up_to=100, probes=6)
+    for n, text in texts.items():
+        exact.set(n, text)
+        approximate.set(n, text)
+    for query in ("coffee", "seat seat theme", "dog team", "laptop city"):
+        want = [score for _, score in exact.search(query, 10)]  # many texts tie: compare how near, rank by rank
+        got = [score for _, score in approximate.search(query, 10)]
+        assert len(got) == 10 and all(g >= w - 0.02 for g, w in zip(got, want, strict=True))
+    assert approximate._centroids is not None and exact._centroids is None
+    for n in range(0, 600, 2):  # removals leave their lists at once; new vectors join theirs
+        approximate.remove(n)
+    approximate.set("late", "coffee coffee coffee coffee seat")
+    assert approximate.search("coffee coffee coffee coffee seat", 1)[0][0] == "late"
+    listed = sorted(int(r) for members, size in zip(approximate._lists, approximate._sizes, strict=True) for r in members[:size])
+    assert listed == sorted(approximate._row.values())
+
+
+def test_vectors_of_another_size_are_refused() -> None:
+    class Wide(Axes):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [[*self._vector(t), 1.0] for t in texts]
+
+    index = VectorIndex(Axes())
+    index.set(1, "coffee")
+    index.search("coffee", 1)
+    index.embeddings = Wide()
+    index.set(2, "seat")
+    with pytest.raises(ConfigurationError, match="another size"):
+        index.search("seat", 1)
+    with pytest.raises(ConfigurationError, match="Embeddings"):
+        VectorIndex(object())
+
+
+def test_the_prefilter_embeds_only_what_changed() -> None:
+    store, model = InMemoryStore(), Axes()
+    namespace = ("user", "alice", "memories", "preferences")
+
+    def write(key: str, text: str, op: str = "create") -> None:
+        (planned,) = create_plan([{"category": "preferences", "key": key, "abstract": text, "content": text}], [list(namespace)])
+        apply_op(store, {**planned, "op": op, "targets": [planned["key"]]} if op == "update" else planned, f"{key}/{text}", [],
+                 "2026-01-01T00:00:00Z")
+
+    for n, word in enumerate(AXES):
+        write(f"item {n}", f"The user talks about {word}.")
+    probe = {"category": "preferences", "key": None, "abstract": "seat", "content": "window seat"}
+    prefilter(store, [probe], [namespace], embeddings=model)
+    assert len(model.embedded) == 8
+    prefilter(store, [probe], [namespace], embeddings=model)
+    assert len(model.embedded) == 8  # nothing changed: nothing embedded
+    write("item 3", "The user talks about a new laptop.", "update")
+    (hits,) = prefilter(store, [{**probe, "content": "new laptop"}], [namespace], embeddings=model)
+    assert len(model.embedded) == 9 and "new laptop" in model.embedded[-1]
+    assert any(h["key"] == "item_3" for h in hits.values())
+    assert np.isfinite(VectorIndex(model).search("x", 3) or [0.0]).all()  # an empty index answers nothing
