@@ -12,7 +12,10 @@ like decides the rule:
 - keys renamed, nested or flattened, lists merged into strings: the terms are carried over;
 - a fold updates some facts (``"status": "pending"`` -> ``"done"``) and adds others: most terms stay;
 - a memo asked to fit its budget drops what matters least: it keeps at least a share of the
-  terms in proportion to the room it was given (a compression to a third keeps about a third).
+  terms in proportion to the room it was given (a compression to a third keeps about a third),
+  or it keeps the memo's structure with content in it: half of its keys or more, and some of
+  its values' terms (a list of 400 ids compressed into the range ``"0001:0400"`` keeps two
+  terms of 400, and is still the memo).
 
 A reply that keeps fewer than ``MIN_KEPT`` of the current memo's terms (scaled by the room it was
 given when compressing) drops the memo's knowledge without accounting for it: the library's memo
@@ -44,6 +47,33 @@ def memo_terms(memo: Any) -> set[str]:
     return set(terms(json.dumps(memo, ensure_ascii=False, default=str)))
 
 
+def _keys(memo: Any, out: set[str]) -> set[str]:
+    """The key names of a memo, at every level."""
+    if isinstance(memo, dict):
+        for key, value in memo.items():
+            out.add(str(key))
+            _keys(value, out)
+    elif isinstance(memo, list):
+        for value in memo:
+            _keys(value, out)
+    return out
+
+
+def _values(memo: Any) -> set[str]:
+    """The distinct terms of a memo's values (not its keys)."""
+    if isinstance(memo, dict):
+        return set().union(*(_values(value) for value in memo.values())) if memo else set()
+    if isinstance(memo, list):
+        return set().union(*(_values(value) for value in memo)) if memo else set()
+    return set(terms(str(memo))) if memo is not None else set()
+
+
+def _structure_kept(previous: dict[str, Any], reply: Any) -> bool:
+    """Whether a compressed ``reply`` keeps half of ``previous``'s keys or more and content in them."""
+    keys = _keys(previous, set())
+    return 2 * len(keys & _keys(reply, set())) >= len(keys) and len(_values(previous) & _values(reply)) >= 2
+
+
 def dropped_reason(previous: dict[str, Any], reply: Any, room: float = 1.0) -> str | None:
     """Why ``reply`` drops the knowledge of ``previous`` without accounting for it, or None.
 
@@ -55,7 +85,7 @@ def dropped_reason(previous: dict[str, Any], reply: Any, room: float = 1.0) -> s
         return None
     kept = held & memo_terms(reply)
     floor = MIN_KEPT * min(1.0, max(0.0, room))
-    if len(kept) >= floor * len(held):
+    if len(kept) >= floor * len(held) or (room < 1.0 and _structure_kept(previous, reply)):
         return None
     shown = json.dumps(reply, ensure_ascii=False, default=str)
     shown = shown if len(shown) <= 120 else shown[:100] + " ... " + shown[-15:]

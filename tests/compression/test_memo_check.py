@@ -56,6 +56,10 @@ def test_a_compression_keeps_a_share_in_proportion_to_its_room() -> None:
     third = dict(list(big.items())[-30:])  # the newest third
     assert dropped_reason(big, third, room=1 / 3) is None  # asked for a third, kept a third
     assert dropped_reason(big, {"status": "ok"}, room=1 / 3) is not None
+    ids = {"topic": "support work", "seen": [f"seen {n:04d}" for n in range(1, 401)]}
+    ranged = {"topic": "support work", "seen": "0001:0400"}  # the same knowledge, as a range
+    assert dropped_reason(ids, ranged, room=1 / 6) is None and dropped_reason(ids, ranged) is not None
+    assert dropped_reason(ids, {"topic": "", "seen": []}, room=1 / 6) is not None  # the keys, emptied
 
 
 def test_a_fold_reply_that_drops_the_memo_fails_then_resumes_with_nothing_lost(api: Api) -> None:
