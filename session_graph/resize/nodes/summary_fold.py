@@ -41,7 +41,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
     span = fold_range(state, ctx, True)
     if span is None:
         return {}
-    cut = span[1]
+    cut = span.end
     system = system_prompt(state)  # the system prompt stays in the view; it is never folded
     ahead = state.memo_ahead
     indices = [i for i in range(state.memo_cursor, cut)
@@ -55,7 +55,10 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
     def measure(text: str) -> int:
         return ctx.measure_context(SystemMessage(content=SUMMARY_HEADER + text))
 
-    for start, end in chunk_plan(leaving, state, ctx):
+    plan = chunk_plan(leaving, state, ctx, sum(i < span.needed for i in indices))
+    if plan and plan[-1][1] < len(indices):  # a runt of a last chunk waits for the next fold
+        cut = indices[plan[-1][1]]
+    for start, end in plan:
         try:
             if ctx.summarize is None:
                 raise MemoUpdateError(
