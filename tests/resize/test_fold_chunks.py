@@ -46,3 +46,24 @@ def test_no_runt_chunk_is_sent_for_messages_that_stay(mode: str) -> None:
     assert len(folded) == len(set(folded))  # every message folded once
     assert set(folded) | {m.id for m in session.current_chat_history} == {m.id for m in session.full_chat_history}
     assert len(folds) >= 10  # the conversation did fold, many times
+
+
+def test_under_a_char_limit_a_chunk_of_chinese_holds_about_chunk_tokens() -> None:
+    folds: list[list[BaseMessage]] = []
+
+    def update(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
+        folds.append(list(messages))
+        return {"n": memo.get("n", 0) + len(messages)}
+
+    session = Session(memo_update_handler=update).use_memo(chars=60_000)
+    session.set_settings("session.memo.chunk_tokens", 500)
+    for turn in range(40):
+        session.append_message(HumanMessage(content="数据导出任务失败了，请帮我看一下原因。" * 8, id=f"q{turn}"))  # ~150 CJK chars
+        session.append_message(AIMessage(content="On the export job: roll back first, then measure. " * 3, id=f"a{turn}"))
+    session.resize(True)
+    assert len(folds) >= 10
+    for batch in folds:  # each call about 500 tokens: ~150 CJK chars are ~150 tokens, not ~38
+        cjk = sum(len(m.text) for m in batch if isinstance(m, HumanMessage))
+        other = sum(len(m.text) for m in batch if isinstance(m, AIMessage))
+        assert cjk + other / 4 <= 500
+    assert sum(len(batch) for batch in folds) == 80  # every message once

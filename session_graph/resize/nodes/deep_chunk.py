@@ -3,26 +3,45 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import plan_chunks
+from session_graph.accounting.sizing import message_chars
 from session_graph.compression.backoff import fold_suspended
 from session_graph.compression.pieces import fold_batches
 from session_graph.messages import role_of
 from session_graph.resize.nodes.lite_prune import prune_plan
 from session_graph.resize.state import ResizeContext, SessionState
+from session_graph.retrieval.tokenize import is_cjk
+
+
+def script_tokens(message: BaseMessage) -> int:
+    """A message's tokens estimated without a counter, by script: a CJK character is about a
+    token, other text about four characters a token (its size in chars otherwise)."""
+    text = message.text
+    cjk = sum(1 for ch in text if ch >= "\u3040" and is_cjk(ch))
+    return cjk + math.ceil((message_chars(message) - cjk) / 4)
 
 
 def chunk_size(state: SessionState, ctx: ResizeContext) -> tuple[Callable[[BaseMessage], int], int]:
     """How a fold's chunk is measured and the most it may hold: ``session.memo.chunk_tokens``
-    tokens under a token budget, else the char limit (and four chars a chunk token)."""
+    tokens under a token budget; under a char limit, at most the limit in chars and about
+    ``chunk_tokens`` tokens estimated by script (``script_tokens``): four chars a token held
+    for Chinese text would send four times the tokens the setting allows."""
     limits = state.settings.resolved()
     if limits.tokens:
         return ctx.tokens, limits.chunk_tokens
-    return ctx.size, min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
+    chars = min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
+    tokens = limits.chunk_tokens
+
+    def measure(message: BaseMessage) -> int:  # either bound, scaled to one unit: chars x tokens
+        return max(ctx.size(message) * tokens, script_tokens(message) * chars)
+
+    return measure, chars * tokens
 
 
 def chunk_plan(
