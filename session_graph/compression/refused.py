@@ -7,6 +7,8 @@ asked again after every fold, each time re-sent the whole, growing summary. So:
 - what it answers is shortened here without it, the way the view shortens it (``context.py``:
   oldest list items and entries, the largest sections cut visibly keeping their newest part),
   and that is what the session stores and feeds the next fold: what the model would have seen;
+- what it stores is its room plus the lines about messages the window still shows, at most
+  half the room more (``novelty.py``): the view shows those lines once the messages have left;
 - the size it refused at is recorded in the memo under ``COMPRESSION_REFUSED`` (hidden from
   the model), and it is not asked again until a reply has grown to twice that size: at most
   one compression request per doubling of the summary. A reply within half its budget clears
@@ -27,6 +29,7 @@ from langchain_core.messages import SystemMessage
 
 from session_graph._base.flow import Flow
 from session_graph.compression.context import MEMO_HEADER, SHORTENED_NOTE, SUMMARY_HEADER, fit_context, memo_json
+from session_graph.compression.novelty import shown_flags
 
 __all__ = ["COMPRESSION_REFUSED", "compressed", "shorten_memo", "shorten_summary"]
 
@@ -36,8 +39,25 @@ COMPRESSION_REFUSED = "compression_refused"
 Measure = Callable[[Any], int]
 
 
-def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int]) -> str:
-    """``text`` shortened as the view shortens it, to fit ``room`` tokens with its header."""
+def _shown_room(lines: list[str], shown: frozenset[str] | None, measure_context: Callable[[Any], int]) -> int:
+    """Tokens of the ``lines`` the window shows (``novelty``): stored beyond the room, for the
+    view to show when those messages leave the window."""
+    if not shown:
+        return 0
+    flagged = [line for line, flag in zip(lines, shown_flags(lines, shown), strict=True) if flag]
+    return measure_context(SystemMessage(content="\n".join(flagged))) if flagged else 0
+
+
+def _with_shown(room: int, lines: list[str], shown: frozenset[str] | None, measure_context: Callable[[Any], int]) -> int:
+    """``room`` plus what the window shows of ``lines``, at most half the room more (a fold is fed
+    what is stored: its prompt stays within its chunk and one and a half reserves)."""
+    return room + min(room // 2, _shown_room(lines, shown, measure_context))
+
+
+def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int], shown: frozenset[str] | None = None) -> str:
+    """``text`` shortened as the view shortens it, to fit ``room`` tokens with its header, plus
+    the lines the window shows (``shown``: its terms; see ``novelty``)."""
+    room = _with_shown(room, [line for line in text.splitlines() if line.strip()], shown, measure_context)
     fitted = fit_context(SystemMessage(content=SUMMARY_HEADER + text), room, measure_context)
     if fitted is None:
         return text
@@ -45,10 +65,25 @@ def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int])
     return body[: -len(SHORTENED_NOTE)] if body.endswith(SHORTENED_NOTE) else body
 
 
-def shorten_memo(memo: dict[str, Any], room: int, measure_context: Callable[[Any], int]) -> dict[str, Any]:
-    """``memo`` shortened as the view shortens it, to fit ``room`` tokens with its header."""
+def shorten_memo(memo: dict[str, Any], room: int, measure_context: Callable[[Any], int],
+                 shown: frozenset[str] | None = None) -> dict[str, Any]:
+    """``memo`` shortened as the view shortens it, to fit ``room`` tokens with its header, plus
+    the entries the window shows (``shown``: its terms; see ``novelty``)."""
+    room = _with_shown(room, _leaves(memo), shown, measure_context)
     fitted = fit_context(SystemMessage(content=MEMO_HEADER + memo_json(memo)), room, measure_context)
     return memo if fitted is None else json.loads(fitted.text[len(MEMO_HEADER) :])
+
+
+def _leaves(value: Any) -> list[str]:
+    """The JSON of a memo's leaf entries: list items and dict entries that hold no list or dict."""
+    found: list[str] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, (dict, list)):
+            found.extend(_leaves(item))
+        else:
+            found.append(memo_json({key: item}) if isinstance(value, dict) else memo_json(item))
+    return found
 
 
 def compressed(

@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Flow, call
 from session_graph.compression.context import MEMO_HEADER, memo_for_model, memo_json
+from session_graph.compression.novelty import shown_terms
 from session_graph.compression.pieces import completed
 from session_graph.compression.refused import COMPRESSION_REFUSED, compressed, shorten_memo
 from session_graph.errors import MemoUpdateError
@@ -94,7 +95,7 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         lambda value: ctx.measure_context(SystemMessage(content=MEMO_HEADER + memo_json(value))),
         ctx.compress_memo,
         dict,
-        lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context),
+        lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context, shown_terms(state.current_chat_history)),
         int(state.memo.get(COMPRESSION_REFUSED, 0)),
     )
     if "last_resize" in state.memo:

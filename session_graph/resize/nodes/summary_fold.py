@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from session_graph._base.flow import Flow, call
 from session_graph.compression.context import SUMMARY_HEADER
 from session_graph.compression.fold_check import checked_summary_fold
+from session_graph.compression.novelty import shown_terms
 from session_graph.compression.pieces import completed
 from session_graph.compression.refused import COMPRESSION_REFUSED, compressed, shorten_summary
 from session_graph.errors import MemoUpdateError
@@ -87,7 +88,8 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
                 update.update(memo={**state.memo, "summary": summary}, **advanced(state, cursor))
             return update
         summary, refused = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str,
-                                                 lambda text: shorten_summary(text, limits.reserve_tokens, ctx.measure_context),
+                                                 lambda text: shorten_summary(text, limits.reserve_tokens, ctx.measure_context,
+                                                                             shown_terms(state.current_chat_history)),
                                                  refused)
         cursor = indices[end - 1] + 1
     memo = {key: value for key, value in state.memo.items() if key != COMPRESSION_REFUSED}
