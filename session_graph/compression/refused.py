@@ -9,8 +9,8 @@ asked again after every fold, each time re-sent the whole, growing summary. So:
   and that is what the session stores and feeds the next fold: what the model would have seen;
 - what it stores is its room plus the lines about messages the window still shows, at most
   half the room more (``novelty.py``): the view shows those lines once the messages have left;
-- the size it refused at is recorded in the memo under ``COMPRESSION_REFUSED`` (hidden from
-  the model), and it is not asked again until a reply has grown to twice that size: at most
+- the size it refused at is recorded under ``COMPRESSION_REFUSED`` in the session's fold
+  records (``SessionState.fold_records``, never shown to the model), and it is not asked again until a reply has grown to twice that size: at most
   one compression request per doubling of the summary. A reply within half its budget clears
   it (a reply just within it is often the last shortening plus a few lines).
 

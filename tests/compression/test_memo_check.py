@@ -74,12 +74,12 @@ def test_a_fold_reply_that_drops_the_memo_fails_then_resumes_with_nothing_lost(a
         api.resize(session, "lite")
     assert len(model.prompts) == 3  # asked once more, then the fold failed
     assert session.memo_for_model == MEMO  # the reply never replaced the memo
-    assert session.memo_cursor == cursor and session.memo["fold_failure"]["count"] == 1
+    assert session.memo_cursor == cursor and session._state.fold_records["fold_failure"]["count"] == 1
     assert session.current_chat_history == session.full_chat_history[cursor:]  # nothing left the window unfolded
     assert session.full_chat_history[: len(history)] == history
     api.resize(session, "lite")  # the first failure is retried on the next resize; the model answers a memo
     assert session.memo_for_model == recovered and session.memo_cursor == len(session.full_chat_history)
-    assert "fold_failure" not in session.memo
+    assert "fold_failure" not in session._state.fold_records and "fold_failure" not in session.memo
 
 
 def test_a_fluke_costs_one_more_call_not_a_failure(api: Api) -> None:

@@ -94,7 +94,7 @@ def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> FoldSp
     limits = state.settings.resolved()
     full, cursor = state.full_chat_history, state.memo_cursor
     pending = [m for m in full[cursor:] if m.id not in state.memo_ahead] if state.memo_ahead else full[cursor:]
-    if not enabled or not pending or fold_suspended(state.memo, state.turns, ctx.force):
+    if not enabled or not pending or fold_suspended(state.fold_records, state.turns, ctx.force):
         return None  # nothing to fold, or a failing model's back-off is running (see fold_backoff)
     needed = len(full)
     if not ctx.force:

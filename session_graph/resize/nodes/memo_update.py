@@ -87,7 +87,7 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         failure.__cause__ = error
         if not done:
             return {"error": failure, "chunks": []}
-        kept = {**kept, **{key: state.memo[key] for key in ("last_resize", COMPRESSION_REFUSED) if key in state.memo}}
+        kept = {**kept, **{key: state.memo[key] for key in ("last_resize",) if key in state.memo}}
         return {"error": failure, "chunks": [], "memo": kept, **advanced(state, cursor)}
     memo, refused = yield from compressed(
         memo,
@@ -96,10 +96,11 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         ctx.compress_memo,
         dict,
         lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context, shown_terms(state.current_chat_history)),
-        int(state.memo.get(COMPRESSION_REFUSED, 0)),
+        int(state.fold_records.get(COMPRESSION_REFUSED, 0)),
     )
     if "last_resize" in state.memo:
         memo = {**memo, "last_resize": state.memo["last_resize"]}
+    records = {key: value for key, value in state.fold_records.items() if key != COMPRESSION_REFUSED}
     if refused:
-        memo[COMPRESSION_REFUSED] = refused
-    return {"memo": memo, "chunks": chunks[1:], **advanced(state, end)}
+        records[COMPRESSION_REFUSED] = refused
+    return {"memo": memo, "fold_records": records, "chunks": chunks[1:], **advanced(state, end)}

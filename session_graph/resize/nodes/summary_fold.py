@@ -51,7 +51,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
         return advanced(state, cut)
     leaving = [state.full_chat_history[i] for i in indices]
     summary, cursor = state.memo.get("summary", ""), state.memo_cursor
-    refused = int(state.memo.get(COMPRESSION_REFUSED, 0))
+    refused = int(state.fold_records.get(COMPRESSION_REFUSED, 0))
 
     def measure(text: str) -> int:
         return ctx.measure_context(SystemMessage(content=SUMMARY_HEADER + text))
@@ -92,5 +92,6 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
                                                                              shown_terms(state.current_chat_history)),
                                                  refused)
         cursor = indices[end - 1] + 1
-    memo = {key: value for key, value in state.memo.items() if key != COMPRESSION_REFUSED}
-    return {"memo": {**memo, "summary": summary, **({COMPRESSION_REFUSED: refused} if refused else {})}, **advanced(state, cut)}
+    records = {key: value for key, value in state.fold_records.items() if key != COMPRESSION_REFUSED}
+    return {"memo": {**state.memo, "summary": summary}, "fold_records": {**records, **({COMPRESSION_REFUSED: refused} if refused else {})},
+            **advanced(state, cut)}
