@@ -48,17 +48,24 @@ def _shown_room(lines: list[str], shown: frozenset[str] | None, measure_context:
     return measure_context(SystemMessage(content="\n".join(flagged))) if flagged else 0
 
 
-def _with_shown(room: int, lines: list[str], shown: frozenset[str] | None, measure_context: Callable[[Any], int]) -> int:
-    """``room`` plus what the window shows of ``lines``, at most half the room more (a fold is fed
-    what is stored: its prompt stays within its chunk and one and a half reserves)."""
-    return room + min(room // 2, _shown_room(lines, shown, measure_context))
+def _with_shown(room: int, lines: list[str], shown: frozenset[str] | None,
+                measure_context: Callable[[Any], int]) -> tuple[int, Callable[[], frozenset[str]] | None]:
+    """``(room plus what the window shows of lines, at most half the room more; what to drop first)``.
+
+    A fold is fed what is stored: its prompt stays within its chunk and one and a half
+    reserves. When the window shows more than that half room (short messages: a window holds
+    hundreds), its lines go first, so the room keeps what left the window; otherwise the
+    oldest go first, as in the view, so the newest knowledge stays whole."""
+    extra = _shown_room(lines, shown, measure_context)
+    first = (lambda: shown) if shown and extra > room // 2 else None
+    return room + min(room // 2, extra), first
 
 
 def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int], shown: frozenset[str] | None = None) -> str:
     """``text`` shortened as the view shortens it, to fit ``room`` tokens with its header, plus
     the lines the window shows (``shown``: its terms; see ``novelty``)."""
-    room = _with_shown(room, [line for line in text.splitlines() if line.strip()], shown, measure_context)
-    fitted = fit_context(SystemMessage(content=SUMMARY_HEADER + text), room, measure_context)
+    room, first = _with_shown(room, [line for line in text.splitlines() if line.strip()], shown, measure_context)
+    fitted = fit_context(SystemMessage(content=SUMMARY_HEADER + text), room, measure_context, first)
     if fitted is None:
         return text
     body = fitted.text[len(SUMMARY_HEADER) :]
@@ -69,8 +76,8 @@ def shorten_memo(memo: dict[str, Any], room: int, measure_context: Callable[[Any
                  shown: frozenset[str] | None = None) -> dict[str, Any]:
     """``memo`` shortened as the view shortens it, to fit ``room`` tokens with its header, plus
     the entries the window shows (``shown``: its terms; see ``novelty``)."""
-    room = _with_shown(room, _leaves(memo), shown, measure_context)
-    fitted = fit_context(SystemMessage(content=MEMO_HEADER + memo_json(memo)), room, measure_context)
+    room, first = _with_shown(room, _leaves(memo), shown, measure_context)
+    fitted = fit_context(SystemMessage(content=MEMO_HEADER + memo_json(memo)), room, measure_context, first)
     return memo if fitted is None else json.loads(fitted.text[len(MEMO_HEADER) :])
 
 

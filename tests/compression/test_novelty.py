@@ -60,3 +60,12 @@ def test_a_refused_compression_stores_the_room_and_what_the_window_shows() -> No
     assert tickets(alone) < tickets(stored) and measure(SystemMessage(content=SUMMARY_HEADER + stored)) <= 300 * 3 // 2
     memo = {"closed": [f"INC-{n}" for n in range(100)]}
     assert len(shorten_memo(memo, 150, measure, shown_terms(WINDOW))["closed"]) > len(shorten_memo(memo, 150, measure)["closed"])
+
+
+def test_when_the_window_shows_more_than_half_a_room_a_refusal_stores_what_left_it_first() -> None:
+    body = "Key facts and decisions:\n" + "\n".join(f"- ticket INC-{n} closed" for n in range(100))
+    window = [HumanMessage(content=f"ticket INC-{n} is closed", id=f"w{n}") for n in range(30, 100)]  # short messages: many
+    stored = shorten_summary(body, 200, measure, shown_terms(window))
+    assert tickets(stored) & set(range(30))  # what left the window is kept
+    assert measure(SystemMessage(content=SUMMARY_HEADER + stored)) <= 300
+    assert not tickets(shorten_summary(body, 200, measure)) & set(range(30))  # oldest first would keep none of it
