@@ -28,13 +28,29 @@ from session_graph.retrieval.tokenize import terms
 __all__ = ["shown_flags", "shown_terms"]
 
 
+_CACHE: dict[tuple[int, int], frozenset[str]] = {}
+_CACHE_SIZE = 4096
+
+
+def _terms_of(text: str) -> frozenset[str]:
+    """``terms(text)`` as a set, cached by the text's hash and length (a view over the same
+    window asks again every turn; the text itself is not kept)."""
+    key = (hash(text), len(text))
+    found = _CACHE.get(key)
+    if found is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        found = _CACHE[key] = frozenset(terms(text))
+    return found
+
+
 def shown_terms(messages: Iterable[BaseMessage]) -> frozenset[str]:
     """The distinct terms of ``messages``' text and tool calls' arguments."""
     found: set[str] = set()
     for message in messages:
-        found.update(terms(message.text))
+        found.update(_terms_of(message.text))
         for call in getattr(message, "tool_calls", None) or []:
-            found.update(terms(str(call.get("args", ""))))
+            found.update(_terms_of(str(call.get("args", ""))))
     return frozenset(found)
 
 
@@ -42,7 +58,7 @@ def shown_flags(lines: list[str], shown: frozenset[str]) -> list[bool]:
     """For each of ``lines``, whether every distinct term of it is in ``shown`` (see the module)."""
     if not shown or not lines:
         return [False] * len(lines)
-    line_terms = [set(terms(line)) for line in lines]
+    line_terms = [_terms_of(line) for line in lines]
     frequency = Counter(term for found in line_terms for term in found)
     common = max(2, len(lines) // 4)
     flags = []
