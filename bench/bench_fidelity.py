@@ -17,6 +17,11 @@ the second table, one line per marker, ignoring the budget). Printed per system:
 - model calls; characters sent to the summariser / characters of the conversation (goal <= 1.2);
 - evicted messages fed to the summariser 0x / 1x / 2x+ (goal: all 1x);
 - evicted messages whose marker the final summary does not hold (goal 0);
+- evicted messages covered by the context message the model is shown (final / median over views),
+  beside the room's capacity: the share of the evicted messages the context message's room could
+  cover if filled with the model's own notes (at what its last reply spent per message it
+  covers) and with the messages' text; coverage / capacity with notes (goal: about 1, "covers
+  what the room can hold"), and the context message's fill of its reserve (goal >= 0.80);
 - median prompt / budget at every model-call point (goal >= 0.80) and prompts over budget (goal 0);
 - with the budget-ignoring model: folds fed the previous summary whole (goal >= 95%) and,
   in memo mode, whether the memo shown was always valid JSON.
@@ -215,8 +220,11 @@ def shown_markers(view: Any) -> tuple[set[int], set[int], int]:
 def run_ours(messages: list[BaseMessage], mode: str, model: MarkerModel) -> dict[str, Any]:
     session = Session(model=model).configure(mode=mode, limit={"tokens": BUDGET})
     reserve = session.settings.resolved().reserve_tokens
-    prompts, invalid, coverage, fills = [], 0, [], []
+    prompts, invalid, coverage, fills, capacity = [], 0, [], [], []
+    costs: dict[str, int] = {}
+    total = 0  # tokens of every message so far
     for index, message in enumerate(messages):
+        total += costs.setdefault(message.id or "", message_tokens(message, COUNTER))
         session.append_message(message)
         if isinstance(message, AIMessage) and message.tool_calls:
             continue  # the model just spoke; the next call comes after the tool result
@@ -229,6 +237,7 @@ def run_ours(messages: list[BaseMessage], mode: str, model: MarkerModel) -> dict
         if evicted:
             coverage.append(len({n for n in held if n <= index and n not in others}) / evicted)
             fills.append(context_tokens / reserve)
+            capacity.append(room_capacity(model, reserve, evicted, total - sum(costs[f"m{n}"] for n in others)))
         if mode == "memo":
             shown = [m for m in view.messages if m.text.startswith(MEMO_HEADER)]
             try:
@@ -240,7 +249,16 @@ def run_ours(messages: list[BaseMessage], mode: str, model: MarkerModel) -> dict
     held = session.memo.get("summary", "") if mode == "summary" else json.dumps(session.memo_for_model)
     return {"prompts": prompts, "evicted": [int(m.id[1:]) for m in messages if m.id not in window],
             "held": decode(held.replace('"seen', '\nseen')), "invalid_json": invalid,
-            "coverage": coverage, "fills": fills}
+            "coverage": coverage, "fills": fills, "capacity": capacity}
+
+
+def room_capacity(model: MarkerModel, reserve: int, evicted: int, evicted_tokens: int) -> tuple[float, float]:
+    """What share of the evicted messages the context message's room could cover if filled:
+    (with the model's own notes, at what its last reply spent per message it covers; with the
+    messages' text itself)."""
+    notes = decode(model.last.replace('"seen', "\nseen"))
+    per_note = COUNTER.count_text(model.last) / max(1, len(notes)) if notes else float("inf")
+    return min(1.0, reserve / (per_note * evicted)), min(1.0, reserve / max(1, evicted_tokens))
 
 
 def run_langchain(messages: list[BaseMessage], model: MarkerModel) -> dict[str, Any]:
@@ -288,16 +306,20 @@ def run_langmem(messages: list[BaseMessage], model: MarkerModel) -> dict[str, An
 # -- reporting ------------------------------------------------------------------------------------
 def report(name: str, result: dict[str, Any] | str, model: MarkerModel, chars: int, rows: list[str]) -> None:
     if isinstance(result, str):
-        rows.append(f"| {name} | {result} |" + " |" * 10)
+        rows.append(f"| {name} | {result} |" + " |" * 12)
         return
     evicted = result["evicted"]
     fed = [model.fed[i] for i in evicted]
     zero, once, more = sum(f == 0 for f in fed), sum(f == 1 for f in fed), sum(f >= 2 for f in fed)
     lost = sum(i not in result["held"] for i in evicted)
     prompts = result["prompts"]
-    coverage, fills = result.get("coverage"), result.get("fills")
-    seen = (f"{coverage[-1]:.0%} / {statistics.median(coverage):.0%} | {statistics.median(fills):.2f}" if coverage
-            else "n/a | n/a")
+    coverage, fills, capacity = result.get("coverage"), result.get("fills"), result.get("capacity")
+    if coverage:
+        ratios = [c / max(cap[0], 1e-9) for c, cap in zip(coverage, capacity, strict=True)]
+        seen = (f"{coverage[-1]:.1%} / {statistics.median(coverage):.1%} | {capacity[-1][0]:.1%} / {capacity[-1][1]:.2%} | "
+                f"{ratios[-1]:.2f} / {statistics.median(ratios):.2f} | {statistics.median(fills):.2f}")
+    else:
+        seen = "n/a | n/a | n/a | n/a"
     rows.append(
         f"| {name} | {model.calls} | {model.sent / chars:.2f} | {zero} / {once} / {more} | {lost} of {len(evicted)} | "
         f"{seen} | {statistics.median(prompts) / BUDGET:.2f} | {sum(p > BUDGET for p in prompts)} | "
@@ -333,9 +355,11 @@ def fidelity(messages: list[BaseMessage], policy: str, label: str, others: bool)
         rows[-1] += f" {time.process_time() - started:.1f} s CPU (the whole run of this system)"
     print(f"\n{label}: {len(messages):,} messages, {chars:,} chars, budget {BUDGET} tokens, {POLICIES[policy]}:\n")
     print("| system | calls | chars sent / conversation | evicted fed 0x / 1x / 2x+ | evicted lost (stored) "
-          "| evicted covered by the context message shown: final / median | context message / its reserve (median) "
+          "| evicted covered by the context message shown: final / median "
+          "| room capacity, final: with the model's notes / with the messages' text "
+          "| coverage / capacity with notes: final / median | context message / its reserve (median) "
           "| median prompt / budget | prompts over budget | compression requests / folds | folds fed the previous whole |")
-    print("|---|---:|---:|---|---|---|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---|")
     print("\n".join(rows))
 
 

@@ -141,14 +141,14 @@ def test_the_back_off_doubles_in_turns_a_forced_resize_retries_and_the_record_su
     assert fold_suspended(memo, 20, False) and not fold_suspended(memo, 20, "deep") and prune_unpinned(memo)
     assert failed({}, 5, 30)["count"] == 1
     session = Session(summary_handler=SmallContextSummarizer()).configure(mode="summary", limit={"tokens": 2000})
-    session.memo["fold_failure"] = {"cursor": 0, "count": 3, "turn": 0, "retry": 10**6}
+    session._state.fold_records["fold_failure"] = {"cursor": 0, "count": 3, "turn": 0, "retry": 10**6}
     session.memo["summary"] = "Overview: x"
     assert session.memo_for_model == {"summary": "Overview: x"}  # never shown to a model
     for i in range(3):
         turn(session, i)
     assert session.memo_cursor == 0  # suspended
     session.resize(force="deep")  # a forced resize retries at once
-    assert session.memo_cursor > 0 and "fold_failure" not in session.memo
+    assert session.memo_cursor > 0 and "fold_failure" not in session._state.fold_records and "fold_failure" not in session.memo
 
 
 def context_shown(session: Session) -> Any:
@@ -242,7 +242,7 @@ def test_a_model_that_will_not_compress_is_asked_at_most_once_per_doubling_and_t
     assert model.compressions <= 2  # at most one per doubling; the stored summary is shortened without the model
     assert model.largest_prompt < 16_000  # each fold is fed a bounded summary
     shown = context_shown(session)
-    assert session.tokens_of(shown) <= 512 and session.memo["compression_refused"] > 512
+    assert session.tokens_of(shown) <= 512 and session._state.fold_records["compression_refused"] > 512
     assert "q299" in session.memo["summary"] or any("q299" in m.text for m in session.current_chat_history)
 
 

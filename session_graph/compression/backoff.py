@@ -3,8 +3,9 @@
 A fold that fails leaves the memo cursor where it was and reports the error. Without a
 back-off every later resize (every turn) would ask the failing model again with the same,
 growing prompt, and the prune, pinned at the cursor, would let the window grow without bound.
-So the session records the failure in its memo under ``FOLD_FAILURE`` (hidden from the model
-like ``last_resize``; stored with the memo, so it survives a reload)::
+So the session records the failure under ``FOLD_FAILURE`` in its fold records
+(``SessionState.fold_records``, beside the memo, never shown to the model; saved, exported and
+merged with the session, so it survives a reload; see ``records.py``)::
 
     {"cursor": 12, "count": 3, "turn": 40, "retry": 44}
 

@@ -14,9 +14,12 @@ the most knowledge its room can hold, never an empty shell:
   is an item; each keeps one), then its longest strings are cut keeping their newest part,
   then its oldest keys go (never the newest); it is always valid JSON.
 
+Given the terms the window shows (``shown``), lines and entries about messages the window
+still holds go first (``novelty.py``): the room goes to what left the window.
+
 Every shortened copy says so in ``response_metadata["session_graph"]``: ``shortened`` True,
 ``original_tokens``, and ``shortening``, what was done (items dropped, sections cut by
-heading, sections or keys dropped, strings cut).
+heading, sections or keys dropped, strings cut, lines shown by the window).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph.compression.backoff import FOLD_FAILURE
+from session_graph.compression.novelty import shown_flags
 from session_graph.settings import Limits
 
 __all__ = ["MEMO_HEADER", "SHORTENED_NOTE", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
@@ -66,17 +70,20 @@ def context_message(session_id: str, memo: dict[str, Any], limits: Limits) -> Sy
     return None
 
 
-def fit_context(message: SystemMessage, room: int, measure: Measure) -> SystemMessage | None:
-    """``message`` within ``room`` tokens: as is, shortened by structure, or None if nothing fits."""
+def fit_context(message: SystemMessage, room: int, measure: Measure,
+                shown: Callable[[], frozenset[str]] | None = None) -> SystemMessage | None:
+    """``message`` within ``room`` tokens: as is, shortened by structure, or None if nothing fits.
+    ``shown``: the terms the window shows (called only when shortening), whose lines go first."""
     if room <= 0:
         return None
     if measure(message) <= room:
         return message
     text = message.text
+    seen = shown() if shown is not None else frozenset()
     if text.startswith(MEMO_HEADER):
-        return _fit_memo(message, json.loads(text[len(MEMO_HEADER) :]), room, measure)
+        return _fit_memo(message, json.loads(text[len(MEMO_HEADER) :]), room, measure, seen)
     body = text[len(SUMMARY_HEADER) :] if text.startswith(SUMMARY_HEADER) else text
-    return _fit_summary(message, text[: len(text) - len(body)], body, room, measure)
+    return _fit_summary(message, text[: len(text) - len(body)], body, room, measure, seen)
 
 
 def _marked(message: SystemMessage, content: str, original: int, report: dict[str, Any] | None = None) -> SystemMessage:
@@ -186,7 +193,8 @@ def _shrink(render: Callable[[], SystemMessage], steps: Iterator[int], room: int
     return current
 
 
-def _fit_summary(message: SystemMessage, header: str, body: str, room: int, measure: Measure) -> SystemMessage | None:
+def _fit_summary(message: SystemMessage, header: str, body: str, room: int, measure: Measure,
+                 shown: frozenset[str] = frozenset()) -> SystemMessage | None:
     """The summary shortened: oldest list items, then the largest sections cut to a fair share
     keeping their newest part, then the oldest sections (never the newest), then a visible cut."""
     original = measure(message)
@@ -210,6 +218,12 @@ def _fit_summary(message: SystemMessage, header: str, body: str, room: int, meas
         return _size(section)
 
     def steps() -> Iterator[int]:
+        items = [(section, item) for section in sections for item in section[1]]
+        for (section, item), flag in zip(items, shown_flags(["\n".join(item) for _, item in items], shown), strict=True):
+            if flag and len(section[1]) > 1:  # what the window shows goes first
+                section[1][:] = [other for other in section[1] if other is not item]
+                report["shown_dropped"] = report.get("shown_dropped", 0) + 1
+                yield sum(len(x) + 1 for x in item)
         sizes = [_size(section) for section in sections]
         while lists := [k for k, (_, items) in enumerate(sections) if len(items) > 1]:  # oldest item of the longest list
             longest = max(lists, key=sizes.__getitem__)
@@ -270,6 +284,23 @@ def _strings(value: Any, parent: Any = None, key: Any = None) -> list[tuple[Any,
     return [found for k, v in items for found in _strings(v, value, k)]
 
 
+def _drop_shown(memo: dict[str, Any], shown: frozenset[str], report: dict[str, Any]) -> Iterator[int]:
+    """Drop the memo's leaf entries (in nested lists and dicts) that the window shows (``novelty``);
+    each container keeps one entry."""
+    if not shown:
+        return
+    entries = [(c, k) for c in _containers(memo) for k in (c if isinstance(c, dict) else range(len(c)))
+               if not isinstance(c[k], (dict, list))]
+    flags = shown_flags([memo_json(c[k]) if isinstance(c, list) else memo_json({k: c[k]}) for c, k in entries], shown)
+    doomed = [(c, k) for (c, k), flag in zip(entries, flags, strict=True) if flag]
+    for c, k in reversed(doomed):  # from the end, so list indices stay valid
+        if len(c) > 1:
+            size = len(memo_json(c[k])) + 2
+            del c[k]
+            report["shown_dropped"] = report.get("shown_dropped", 0) + 1
+            yield size
+
+
 def _drop_oldest(container: list[Any] | dict[str, Any]) -> int:
     """Drop the oldest entry of a list or dict (an entry is an item); returns its JSON size."""
     if isinstance(container, list):
@@ -278,7 +309,8 @@ def _drop_oldest(container: list[Any] | dict[str, Any]) -> int:
     return len(memo_json({key: container.pop(key)}))
 
 
-def _fit_memo(message: SystemMessage, memo: dict[str, Any], room: int, measure: Measure) -> SystemMessage | None:
+def _fit_memo(message: SystemMessage, memo: dict[str, Any], room: int, measure: Measure,
+              shown: frozenset[str] = frozenset()) -> SystemMessage | None:
     """The memo shortened, always valid JSON: the oldest entries of its largest nested lists and
     dicts (each keeps one), then its longest strings cut keeping their newest part, then its
     oldest keys (never the newest), then the newest key's value cut further."""
@@ -300,6 +332,7 @@ def _fit_memo(message: SystemMessage, memo: dict[str, Any], room: int, measure: 
             yield len(text) - len(shorter)
 
     def steps() -> Iterator[int]:
+        yield from _drop_shown(memo, shown, report)
         sizes = {id(c): (c, len(memo_json(c))) for c in _containers(memo)}
         while candidates := [entry for entry in sizes.values() if len(entry[0]) > 1]:  # oldest entry of the largest
             largest, size = max(candidates, key=lambda entry: entry[1])

@@ -7,7 +7,9 @@ is read the way real models write it (:mod:`session_graph.llm.replies`: fences, 
 ``<think>``, lenient JSON). A reply with no usable memo (cut off, several objects, a
 ``"memo"`` that is not an object) is an error naming the reason, never silently the memo. A memo over its budget gets one compression request
 (:meth:`ModelMemoUpdater.compress`); one the model will not compress is shortened without
-it (see ``compression/refused.py``).
+it (see ``compression/refused.py``). A reply that is not a memo of what the memo held
+(``{"status": "ok"}`` in place of twenty facts) is asked again once, then the fold fails with the
+reason and nothing is lost (see ``compression/memo_check.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import memo_json
+from session_graph.compression.memo_check import dropped_reason
 from session_graph.compression.transcript import LEAN_LEGEND, transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
@@ -151,7 +154,17 @@ class ModelMemoUpdater:
         """The fold as a flow (sync or async, see ``_flow``)."""
         limits = settings.resolved()
         prompt = build_memo_prompt(memo, messages, attachments, limits.instruct, memo_budget(settings))
-        return (yield from self._ask(prompt))
+        reply = yield from self._ask(prompt)
+        if dropped_reason(memo, reply) is None:
+            return reply
+        reply = yield from self._ask(prompt)  # once more: a fluke costs one call, not a back-off
+        why = dropped_reason(memo, reply)
+        if why is None:
+            return reply
+        raise MemoUpdateError(
+            f"the memo model's reply drops what the memo held, twice ({why}); the memo stays as it was "
+            "and the messages stay in the window."
+        )
 
     async def __call__(
         self, memo: dict[str, Any], messages: list[BaseMessage], attachments: list[dict[str, Any]], settings: SessionSettings
@@ -159,5 +172,11 @@ class ModelMemoUpdater:
         return await adrive(self.flow(memo, messages, attachments, settings))
 
     def compress(self, memo: dict[str, Any], budget: int, tokens: int) -> Flow[dict[str, Any]]:
-        """Ask the model once to rewrite ``memo`` within ``budget`` tokens (a flow)."""
-        return (yield from self._ask(build_memo_compression_prompt(memo, budget, tokens)))
+        """Ask the model once to rewrite ``memo`` within ``budget`` tokens (a flow). A reply that
+        drops more of the memo than its room accounts for raises ``MemoUpdateError`` (the caller
+        then shortens the memo without the model)."""
+        reply = yield from self._ask(build_memo_compression_prompt(memo, budget, tokens))
+        why = dropped_reason(memo, reply, budget / max(1, tokens))
+        if why is not None:
+            raise MemoUpdateError(f"the memo model's compressed memo drops what the memo held ({why})")
+        return reply

@@ -7,8 +7,10 @@ asked again after every fold, each time re-sent the whole, growing summary. So:
 - what it answers is shortened here without it, the way the view shortens it (``context.py``:
   oldest list items and entries, the largest sections cut visibly keeping their newest part),
   and that is what the session stores and feeds the next fold: what the model would have seen;
-- the size it refused at is recorded in the memo under ``COMPRESSION_REFUSED`` (hidden from
-  the model), and it is not asked again until a reply has grown to twice that size: at most
+- what it stores is its room plus the lines about messages the window still shows, at most
+  half the room more (``novelty.py``): the view shows those lines once the messages have left;
+- the size it refused at is recorded under ``COMPRESSION_REFUSED`` in the session's fold
+  records (``SessionState.fold_records``, never shown to the model), and it is not asked again until a reply has grown to twice that size: at most
   one compression request per doubling of the summary. A reply within half its budget clears
   it (a reply just within it is often the last shortening plus a few lines).
 
@@ -27,6 +29,7 @@ from langchain_core.messages import SystemMessage
 
 from session_graph._base.flow import Flow
 from session_graph.compression.context import MEMO_HEADER, SHORTENED_NOTE, SUMMARY_HEADER, fit_context, memo_json
+from session_graph.compression.novelty import shown_flags
 
 __all__ = ["COMPRESSION_REFUSED", "compressed", "shorten_memo", "shorten_summary"]
 
@@ -36,19 +39,58 @@ COMPRESSION_REFUSED = "compression_refused"
 Measure = Callable[[Any], int]
 
 
-def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int]) -> str:
-    """``text`` shortened as the view shortens it, to fit ``room`` tokens with its header."""
-    fitted = fit_context(SystemMessage(content=SUMMARY_HEADER + text), room, measure_context)
+def _shown_room(lines: list[str], shown: frozenset[str] | None, measure_context: Callable[[Any], int]) -> int:
+    """Tokens of the ``lines`` the window shows (``novelty``): stored beyond the room, for the
+    view to show when those messages leave the window."""
+    if not shown:
+        return 0
+    flagged = [line for line, flag in zip(lines, shown_flags(lines, shown), strict=True) if flag]
+    return measure_context(SystemMessage(content="\n".join(flagged))) if flagged else 0
+
+
+def _with_shown(room: int, lines: list[str], shown: frozenset[str] | None,
+                measure_context: Callable[[Any], int]) -> tuple[int, Callable[[], frozenset[str]] | None]:
+    """``(room plus what the window shows of lines, at most half the room more; what to drop first)``.
+
+    A fold is fed what is stored: its prompt stays within its chunk and one and a half
+    reserves. When the window shows more than that half room (short messages: a window holds
+    hundreds), its lines go first, so the room keeps what left the window; otherwise the
+    oldest go first, as in the view, so the newest knowledge stays whole."""
+    extra = _shown_room(lines, shown, measure_context)
+    first = (lambda: shown) if shown and extra > room // 2 else None
+    return room + min(room // 2, extra), first
+
+
+def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int], shown: frozenset[str] | None = None) -> str:
+    """``text`` shortened as the view shortens it, to fit ``room`` tokens with its header, plus
+    the lines the window shows (``shown``: its terms; see ``novelty``)."""
+    room, first = _with_shown(room, [line for line in text.splitlines() if line.strip()], shown, measure_context)
+    fitted = fit_context(SystemMessage(content=SUMMARY_HEADER + text), room, measure_context, first)
     if fitted is None:
         return text
     body = fitted.text[len(SUMMARY_HEADER) :]
     return body[: -len(SHORTENED_NOTE)] if body.endswith(SHORTENED_NOTE) else body
 
 
-def shorten_memo(memo: dict[str, Any], room: int, measure_context: Callable[[Any], int]) -> dict[str, Any]:
-    """``memo`` shortened as the view shortens it, to fit ``room`` tokens with its header."""
-    fitted = fit_context(SystemMessage(content=MEMO_HEADER + memo_json(memo)), room, measure_context)
+def shorten_memo(memo: dict[str, Any], room: int, measure_context: Callable[[Any], int],
+                 shown: frozenset[str] | None = None) -> dict[str, Any]:
+    """``memo`` shortened as the view shortens it, to fit ``room`` tokens with its header, plus
+    the entries the window shows (``shown``: its terms; see ``novelty``)."""
+    room, first = _with_shown(room, _leaves(memo), shown, measure_context)
+    fitted = fit_context(SystemMessage(content=MEMO_HEADER + memo_json(memo)), room, measure_context, first)
     return memo if fitted is None else json.loads(fitted.text[len(MEMO_HEADER) :])
+
+
+def _leaves(value: Any) -> list[str]:
+    """The JSON of a memo's leaf entries: list items and dict entries that hold no list or dict."""
+    found: list[str] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, (dict, list)):
+            found.extend(_leaves(item))
+        else:
+            found.append(memo_json({key: item}) if isinstance(value, dict) else memo_json(item))
+    return found
 
 
 def compressed(

@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 import yaml
 
+from session_graph.compression.records import split_records
 from session_graph.errors import DocumentError, DocumentTypeError, MessageError, SettingsError
 from session_graph.messages import check_storable
 from session_graph.resize.state import SessionState
@@ -34,7 +35,7 @@ __all__ = ["SCHEMA", "check_keys", "dump_state", "load_state", "parse_json", "pa
 KEYS = ("id", "memo", "full_chat_history", "current_chat_history", "settings", "turns", "last_resize_turn", "memo_cursor")
 SCHEMA = 1
 """The document format version this library writes and reads (newer ones are refused)."""
-_OPTIONAL = ("schema", "memo_ahead", "trace", "archived_through", "usage", "archives")
+_OPTIONAL = ("schema", "memo_ahead", "trace", "archived_through", "usage", "archives", "fold_records")
 _READERS: list[Callable[[Any], dict[str, Any] | None]] = []
 
 
@@ -65,6 +66,7 @@ def dump_state(state: SessionState) -> dict[str, Any]:
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
         **({"memo_ahead": sorted(state.memo_ahead)} if state.memo_ahead else {}),
+        **({"fold_records": state.fold_records} if state.fold_records else {}),
         **commit_fields(state),
     }
 
@@ -189,11 +191,16 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
     if counters["last_resize_turn"] > counters["turns"]:
         raise DocumentError(f"'last_resize_turn' ({counters['last_resize_turn']}) is after 'turns' ({counters['turns']}).")
     ledger = _commit_ledger(data, len(full))
+    records = data.get("fold_records") or {}
+    if not isinstance(records, Mapping):
+        raise DocumentError(f"'fold_records' must be a dict (a fold's back-off, a refused compression), got {type(records).__name__}.")
+    memo, records = split_records(memo, dict(records))  # a document written before: they were in the memo
     return SessionState(
         id=session_id,
         full_chat_history=full,
         current_chat_history=current,
         memo=memo,
+        fold_records=records,
         settings=settings,
         memo_ahead=frozenset(data.get("memo_ahead") or ()),
         **counters,

@@ -79,6 +79,7 @@ def _run_input(state: SessionState) -> dict[str, Any]:
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
         "memo_ahead": state.memo_ahead,
+        "fold_records": state.fold_records,
     }
 
 
@@ -97,11 +98,12 @@ def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> 
     if replaced:
         full = _with_late(full, late)
     memo = dict(out["memo"])
+    records = dict(out.get("fold_records", state.fold_records))
     if error is None:
-        memo = cleared(memo, state.memo_cursor, out["memo_cursor"])
+        records = cleared(records, state.memo_cursor, out["memo_cursor"])
         memo["last_resize"] = {"type": decision["type"], "turn": state.turns, "reason": decision.get("reason")}
     elif isinstance(error, MemoUpdateError):  # the model is retried after a back-off, not every turn
-        memo[FOLD_FAILURE] = failed(state.memo, out["memo_cursor"], state.turns)
+        records[FOLD_FAILURE] = failed(state.fold_records, out["memo_cursor"], state.turns)
     new_state = SessionState(
         id=state.id,
         full_chat_history=full,
@@ -115,6 +117,7 @@ def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> 
         archived_through=state.archived_through,
         usage=state.usage,
         archives=state.archives,
+        fold_records=records,
     )
     return ResizeOutcome(new_state, decision, error, replaced)
 

@@ -45,7 +45,7 @@ SummaryHandler = Callable[..., "str | Awaitable[str]"]
 class SessionState:
     """The state of the resize graph: a session.
 
-    Every field up to ``archives`` is saved (stores, exports); ``decision`` and the fields
+    Every field up to ``fold_records`` is saved (stores, exports); ``decision`` and the fields
     after it live only during one resize run.
 
     Attributes:
@@ -64,6 +64,8 @@ class SessionState:
             input, output, success, message_id).
         archives: the commit ledger: ``{"next": n, "pending": {archive name: claim}}`` (the
             next archive index and the archives whose commit has not finished).
+        fold_records: the fold machinery's own bookkeeping (``fold_failure``,
+            ``compression_refused``; see ``compression/records.py``), never shown to the model.
         decision: this run's decision (run-only).
         attachments: attachment summaries by message id for the messages to fold (run-only).
         chunks: [start, end) ranges of the full history still to fold (run-only).
@@ -82,6 +84,7 @@ class SessionState:
     archived_through: int = 0
     usage: tuple[dict[str, Any], ...] = ()
     archives: dict[str, Any] = field(default_factory=dict)
+    fold_records: dict[str, Any] = field(default_factory=dict)
     # -- run-only fields (never saved) --
     decision: Decision | None = None
     attachments: dict[str, list[dict[str, Any]]] | None = None

@@ -28,6 +28,7 @@ from langchain_core.messages import (
 from session_graph.accounting.budget import plan_budget
 from session_graph.accounting.tokens import truncate_to_tokens
 from session_graph.compression.context import MEMO_HEADER, context_message, fit_context
+from session_graph.compression.novelty import shown_terms
 from session_graph.display.cards import view_card
 from session_graph.messages import content_parts, role_of
 from session_graph.resize.ledger import Ledger, system_prompt
@@ -310,7 +311,7 @@ def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: 
     window = answered(candidate)
     clean = window is candidate  # nothing answered or dropped: the view is a slice of the window
     if not budget:
-        extra = fit_context(whole, limits.reserve_tokens, ledger.measure_context) if whole is not None else None
+        extra = fit_context(whole, limits.reserve_tokens, ledger.measure_context, lambda: shown_terms(window)) if whole is not None else None
         messages = [m for m in (system, extra) if m is not None] + window
         total = sum(measure(m) for m in messages) + limits.reply_priming + outside_tokens
         return SessionView(messages, total, 0, ledger.counter.name, ledger.counter.exact), None
@@ -328,7 +329,7 @@ def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: 
         system_tokens = measure(system)
     extra = None
     if whole is not None:  # it takes what it holds, at most its reserve; the window gets the rest
-        extra = fit_context(whole, min(limits.reserve_tokens, room - system_tokens - floor), measure)
+        extra = fit_context(whole, min(limits.reserve_tokens, room - system_tokens - floor), measure, lambda: shown_terms(window))
     extra_tokens = measure(extra) if extra is not None else 0
     plan = plan_budget(roles, tokens, room - system_tokens - extra_tokens)
     kept = []

@@ -25,6 +25,7 @@ from langchain_core.messages import (
 
 from session_graph._base.gc import paused_gc
 from session_graph._base.progress import Progress, tracked
+from session_graph.compression.records import split_records
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.interop.export import commit_fields
 from session_graph.messages import content_parts, role_of
@@ -147,6 +148,7 @@ def state_document(
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
         "memo_ahead": sorted(state.memo_ahead),
+        **({"fold_records": state.fold_records} if state.fold_records else {}),
         "window": [m.id for m in state.current_chat_history],
         "inline": inline,
         "message_count": len(state.full_chat_history),
@@ -220,12 +222,13 @@ def _snapshot_state(
         settings = SessionSettings(state.get("settings") or {})
     except SessionGraphError as error:
         raise StoreError(f"{where}: stored settings are invalid: {error}") from None
+    memo, records = split_records(dict(state.get("memo") or {}), dict(state.get("fold_records") or {}))  # older: in the memo
     return (
         SessionState(
             id=snapshot.key,
             full_chat_history=full,
             current_chat_history=window,
-            memo=dict(state.get("memo") or {}),
+            memo=memo,
             settings=settings,
             turns=turns,
             last_resize_turn=min(int(state.get("last_resize_turn", 0)), turns),
@@ -234,6 +237,7 @@ def _snapshot_state(
             archived_through=min(int(state.get("archived_through", 0)), len(full)),
             usage=tuple(dict(record) for record in state.get("usage") or ()),
             archives=dict(state.get("archives") or {}),
+            fold_records=records,
         ),
         dict(state.get("metadata") or {}),
     )

@@ -11,6 +11,8 @@ by message id, never by position:
 - memo and what it covers: the memo that changed since the base wins with what it folded; if
   both writers folded, theirs is kept and the messages only I folded stay unfolded, to be
   folded again by the next resize (the stored memo never claims a message it did not fold);
+- fold records (a back-off, a refused compression): mine if only I changed them since the
+  base, else theirs;
 - settings: mine if I changed them since the base, else theirs; metadata: theirs updated
   with the keys I changed.
 """
@@ -81,6 +83,7 @@ def base_document(state: SessionState, document: dict[str, Any]) -> dict[str, An
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
         "memo_ahead": sorted(state.memo_ahead),
+        "fold_records": dict(state.fold_records),
         "settings": state.settings.to_dict(),
         "message_count": len(state.full_chat_history),
         "usage": [dict(record) for record in state.usage],
@@ -145,6 +148,9 @@ def merge_states(
     else:
         memo, folded = theirs.memo, theirs_folded
     cursor, ahead = unfolded_cursor(ids, folded)
+    base_records = base.get("fold_records") or {}  # like the memo: the writer that changed them since the base
+    mine_records = mine.fold_records != base_records and theirs.fold_records == base_records
+    records = mine.fold_records if mine_records else theirs.fold_records
 
     base_turns = int(base.get("turns", 0))
     my_replies = mine.turns - base_turns
@@ -173,6 +179,7 @@ def merge_states(
         archived_through=max(theirs.archived_through, min(mine.archived_through, len(full))),
         usage=usage,
         archives=archives,
+        fold_records=dict(records),
     )
     return merged, unsaved, dropped_fold
 

@@ -136,7 +136,7 @@ def test_a_model_exception_is_reported(api: Api, broken_model: BrokenModel) -> N
     with pytest.raises(MemoUpdateError, match="provider unavailable"):
         api.resize(session, "lite")
     assert len(session.current_chat_history) == 4 and session.memo_for_model == {}
-    assert session.memo["fold_failure"] == {"cursor": 0, "count": 1, "turn": 2, "retry": 2}  # retried on the next resize
+    assert session._state.fold_records["fold_failure"] == {"cursor": 0, "count": 1, "turn": 2, "retry": 2}  # retried on the next resize
 
 
 def test_memo_mode_without_a_model_says_how_to_fix_it(api: Api) -> None:

@@ -55,7 +55,7 @@ def test_when_the_compression_fails_the_memo_is_shortened_without_the_model_and_
     assert len(model.prompts) == 2  # one compression request, never more
     stored = session.memo_for_model  # shortened as the view shortens it: what the model would see
     assert stored["newest"] == "the newest key" and stored["facts"][-1] == "fact 59" and "fact 0" not in stored["facts"]
-    refused = session.memo["compression_refused"]
+    refused = session._state.fold_records["compression_refused"]
     assert refused > 60  # the size the model would not compress
     message, shown = memo_shown(session)
     assert message_tokens(message, session.counter) <= 60 and shown == stored
@@ -69,7 +69,7 @@ def test_when_the_compression_fails_the_memo_is_shortened_without_the_model_and_
     chat(session, 2, start=5)
     model.responses, model.i = [memo_reply(small := {"ok": 1})], 0
     api.resize(session, "lite")
-    assert session.memo_for_model == small and "compression_refused" not in session.memo  # compliant again
+    assert session.memo_for_model == small and "compression_refused" not in session._state.fold_records  # compliant again
 
 
 def test_a_summary_over_budget_is_compressed_once_and_the_next_fold_gets_it_whole(api: Api) -> None:

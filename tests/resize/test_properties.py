@@ -124,7 +124,7 @@ def test_memo_mode_never_drops_what_the_memo_does_not_cover(history: list[list[B
         check_window(session, appended)
         cursor = session.memo_cursor
         uncovered = session.full_chat_history[cursor:]
-        if not prune_unpinned(session.memo):  # in a failing model's back-off the window keeps to its limits
+        if not prune_unpinned(session._state.fold_records):  # in a failing model's back-off the window keeps to its limits
             assert session.current_chat_history[len(session.current_chat_history) - len(uncovered):] == uncovered or not uncovered
             assert len(session.current_chat_history) >= len(uncovered)
         assert folded == [m.id for m in appended[:cursor]]  # each message folded exactly once, in order

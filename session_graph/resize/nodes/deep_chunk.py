@@ -3,33 +3,68 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import plan_chunks
+from session_graph.accounting.sizing import message_chars
 from session_graph.compression.backoff import fold_suspended
 from session_graph.compression.pieces import fold_batches
 from session_graph.messages import role_of
 from session_graph.resize.nodes.lite_prune import prune_plan
 from session_graph.resize.state import ResizeContext, SessionState
+from session_graph.retrieval.tokenize import is_cjk
+
+
+def script_tokens(message: BaseMessage) -> int:
+    """A message's tokens estimated without a counter, by script: a CJK character is about a
+    token, other text about four characters a token (its size in chars otherwise)."""
+    text = message.text
+    cjk = sum(1 for ch in text if ch >= "\u3040" and is_cjk(ch))
+    return cjk + math.ceil((message_chars(message) - cjk) / 4)
 
 
 def chunk_size(state: SessionState, ctx: ResizeContext) -> tuple[Callable[[BaseMessage], int], int]:
     """How a fold's chunk is measured and the most it may hold: ``session.memo.chunk_tokens``
-    tokens under a token budget, else the char limit (and four chars a chunk token)."""
+    tokens under a token budget; under a char limit, at most the limit in chars and about
+    ``chunk_tokens`` tokens estimated by script (``script_tokens``): four chars a token held
+    for Chinese text would send four times the tokens the setting allows."""
     limits = state.settings.resolved()
     if limits.tokens:
         return ctx.tokens, limits.chunk_tokens
-    return ctx.size, min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
+    chars = min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
+    tokens = limits.chunk_tokens
+
+    def measure(message: BaseMessage) -> int:  # either bound, scaled to one unit: chars x tokens
+        return max(ctx.size(message) * tokens, script_tokens(message) * chars)
+
+    return measure, chars * tokens
 
 
-def chunk_plan(messages: list[BaseMessage], state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]]:
+def chunk_plan(
+    messages: list[BaseMessage], state: SessionState, ctx: ResizeContext, needed: int | None = None
+) -> list[tuple[int, int]]:
     """[start, end) chunks of whole units of ``messages`` under ``chunk_size``; a unit larger
-    than that is a chunk of its own, which ``fold_batches`` sends in bounded pieces."""
+    than that is a chunk of its own, which ``fold_batches`` sends in bounded pieces.
+
+    ``needed``: how many of ``messages`` must be folded now (they are about to leave the
+    window); None: all. A last chunk past them that carries less than half a chunk is left
+    to the next fold: each model call re-sends the instructions and the previous summary or
+    memo, so a runt of a call (895 tokens after a 3,008-token chunk, measured) costs them
+    for little, and the messages it holds stay in the window meanwhile, unfolded, as any
+    message past the cursor does.
+    """
     measure, cap = chunk_size(state, ctx)
-    return plan_chunks([role_of(m) for m in messages], [measure(m) for m in messages], cap)
+    sizes = [measure(m) for m in messages]
+    chunks = plan_chunks([role_of(m) for m in messages], sizes, cap)
+    if needed is not None and cap and len(chunks) > 1:
+        start, end = chunks[-1]
+        if start >= needed and 2 * sum(sizes[start:end]) < cap:
+            chunks.pop()
+    return chunks
 
 
 def batches(messages: list[BaseMessage], state: SessionState, ctx: ResizeContext) -> list[list[BaseMessage]]:
@@ -38,7 +73,16 @@ def batches(messages: list[BaseMessage], state: SessionState, ctx: ResizeContext
     return fold_batches(messages, cap, measure)
 
 
-def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[int, int] | None:
+class FoldSpan(NamedTuple):
+    """What a run folds: ``[start, end)`` of the full history, of which ``[start, needed)`` must
+    be folded now (it is about to leave the window); the rest is folded in whole chunks."""
+
+    start: int
+    end: int
+    needed: int
+
+
+def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> FoldSpan | None:
     """[cursor, end) of the full history to fold in this run, or None.
 
     Everything past the cursor, when the prune would drop messages not folded yet, when the
@@ -50,12 +94,15 @@ def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[
     limits = state.settings.resolved()
     full, cursor = state.full_chat_history, state.memo_cursor
     pending = [m for m in full[cursor:] if m.id not in state.memo_ahead] if state.memo_ahead else full[cursor:]
-    if not enabled or not pending or fold_suspended(state.memo, state.turns, ctx.force):
+    if not enabled or not pending or fold_suspended(state.fold_records, state.turns, ctx.force):
         return None  # nothing to fold, or a failing model's back-off is running (see fold_backoff)
+    needed = len(full)
     if not ctx.force:
         window = state.current_chat_history
         plan = prune_plan(state, ctx, pinned=False)
         cut = ctx.index_of(window[plan.keep_from]) if plan.keep_from < len(window) else len(full)
+        if cut is not None:
+            needed = max(cursor, cut)
         if cut is not None and cut <= cursor:  # nothing unfolded would leave the window
             if limits.tokens:
                 waiting, limit = sum(ctx.tokens(m) for m in pending), limits.tokens
@@ -63,7 +110,7 @@ def fold_range(state: SessionState, ctx: ResizeContext, enabled: bool) -> tuple[
                 waiting, limit = sum(ctx.size(m) for m in pending), limits.chars
             if waiting < limits.fold_min_ratio * limit:
                 return None
-    return cursor, len(full)
+    return FoldSpan(cursor, len(full), needed)
 
 
 def unfolded(state: SessionState, start: int, end: int) -> list[BaseMessage]:
@@ -88,8 +135,9 @@ def memo_chunks(state: SessionState, ctx: ResizeContext) -> list[tuple[int, int]
     span = fold_range(state, ctx, state.settings.resolved().memo_enabled)
     if span is None:
         return []
-    start = span[0]
-    return [(start + a, start + b) for a, b in chunk_plan(state.full_chat_history[start : span[1]], state, ctx)]
+    start = span.start
+    plan = chunk_plan(state.full_chat_history[start : span.end], state, ctx, span.needed - start)
+    return [(start + a, start + b) for a, b in plan]
 
 
 def deep_chunk(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         return PrunePlan(0, totals.chars, totals.count)
     window = window[skip:]
     pinned_from = None
-    if pinned and (limits.memo_enabled or limits.summary_enabled) and not prune_unpinned(state.memo):
+    if pinned and (limits.memo_enabled or limits.summary_enabled) and not prune_unpinned(state.fold_records):
         for position, message in enumerate(window):
             index = ctx.index_of(message)
             if index is not None and index >= state.memo_cursor:

@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Flow, call
 from session_graph.compression.context import MEMO_HEADER, memo_for_model, memo_json
+from session_graph.compression.novelty import shown_terms
 from session_graph.compression.pieces import completed
 from session_graph.compression.refused import COMPRESSION_REFUSED, compressed, shorten_memo
 from session_graph.errors import MemoUpdateError
@@ -86,7 +87,7 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         failure.__cause__ = error
         if not done:
             return {"error": failure, "chunks": []}
-        kept = {**kept, **{key: state.memo[key] for key in ("last_resize", COMPRESSION_REFUSED) if key in state.memo}}
+        kept = {**kept, **{key: state.memo[key] for key in ("last_resize",) if key in state.memo}}
         return {"error": failure, "chunks": [], "memo": kept, **advanced(state, cursor)}
     memo, refused = yield from compressed(
         memo,
@@ -94,11 +95,12 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         lambda value: ctx.measure_context(SystemMessage(content=MEMO_HEADER + memo_json(value))),
         ctx.compress_memo,
         dict,
-        lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context),
-        int(state.memo.get(COMPRESSION_REFUSED, 0)),
+        lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context, shown_terms(state.current_chat_history)),
+        int(state.fold_records.get(COMPRESSION_REFUSED, 0)),
     )
     if "last_resize" in state.memo:
         memo = {**memo, "last_resize": state.memo["last_resize"]}
+    records = {key: value for key, value in state.fold_records.items() if key != COMPRESSION_REFUSED}
     if refused:
-        memo[COMPRESSION_REFUSED] = refused
-    return {"memo": memo, "chunks": chunks[1:], **advanced(state, end)}
+        records[COMPRESSION_REFUSED] = refused
+    return {"memo": memo, "fold_records": records, "chunks": chunks[1:], **advanced(state, end)}

@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from session_graph._base.flow import Flow, call
 from session_graph.compression.context import SUMMARY_HEADER
 from session_graph.compression.fold_check import checked_summary_fold
+from session_graph.compression.novelty import shown_terms
 from session_graph.compression.pieces import completed
 from session_graph.compression.refused import COMPRESSION_REFUSED, compressed, shorten_summary
 from session_graph.errors import MemoUpdateError
@@ -41,7 +42,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
     span = fold_range(state, ctx, True)
     if span is None:
         return {}
-    cut = span[1]
+    cut = span.end
     system = system_prompt(state)  # the system prompt stays in the view; it is never folded
     ahead = state.memo_ahead
     indices = [i for i in range(state.memo_cursor, cut)
@@ -50,12 +51,15 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
         return advanced(state, cut)
     leaving = [state.full_chat_history[i] for i in indices]
     summary, cursor = state.memo.get("summary", ""), state.memo_cursor
-    refused = int(state.memo.get(COMPRESSION_REFUSED, 0))
+    refused = int(state.fold_records.get(COMPRESSION_REFUSED, 0))
 
     def measure(text: str) -> int:
         return ctx.measure_context(SystemMessage(content=SUMMARY_HEADER + text))
 
-    for start, end in chunk_plan(leaving, state, ctx):
+    plan = chunk_plan(leaving, state, ctx, sum(i < span.needed for i in indices))
+    if plan and plan[-1][1] < len(indices):  # a runt of a last chunk waits for the next fold
+        cut = indices[plan[-1][1]]
+    for start, end in plan:
         try:
             if ctx.summarize is None:
                 raise MemoUpdateError(
@@ -84,8 +88,10 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
                 update.update(memo={**state.memo, "summary": summary}, **advanced(state, cursor))
             return update
         summary, refused = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str,
-                                                 lambda text: shorten_summary(text, limits.reserve_tokens, ctx.measure_context),
+                                                 lambda text: shorten_summary(text, limits.reserve_tokens, ctx.measure_context,
+                                                                             shown_terms(state.current_chat_history)),
                                                  refused)
         cursor = indices[end - 1] + 1
-    memo = {key: value for key, value in state.memo.items() if key != COMPRESSION_REFUSED}
-    return {"memo": {**memo, "summary": summary, **({COMPRESSION_REFUSED: refused} if refused else {})}, **advanced(state, cut)}
+    records = {key: value for key, value in state.fold_records.items() if key != COMPRESSION_REFUSED}
+    return {"memo": {**state.memo, "summary": summary}, "fold_records": {**records, **({COMPRESSION_REFUSED: refused} if refused else {})},
+            **advanced(state, cut)}
