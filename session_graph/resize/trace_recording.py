@@ -129,6 +129,7 @@ class TraceRecorder:
             messages_before=before.count, messages_after=after.count if committed else before.count,
             chars_before=before.chars, chars_after=after.chars if committed else before.chars,
             tokens_before=before.tokens, tokens_after=after.tokens if committed else before.tokens,
+            low_water=limits.prune_tokens if limits.tokens else limits.prune_chars,
             context=_context_kind(limits), context_chars_before=_context_chars(state, limits),
             context_chars_after=_context_chars(new, limits),
             model_calls=self.model_calls, folded=self.folded, sent_chars=self.sent_chars, sent_tokens=self.sent_tokens,
