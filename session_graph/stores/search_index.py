@@ -104,6 +104,7 @@ class JsonlSearch:
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
+        self._ends: dict[Path, tuple[tuple[int, int, int], int]] = {}  # terms file -> (its stat when we wrote it, log end it covers)
 
     # -- writing (under the session's lock) -------------------------------------------------------
     def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
@@ -116,11 +117,12 @@ class JsonlSearch:
         path = terms_path(log_path)
         self._appends += 1
         search_marker.bump(log_path.parent)
+        known = self._ends.pop(path, None)
         try:
             if start == 0:
                 out = [header_line(key)]
-            elif end_of(path) == start:
-                out = []
+            elif (known[1] if known is not None and known[0] == _stat(path) else end_of(path)) == start:
+                out = []  # what this store wrote last, untouched since (else read back from the file's end)
             else:
                 return  # missing or behind: the next search rebuilds or catches up from the log
             position, seq, texts = start, first_seq, list(records)
@@ -135,6 +137,9 @@ class JsonlSearch:
                 position += len(raw)
             with open(path, "wb" if start == 0 else "ab") as handle:
                 handle.write(b"".join(out))
+            if len(self._ends) > 4096:
+                self._ends.clear()
+            self._ends[path] = (_stat(path), position)
         except (OSError, ValueError, TypeError) as error:
             log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
             _unlink(path)
@@ -384,6 +389,15 @@ class JsonlSearch:
             state.index.remove_owner(session.key)
             for ref in [r for r in state.where if r[0] == session.key]:
                 del state.where[ref]
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    """What tells a terms file changed since we wrote it: inode, size, mtime (all -1: missing)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1, -1)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _unlink(path: Path) -> None:
