@@ -26,7 +26,7 @@ from session_graph.errors import SessionGraphError
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.nodes.judge import judge_state
-from session_graph.resize.policy import Decision, PolicyHandler
+from session_graph.resize.policy import Decision, PolicyHandler, default_policy
 from session_graph.resize.run import ResizeOutcome, run_resize, run_resize_sync
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import ResizeTrace
@@ -36,6 +36,12 @@ from session_graph.resize.view import SessionView, ViewBuilder
 __all__ = ["Force", "SessionCore"]
 
 Force = Literal["lite", "deep"] | str | bool | None
+
+
+def _done(value: Any) -> Flow[Any]:
+    """A flow that is already decided: ``drive`` returns ``value`` at once."""
+    return value
+    yield  # a generator function: never reached
 
 
 class SessionCore:
@@ -114,6 +120,9 @@ class SessionCore:
         state = self.state
         limits = state.settings.resolved()
         self.ledger.sync(state, limits)
+        if not force and policy is None:  # the default policy on running totals: no flow to drive (once per turn)
+            return _done(default_policy(self.ledger.totals, state.turns, state.last_resize_turn, limits,
+                                        self.ledger.fixed_tokens(state, limits)))
         return judge_state(force, policy, state, self.ledger.totals, self.ledger.fixed_tokens(state, limits))
 
     def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
