@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
-from session_graph._base.flow import Flow
+from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.errors import SessionGraphError
 from session_graph.resize.handlers import Handlers
@@ -128,6 +128,8 @@ class SessionCore:
     def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the sync resize graph and commit its result; returns the new window."""
         with self._one_resize():
+            if self._idle(handlers, force):
+                return self.state.current_chat_history
             state, context = self._run_context(handlers, force)
             with self._traced_failure(state, context, force):
                 outcome = run_resize_sync(handlers.runner(state.settings.resolved(), sync=True), state, context)
@@ -136,10 +138,19 @@ class SessionCore:
     async def resize(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the async resize graph and commit its result; returns the new window."""
         with self._one_resize():
+            if self._idle(handlers, force):
+                return self.state.current_chat_history
             state, context = self._run_context(handlers, force)
             with self._traced_failure(state, context, force):
                 outcome = await run_resize(handlers.runner(state.settings.resolved(), sync=False), state, context)
             return self._commit(handlers, state, context, outcome, force)
+
+    def _idle(self, handlers: Handlers, force: Force) -> bool:
+        """Whether the default judge finds nothing to do (decided without entering the graph;
+        the graph's own judge decides whenever a policy, a replaced judge or ``force`` is given)."""
+        if force or handlers.policy is not None or "judge" in handlers.overrides:
+            return False
+        return drive(self.judge(False, None)) is None
 
     @contextlib.contextmanager
     def _one_resize(self) -> Iterator[None]:

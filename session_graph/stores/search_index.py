@@ -38,6 +38,7 @@ from session_graph.stores.search_terms import (
     HEADER,
     end_of,
     entry_line,
+    file_mark,
     header_line,
     key_of_log,
     parse_line,
@@ -121,7 +122,7 @@ class JsonlSearch:
         try:
             if start == 0:
                 out = [header_line(key)]
-            elif (known[1] if known is not None and known[0] == _stat(path) else end_of(path)) == start:
+            elif (known[1] if known is not None and known[0] == file_mark(path) else end_of(path)) == start:
                 out = []  # what this store wrote last, untouched since (else read back from the file's end)
             else:
                 return  # missing or behind: the next search rebuilds or catches up from the log
@@ -137,9 +138,8 @@ class JsonlSearch:
                 position += len(raw)
             with open(path, "wb" if start == 0 else "ab") as handle:
                 handle.write(b"".join(out))
-            if len(self._ends) > 4096:
-                self._ends.clear()
-            self._ends[path] = (_stat(path), position)
+            self._ends = self._ends if len(self._ends) < 4096 else {}
+            self._ends[path] = (file_mark(path), position)
         except (OSError, ValueError, TypeError) as error:
             log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
             _unlink(path)
@@ -389,15 +389,6 @@ class JsonlSearch:
             state.index.remove_owner(session.key)
             for ref in [r for r in state.where if r[0] == session.key]:
                 del state.where[ref]
-
-
-def _stat(path: Path) -> tuple[int, int, int]:
-    """What tells a terms file changed since we wrote it: inode, size, mtime (all -1: missing)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (-1, -1, -1)
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _unlink(path: Path) -> None:

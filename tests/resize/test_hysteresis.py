@@ -111,3 +111,21 @@ def test_a_cut_inside_a_long_turn_keeps_that_turn_instead_of_almost_nothing() ->
     tokens = [10, 140] * 6
     plan = plan_prune(roles, tokens, chars=0, messages=0, tokens=tokens, max_tokens=800, full_tokens=1000)
     assert sum(tokens[plan.keep_from:]) <= 800 and plan.keep_from == 2 * (6 - 800 // 150)
+
+
+def test_a_resize_with_nothing_to_do_never_enters_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.graph.state import CompiledStateGraph
+
+    runs: list[int] = []
+    real = CompiledStateGraph.invoke
+    monkeypatch.setattr(CompiledStateGraph, "invoke", lambda self, *a, **k: runs.append(1) or real(self, *a, **k))
+    session = session_for("lite", None)
+    for message in tool_turn(0):
+        session.append_message(message)
+    window = list(session.current_chat_history)
+    assert session.judge_resize() is None and session.resize() == window and runs == [] and len(session.trace) == 0
+    session.resize("lite")  # forced: the graph decides (and records the run)
+    assert runs == [1] and session.trace[-1].forced
+    session.set_policy_handler(lambda full, current, settings: None)
+    session.resize()  # a user's policy is asked inside the graph, as its judge node
+    assert runs == [1, 1]
