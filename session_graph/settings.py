@@ -178,11 +178,12 @@ class SessionSettings:
         4000
     """
 
-    __slots__ = ("_data", "_resolved")
+    __slots__ = ("_data", "_resolved", "_saved")
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._data: dict[str, Any] = _defaults()
         self._resolved: Limits | None = None
+        self._saved: dict[str, Any] | None = None
         for key, value in _flatten(values or {}):
             self.set(key, value)
 
@@ -243,15 +244,22 @@ class SessionSettings:
         except ValidationError as error:
             raise SettingsError(_explain(error.errors()[0])) from None
         self._data = staged
-        self._resolved = None
+        self._resolved = self._saved = None
         return self
 
     def _get_or_default(self, key: str) -> Any:
         return self.get(key)
 
     def to_dict(self) -> dict[str, Any]:
-        """A deep copy of every setting, nested (what export writes, and every save)."""
+        """A deep copy of every setting, nested (what export writes)."""
         return _copied(self._data)
+
+    def saved(self) -> dict[str, Any]:
+        """Every setting, nested, as one copy shared until the next ``set``: what a store writes
+        on every save. Read it, never change it (``to_dict`` gives a copy of your own)."""
+        if self._saved is None:
+            self._saved = _copied(self._data)
+        return self._saved
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SessionSettings) and other._data == self._data

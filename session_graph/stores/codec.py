@@ -149,7 +149,7 @@ def state_document(
         "updated_at": updated_at,
         "metadata": metadata,
         "memo": state.memo,
-        "settings": state.settings.to_dict(),
+        "settings": state.settings.saved(),  # shared, never changed: copied once per change of the settings
         "turns": state.turns,
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
