@@ -139,7 +139,7 @@ def _ascii_term(word: str) -> str:
 
 
 _KNOWN: dict[str, str] = {}  # ASCII word -> its term: a conversation repeats its words, each stemmed once
-_KNOWN_MAX = 100_000  # then it starts over (bounded memory)
+_KNOWN_MAX = 20_000  # then it starts over (bounded: about 2 MB)
 _DIGIT = re.compile(r"\d")
 
 
