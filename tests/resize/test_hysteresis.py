@@ -117,8 +117,8 @@ def test_a_resize_with_nothing_to_do_never_enters_the_graph(monkeypatch: pytest.
     from langgraph.graph.state import CompiledStateGraph
 
     runs: list[int] = []
-    real = CompiledStateGraph.invoke
-    monkeypatch.setattr(CompiledStateGraph, "invoke", lambda self, *a, **k: runs.append(1) or real(self, *a, **k))
+    real = CompiledStateGraph.stream
+    monkeypatch.setattr(CompiledStateGraph, "stream", lambda self, *a, **k: runs.append(1) or real(self, *a, **k))
     session = session_for("lite", None)
     for message in tool_turn(0):
         session.append_message(message)
