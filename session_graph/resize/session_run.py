@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
@@ -71,6 +71,7 @@ class SessionCore:
         self.views = ViewBuilder()  # extends the last view in O(new messages) when it can
         self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
         self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
+        self.system_tokens: dict[tuple[str, Any], int] = {}  # tokens_of a plain system message, by text and counter
         self.install(state)
 
     # -- what the model sees -------------------------------------------------------------
@@ -97,9 +98,22 @@ class SessionCore:
         return self.view_cache[1]
 
     def tokens_of(self, message: BaseMessage) -> int:
-        """What one message costs with the counter in use."""
-        self.ledger.sync(self.state, self.state.settings.resolved())
-        return self.ledger.token_count(message)
+        """What one message costs with the counter in use.
+
+        A plain system message (no id, no name, text content: an agent's own system prompt,
+        counted on every model call) is counted once per text and counter.
+        """
+        ledger = self.ledger
+        ledger.sync(self.state, self.state.settings.resolved())
+        if message.id is None and type(message) is SystemMessage and isinstance(message.content, str) and not message.name:
+            key = (message.content, ledger.counter_key)
+            cached = self.system_tokens.get(key)
+            if cached is None:
+                if len(self.system_tokens) >= 16:
+                    self.system_tokens.clear()
+                cached = self.system_tokens[key] = ledger.token_count(message)
+            return cached
+        return ledger.token_count(message)
 
     # -- a turn --------------------------------------------------------------------------
     def append(self, message: BaseMessage) -> None:
