@@ -1,7 +1,8 @@
 """Per-turn and per-resize cost against history length, and memo traffic.
 
 Run: ``python bench/bench_session.py`` (about a minute). Every figure is printed with its
-ratio to a baseline measured in the same process, so machine noise cancels out:
+ratio to a baseline measured in the same process, in CPU time (``time.process_time``: the
+machine is shared):
 
 - append + judge per turn, and one resize, at 100 / 10,000 / 100,000 messages of history,
   as a ratio to the 100-message session (flat means ~1.0);
@@ -45,19 +46,19 @@ def _session(size: int) -> Session:
 
 
 def _per_turn(session: Session, start: int, turns: int) -> float:
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: the machine is shared
     for i in range(start, start + turns):
         session.append_message(_message(i))
         session.judge_resize()
-    return (time.perf_counter() - t0) / turns
+    return (time.process_time() - t0) / turns
 
 
 def _per_resize(session: Session, runs: int) -> float:
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         session.resize("deep")
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     return statistics.median(times)
 
 
@@ -69,7 +70,7 @@ def scaling(sizes: list[int], turns: int, runs: int, rounds: int) -> None:
         for size in sizes:
             per_turn[size].append(_per_turn(sessions[size], size + 10**7 + round_ * turns, turns))
             per_resize[size].append(_per_resize(sessions[size], runs))
-    print(f"{'history':>10} {'append+judge':>14} {'ratio':>7} {'resize':>10} {'ratio':>7}   (median of {rounds} rounds)")
+    print(f"{'history':>10} {'append+judge':>14} {'ratio':>7} {'resize':>10} {'ratio':>7}   (CPU, median of {rounds} rounds)")
     base_turn, base_resize = statistics.median(per_turn[sizes[0]]), statistics.median(per_resize[sizes[0]])
     for size in sizes:
         turn, resize = statistics.median(per_turn[size]), statistics.median(per_resize[size])

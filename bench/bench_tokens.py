@@ -1,7 +1,7 @@
 """Token accounting: per-turn cost, trim_messages comparison, estimate accuracy.
 
 Run: ``python bench/bench_tokens.py`` (a few minutes). Ratios are against baselines run in
-the same process:
+the same process, in CPU time (``time.process_time``: the machine is shared):
 
 1. append + judge per turn with the exact counter at 1,000 / 10,000 / 100,000 messages,
    as a ratio to one tiktoken encode of the same new message (the floor: counting it);
@@ -61,20 +61,20 @@ def per_turn(sizes: list[int], turns: int, rounds: int) -> None:
     floors: list[float] = []
     for round_ in range(rounds):
         texts = [_text(rng, i) for i in range(turns)]
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU time: the machine is shared
         for text in texts:
             counter.encoding.encode_ordinary(text)
-        floors.append((time.perf_counter() - t0) / turns)
+        floors.append((time.process_time() - t0) / turns)
         for size in sizes:
             session = sessions[size]
             start = 10**7 + round_ * turns
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for k, text in enumerate(texts):
                 session.append_message(HumanMessage(content=text, id=f"x{size}-{start + k}"))
                 session.judge_resize()
-            samples[size].append((time.perf_counter() - t0) / turns)
+            samples[size].append((time.process_time() - t0) / turns)
     floor = statistics.median(floors)
-    print(f"1. append + judge per turn, exact counter (o200k_base); floor: one encode of the message = {floor * 1e6:.1f} us")
+    print(f"1. append + judge per turn, exact counter (o200k_base), CPU; floor: one encode of the message = {floor * 1e6:.1f} us")
     print(f"{'history':>10} {'per turn':>10} {'x encode':>9}")
     for size in sizes:
         value = statistics.median(samples[size])
@@ -87,27 +87,27 @@ def versus_trim(sizes: list[int], budget: int, samples: int) -> None:
     def exact_counter(messages: list[BaseMessage]) -> int:  # what a user passes to trim_messages
         return sum(message_tokens(m, counter) for m in messages)
 
-    print(f"\n2. trimming to {budget} tokens after every turn: trim_messages vs this session")
+    print(f"\n2. trimming to {budget} tokens after every turn: trim_messages vs this session (CPU)")
     print(f"{'messages':>10} {'trim_messages':>15} {'session':>10} {'ratio':>8}")
     for size in sizes:
         rng = random.Random(size)
         history = [SystemMessage(content="You are a helpful assistant.", id="sys")]
         history += [_message(rng, i) for i in range(size)]
         session = Session().configure(limit={"tokens": budget}, every_n_turns=0)
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU time: the machine is shared
         for message in history:
             session.append_message(message)
             if session.judge_resize():
                 session.resize()
             session.view()
-        ours = time.perf_counter() - t0
+        ours = time.process_time() - t0
         points = sorted({max(2, size * k // samples) for k in range(1, samples + 1)})
         costs = []
         for n in points:
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             trim_messages(history[: n + 1], max_tokens=budget, token_counter=exact_counter, strategy="last",
                           start_on="human", include_system=True)
-            costs.append(time.perf_counter() - t0)
+            costs.append(time.process_time() - t0)
         # integrate the sampled per-call cost over every turn (trapezoids, from 0 at turn 0)
         xs, ys = [0, *points], [0.0, *costs]
         trim_total = sum((xs[i + 1] - xs[i]) * (ys[i] + ys[i + 1]) / 2 for i in range(len(xs) - 1))

@@ -8,9 +8,12 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
 - session: ``SessionMiddleware`` over a JSONL ``SessionManager`` (fsync on) whose session
   already holds 10,000 (and 100,000) messages of such turns, token budget 4,000.
 
-Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock and
-session in alternating batches, median of the batches; ``os.fsync`` calls per turn are
-counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
+- floor: a no-op ``AgentMiddleware`` with the same two hooks (``before_model`` returning
+  None, ``wrap_model_call`` calling the handler): what any middleware costs in LangChain.
+
+Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
+session and floor in alternating batches, median of the batches; ``os.fsync`` calls per turn
+are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from bench_agents import ANSWER, _Model, _replies, lookup
 from bench_agents import _question as question
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
@@ -83,9 +87,20 @@ def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], Session
     return agent, {"configurable": {"thread_id": "bench"}}, manager
 
 
+class NoOp(AgentMiddleware):
+    """The floor of any middleware: the same two hooks, doing nothing."""
+
+    def before_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+
 def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float]:
-    """CPU ms per turn (stock, session), their ratio and fsyncs per session turn at ``size`` messages."""
+    """CPU ms per turn (stock, session, no-op floor), the ratios and fsyncs per session turn at ``size`` messages."""
     stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
+    floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
     agent, config, _ = session_agent(folder, size)
     turn = [0]
 
@@ -93,17 +108,21 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
         turn[0] += 1
         stock.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
 
+    def run_floor() -> None:
+        turn[0] += 1
+        floor.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
+
     def run_session() -> None:
         turn[0] += 1
         agent.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, config)
 
-    for fn in (run_stock, run_session):  # warm up
+    for fn in (run_stock, run_floor, run_session):  # warm up
         for _ in range(3):
             fn()
-    times: dict[str, list[float]] = {"stock": [], "session": []}
+    times: dict[str, list[float]] = {"stock": [], "floor": [], "session": []}
     fsyncs = turns = 0
     for _ in range(rounds):
-        for name, fn in (("stock", run_stock), ("session", run_session)):
+        for name, fn in (("stock", run_stock), ("floor", run_floor), ("session", run_session)):
             with FsyncCounter() as counter:
                 start = time.process_time()
                 for _ in range(batch):
@@ -113,7 +132,9 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
                 fsyncs += counter.calls
                 turns += batch
     stock_ms, session_ms = statistics.median(times["stock"]) * 1e3, statistics.median(times["session"]) * 1e3
-    return {"stock_ms": stock_ms, "session_ms": session_ms, "ratio": session_ms / stock_ms, "fsyncs": fsyncs / turns}
+    floor_ms = statistics.median(times["floor"]) * 1e3
+    return {"stock_ms": stock_ms, "session_ms": session_ms, "ratio": session_ms / stock_ms, "fsyncs": fsyncs / turns,
+            "floor_ms": floor_ms, "floor": floor_ms / stock_ms}
 
 
 def main() -> None:
@@ -128,6 +149,8 @@ def main() -> None:
             print(f"agent turn (create_agent, 1 tool call), CPU: SessionMiddleware + JSONL store at {size:,} messages "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
                   f"{r['ratio']:.2f}x (goal <= 1.2); fsyncs per turn {r['fsyncs']:.1f} (goal 1)")
+            print(f"  floor of any middleware: a no-op AgentMiddleware (the same two hooks) {r['floor_ms']:.2f} ms / stock agent = "
+                  f"{r['floor']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@ never separated.
 
 - ``window_room``: what the window may spend under a token budget, once the system prompt,
   the summary or memo message *as held* (not its whole reserve) and the reply priming are paid.
-- ``plan_prune``: keep the newest whole units under the headroom limits, open on a turn; when
-  that cut falls mid-turn and opening on the next turn would keep far less, keep instead what
-  ``trim_messages(strategy="last", start_on="human")`` keeps under the full limits.
+- ``plan_prune``: keep the newest whole units under the low-water mark (the headroom limits:
+  ``prune_tokens``, ``prune_chars``), open on a turn, so the next resize is several turns away
+  (hysteresis: the full limits trigger, the low-water mark is where a prune cuts to); only when
+  opening on the next turn would keep less than ``KEEP_AT_LEAST`` of the low-water mark (the
+  cut fell inside a long turn), keep instead what ``trim_messages(strategy="last",
+  start_on="human")`` keeps under the full limits.
 - ``plan_chunks``: whole units in chunks under a size (tokens under a token budget, else chars).
 - ``plan_budget``: the view's reverse fill within the budget.
 """
@@ -22,6 +25,12 @@ from dataclasses import dataclass, field
 from session_graph.accounting.window import BOUNDARY_ROLES, unit_starts
 
 __all__ = ["BudgetPlan", "PrunePlan", "plan_budget", "plan_chunks", "plan_prune", "window_room"]
+
+KEEP_AT_LEAST = 0.5
+"""A prune that opens on a turn keeps at least this share of its low-water mark; when the
+turn boundary after the cut would keep less (the cut fell inside a long turn), it keeps what
+fits the full limits instead (and the next resize comes sooner)."""
+
 
 def window_room(budget: int, fixed: int) -> int:
     """Tokens the window may use under ``budget`` after ``fixed`` (0: no token budget)."""
@@ -104,10 +113,11 @@ def plan_prune(
 
     The newest unit is always kept, even when it alone breaks a limit. The headroom cut is
     moved forward to the next turn (user or system message) so the window opens on a turn.
-    When that keeps less than the headroom's share (``chars / full_chars``, ``max_tokens /
-    full_tokens``) of what fits the full limits from a turn boundary (what ``trim_messages``
-    keeps), as when the cut falls mid-turn and the next turn would drop a whole tool turn that
-    fits, that fuller window is kept instead and the headroom is left to the next resize.
+    The headroom limits are the low-water mark: a prune cuts down to them, so the turns after
+    it fit without another resize. Only when opening on the next turn keeps less than
+    ``KEEP_AT_LEAST`` of the low-water mark (the cut fell inside a long turn, and the next
+    turn would drop a whole tool turn that fits), what fits the full limits from a turn
+    boundary (what ``trim_messages`` keeps) is kept instead, and the next resize comes sooner.
     The window never opens on a tool result.
     """
     n = len(roles)
@@ -117,14 +127,15 @@ def plan_prune(
     while headroom < n - 1 and roles[headroom] == "tool":
         headroom += 1
     keep_from = headroom
-    if full_chars > chars or full_tokens > max_tokens:
-        # If the headroom window keeps less than the headroom's share of what fits the full
-        # limits from a turn boundary (what trim_messages keeps), keep that fuller window instead.
-        share = min(r for r in (chars / full_chars if full_chars else 1.0, max_tokens / full_tokens if full_tokens else 1.0))
-        fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, messages, full_tokens or max_tokens))
-        measure = tokens if tokens is not None else sizes
-        if fits < headroom and roles[fits] in BOUNDARY_ROLES and sum(measure[headroom:]) < share * sum(measure[fits:]):
-            keep_from = fits
+    low_water = max_tokens if tokens is not None and max_tokens else chars
+    if low_water and (full_chars > chars or full_tokens > max_tokens):
+        # Opening on the next turn dropped most of the low-water mark (the cut fell inside a long
+        # turn): keep instead what fits the full limits from a turn boundary (what trim_messages keeps).
+        measure = tokens if tokens is not None and max_tokens else sizes
+        if sum(measure[headroom:]) < KEEP_AT_LEAST * low_water:
+            fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, messages, full_tokens or max_tokens))
+            if fits < headroom and roles[fits] in BOUNDARY_ROLES:
+                keep_from = fits
     while keep_from < n - 1 and roles[keep_from] == "tool":
         keep_from += 1
     if keep_turn:

@@ -55,6 +55,11 @@ class Ledger:
             return
         self.rebuild(state, reindex=True)
 
+    @property
+    def counter_key(self) -> object:
+        """What names the counter in use and its cost rules (a new value whenever they change)."""
+        return self._counter_key
+
     # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
         """Where a message sits in the full history, or None if it is not there."""

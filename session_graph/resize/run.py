@@ -55,17 +55,34 @@ class ResizeOutcome:
 
 
 def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
-    """Run a sync resize graph on ``state`` (``graph.invoke``) and build the state to commit."""
+    """Run a sync resize graph on ``state`` and build the state to commit.
+
+    The graph streams each node's update (``stream_mode="updates"``) and the run's final state
+    is the input with the updates applied in order: every field is a last-value channel, so
+    that is what ``invoke`` returns, without LangGraph reading all the state's channels after
+    every step (12% of a pruning resize).
+    """
     appended_before = len(state.full_chat_history)
-    out = graph.invoke(_run_input(state), context=context, config=_config(state))
+    out = _run_input(state)
+    for step in graph.stream(dict(out), context=context, config=_config(state), stream_mode="updates"):
+        _apply(out, step)
     return _outcome(state, out, appended_before)
 
 
 async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
-    """Run an async resize graph on ``state`` (``graph.ainvoke``) and build the state to commit."""
+    """Run an async resize graph on ``state`` and build the state to commit (as ``run_resize_sync``)."""
     appended_before = len(state.full_chat_history)
-    out = await graph.ainvoke(_run_input(state), context=context, config=_config(state))
+    out = _run_input(state)
+    async for step in graph.astream(dict(out), context=context, config=_config(state), stream_mode="updates"):
+        _apply(out, step)
     return _outcome(state, out, appended_before)
+
+
+def _apply(out: dict[str, Any], step: Any) -> None:
+    """One step's node updates (``{node: update}``) applied to the run's state ``out``."""
+    for update in step.values():
+        if update:
+            out.update(update)
 
 
 def _run_input(state: SessionState) -> dict[str, Any]:

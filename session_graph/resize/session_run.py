@@ -18,15 +18,15 @@ import contextlib
 import dataclasses
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 
-from session_graph._base.flow import Flow
+from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.errors import SessionGraphError
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.nodes.judge import judge_state
-from session_graph.resize.policy import Decision, PolicyHandler
+from session_graph.resize.policy import Decision, PolicyHandler, default_policy
 from session_graph.resize.run import ResizeOutcome, run_resize, run_resize_sync
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import ResizeTrace
@@ -36,6 +36,12 @@ from session_graph.resize.view import SessionView, ViewBuilder
 __all__ = ["Force", "SessionCore"]
 
 Force = Literal["lite", "deep"] | str | bool | None
+
+
+def _done(value: Any) -> Flow[Any]:
+    """A flow that is already decided: ``drive`` returns ``value`` at once."""
+    return value
+    yield  # a generator function: never reached
 
 
 class SessionCore:
@@ -65,6 +71,7 @@ class SessionCore:
         self.views = ViewBuilder()  # extends the last view in O(new messages) when it can
         self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
         self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
+        self.system_tokens: dict[tuple[str, Any], int] = {}  # tokens_of a plain system message, by text and counter
         self.install(state)
 
     # -- what the model sees -------------------------------------------------------------
@@ -91,9 +98,22 @@ class SessionCore:
         return self.view_cache[1]
 
     def tokens_of(self, message: BaseMessage) -> int:
-        """What one message costs with the counter in use."""
-        self.ledger.sync(self.state, self.state.settings.resolved())
-        return self.ledger.token_count(message)
+        """What one message costs with the counter in use.
+
+        A plain system message (no id, no name, text content: an agent's own system prompt,
+        counted on every model call) is counted once per text and counter.
+        """
+        ledger = self.ledger
+        ledger.sync(self.state, self.state.settings.resolved())
+        if message.id is None and type(message) is SystemMessage and isinstance(message.content, str) and not message.name:
+            key = (message.content, ledger.counter_key)
+            cached = self.system_tokens.get(key)
+            if cached is None:
+                if len(self.system_tokens) >= 16:
+                    self.system_tokens.clear()
+                cached = self.system_tokens[key] = ledger.token_count(message)
+            return cached
+        return ledger.token_count(message)
 
     # -- a turn --------------------------------------------------------------------------
     def append(self, message: BaseMessage) -> None:
@@ -114,11 +134,16 @@ class SessionCore:
         state = self.state
         limits = state.settings.resolved()
         self.ledger.sync(state, limits)
+        if not force and policy is None:  # the default policy on running totals: no flow to drive (once per turn)
+            return _done(default_policy(self.ledger.totals, state.turns, state.last_resize_turn, limits,
+                                        self.ledger.fixed_tokens(state, limits)))
         return judge_state(force, policy, state, self.ledger.totals, self.ledger.fixed_tokens(state, limits))
 
     def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the sync resize graph and commit its result; returns the new window."""
         with self._one_resize():
+            if self._idle(handlers, force):
+                return self.state.current_chat_history
             state, context = self._run_context(handlers, force)
             with self._traced_failure(state, context, force):
                 outcome = run_resize_sync(handlers.runner(state.settings.resolved(), sync=True), state, context)
@@ -127,10 +152,19 @@ class SessionCore:
     async def resize(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the async resize graph and commit its result; returns the new window."""
         with self._one_resize():
+            if self._idle(handlers, force):
+                return self.state.current_chat_history
             state, context = self._run_context(handlers, force)
             with self._traced_failure(state, context, force):
                 outcome = await run_resize(handlers.runner(state.settings.resolved(), sync=False), state, context)
             return self._commit(handlers, state, context, outcome, force)
+
+    def _idle(self, handlers: Handlers, force: Force) -> bool:
+        """Whether the default judge finds nothing to do (decided without entering the graph;
+        the graph's own judge decides whenever a policy, a replaced judge or ``force`` is given)."""
+        if force or handlers.policy is not None or "judge" in handlers.overrides:
+            return False
+        return drive(self.judge(False, None)) is None
 
     @contextlib.contextmanager
     def _one_resize(self) -> Iterator[None]:

@@ -52,6 +52,9 @@ class TraceRecord:
         chars_after: window characters after.
         tokens_before: window tokens before with the counter in use (0 when counting chars).
         tokens_after: window tokens after (0 when counting chars).
+        low_water: where a prune cuts to (tokens under a token budget, else characters: the
+            budget or char limit times its ``prune_to_ratio``); the limits trigger a resize, this
+            mark is what it leaves, so the next one is turns away (0: no such limit).
         context: ``"memo"``, ``"summary"`` or None: what the session keeps besides the window.
         context_chars_before: characters of the memo's JSON or of the summary before.
         context_chars_after: the same after.
@@ -82,6 +85,7 @@ class TraceRecord:
     chars_after: int
     tokens_before: int
     tokens_after: int
+    low_water: int
     context: str | None
     context_chars_before: int
     context_chars_after: int
@@ -112,6 +116,8 @@ class TraceRecord:
                 f"{self.chars_before:,} -> {self.chars_after:,} chars")
         if self.tokens_before:
             line += f", {self.tokens_before:,} -> {self.tokens_after:,} tokens"
+        if self.low_water:
+            line += f" (low-water mark {self.low_water:,} {'tokens' if self.tokens_before else 'chars'})"
         if self.model_calls:
             line += f"; {self.model_calls} model call(s) folded {self.folded} msgs"
         if self.error:

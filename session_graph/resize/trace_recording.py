@@ -8,8 +8,7 @@ also counts the calls of the memo and summary handlers it is given (:meth:`Trace
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 import dataclasses
 import inspect
 import logging
@@ -129,6 +128,7 @@ class TraceRecorder:
             messages_before=before.count, messages_after=after.count if committed else before.count,
             chars_before=before.chars, chars_after=after.chars if committed else before.chars,
             tokens_before=before.tokens, tokens_after=after.tokens if committed else before.tokens,
+            low_water=limits.prune_tokens if limits.tokens else limits.prune_chars,
             context=_context_kind(limits), context_chars_before=_context_chars(state, limits),
             context_chars_after=_context_chars(new, limits),
             model_calls=self.model_calls, folded=self.folded, sent_chars=self.sent_chars, sent_tokens=self.sent_tokens,
@@ -136,7 +136,7 @@ class TraceRecorder:
         )
         if error is not None:  # a failure that changed nothing, or a memo error that kept its progress
             log.warning("session %s: resize %s: %s", state.id, "stopped early" if committed else "failed", record.describe())
-        else:
+        elif log.isEnabledFor(logging.INFO):  # describe() only when it is logged: this runs on every resize
             log.info("session %s: resize %s", state.id, record.describe())
         return record
 
@@ -155,23 +155,16 @@ def _context_chars(state: SessionState, limits: Limits) -> int:
 
 
 # -- the node wrapper graph.py applies ----------------------------------------------------
-@contextmanager
-def _timed(name: str, runtime: Any) -> Iterator[list[Any]]:
-    recorder = getattr(getattr(runtime, "context", None), "trace", None)
-    out: list[Any] = [None]
-    start = perf_counter()
-    try:
-        yield out
-    finally:
-        if recorder is not None:
-            recorder.visit(name, perf_counter() - start, out[0])
+def _recorder(runtime: Any) -> Any:
+    return getattr(getattr(runtime, "context", None), "trace", None)
 
 
 def traced(name: str, node: Callable[..., Any]) -> Callable[..., Any]:
     """``node`` timed into the run's recorder (``runtime.context.trace``) on every visit.
 
     The wrapper takes ``(state, runtime)`` and passes ``runtime`` on only when ``node`` takes
-    it, so a replacement node of one parameter keeps working.
+    it, so a replacement node of one parameter keeps working. A visit that raises is recorded
+    too (with no update). Plain ``try``/``finally``: it runs on every node visit of every resize.
     """
     try:
         wants_runtime = "runtime" in inspect.signature(node).parameters
@@ -181,17 +174,27 @@ def traced(name: str, node: Callable[..., Any]) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(node) or inspect.iscoroutinefunction(call):
 
         async def run_async(state: Any, runtime: Any) -> Any:
-            with _timed(name, runtime) as out:
-                out[0] = await (node(state, runtime) if wants_runtime else node(state))
-            return out[0]
+            update, start = None, perf_counter()
+            try:
+                update = await (node(state, runtime) if wants_runtime else node(state))
+                return update
+            finally:
+                recorder = _recorder(runtime)
+                if recorder is not None:
+                    recorder.visit(name, perf_counter() - start, update)
 
         wrapper: Callable[..., Any] = run_async
     else:
 
         def run_sync(state: Any, runtime: Any) -> Any:
-            with _timed(name, runtime) as out:
-                out[0] = node(state, runtime) if wants_runtime else node(state)
-            return out[0]
+            update, start = None, perf_counter()
+            try:
+                update = node(state, runtime) if wants_runtime else node(state)
+                return update
+            finally:
+                recorder = _recorder(runtime)
+                if recorder is not None:
+                    recorder.visit(name, perf_counter() - start, update)
 
         wrapper = run_sync
     wrapper.__name__ = getattr(node, "__name__", name)

@@ -53,6 +53,8 @@ class SessionView:
         exact: whether the counter is exact.
         truncated: ids of the messages cut to fit (as copies; the histories keep them whole).
         elided: messages of the current turn left out to keep its user message.
+        low_water: the tokens a prune cuts the view down to (``session.tokens.prune_to_ratio`` of
+            the budget), so the next resize is turns away; 0 without a token budget.
     """
 
     messages: list[BaseMessage]
@@ -62,6 +64,7 @@ class SessionView:
     exact: bool
     truncated: tuple[str, ...] = ()
     elided: int = 0
+    low_water: int = 0
 
     def __iter__(self) -> Iterator[BaseMessage]:
         return iter(self.messages)
@@ -281,7 +284,7 @@ class ViewBuilder:
         if not synthetic:
             tail.length, tail.keep_from, tail.used, tail.newest_user = len(window), keep_from, used, newest_user
         messages = [m for m in (tail.system, tail.extra) if m is not None] + window[keep_from:] + synthetic
-        return SessionView(messages, total, limits.tokens, ledger.counter.name, ledger.counter.exact)
+        return SessionView(messages, total, limits.tokens, ledger.counter.name, ledger.counter.exact, low_water=limits.prune_tokens)
 
 
 def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
@@ -357,8 +360,10 @@ def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: 
             messages[-1] = truncate_message(kept[0], left, measure)
             truncated.append(kept[0].id or "")
             total = sum(measure(m) for m in messages) + fixed
-        return SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated)), None
-    view = SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated), plan.elided)
+        return SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated),
+                           low_water=limits.prune_tokens), None
+    view = SessionView(messages, total, budget, ledger.counter.name, ledger.counter.exact, tuple(truncated), plan.elided,
+                       limits.prune_tokens)
     users = [i for i, role in enumerate(roles) if role == "user"]
     if truncated or plan.elided or not clean or not plan.keep or not users or plan.keep[-1] != len(window) - 1:
         return view, None

@@ -38,6 +38,7 @@ _MONTH_RE = "|".join(sorted(_MONTH_OF, key=len, reverse=True))
 _ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})")
 _NAMED = re.compile(rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?")
 _DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE})\b\.?(?:,?\s+(\d{{4}}))?")
+_ANY_MONTH = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")  # every month name starts so
 _SLASHED = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
 _CJK_DATE = re.compile(r"(?:(\d{4})年)?(\d{1,2})月(?:(\d{1,2})[日号])?")
 
@@ -108,15 +109,17 @@ def _dates(text: str) -> list[str]:
         if day and 1 <= int(day) <= 31:
             out.append(f"d{month:02d}{int(day):02d}")
 
-    for year, month, day in _ISO.findall(text):
+    # each form is looked for only where its separator occurs (a scan of the text in C each)
+    for year, month, day in _ISO.findall(text) if "-" in text else ():
         emit(year, int(month), day)
-    for month, day, year in _NAMED.findall(text):
+    named = _ANY_MONTH.search(text) is not None
+    for month, day, year in _NAMED.findall(text) if named else ():
         emit(year or None, _MONTH_OF[month], day)
-    for day, month, year in _DAY_FIRST.findall(text):
+    for day, month, year in _DAY_FIRST.findall(text) if named else ():
         emit(year or None, _MONTH_OF[month], day)
-    for month, day, year in _SLASHED.findall(text):
+    for month, day, year in _SLASHED.findall(text) if "/" in text else ():
         emit(year, int(month), day)
-    for year, month, day in _CJK_DATE.findall(text):
+    for year, month, day in _CJK_DATE.findall(text) if "月" in text else ():
         emit(year or None, int(month), day or None)
     return out
 
@@ -126,18 +129,37 @@ def _cjk(run: str, out: list[str]) -> None:
     out.extend(run[i : i + 2] for i in range(len(run) - 1))
 
 
+def _ascii_term(word: str) -> str:
+    """The term of an ASCII word ("" when it is dropped)."""
+    if word in _STOP or (len(word) == 1 and not word.isdigit()):
+        return ""
+    if word.isdigit():
+        return word.lstrip("0") or "0"
+    return stem(_ABBREVIATION.get(word, word))
+
+
+_KNOWN: dict[str, str] = {}  # ASCII word -> its term: a conversation repeats its words, each stemmed once
+_KNOWN_MAX = 20_000  # then it starts over (bounded: about 2 MB)
+_DIGIT = re.compile(r"\d")
+
+
 def terms(text: str) -> list[str]:
     """The terms of a text, in order, repeated as often as they occur (see the module docstring)."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    out = [stem(t) for t in _dates(text)] if any(ch.isdigit() for ch in text) else []
+    out = [stem(t) for t in _dates(text)] if _DIGIT.search(text) else []
+    known = _KNOWN
     for word in _WORD.findall(text):
+        term = known.get(word)
+        if term is not None:
+            if term:
+                out.append(term)
+            continue
         if word.isascii():
-            if word in _STOP or (len(word) == 1 and not word.isdigit()):
-                continue
-            if word.isdigit():
-                out.append(word.lstrip("0") or "0")
-            else:
-                out.append(stem(_ABBREVIATION.get(word, word)))
+            if len(known) >= _KNOWN_MAX:
+                known.clear()
+            term = known[word] = _ascii_term(word)
+            if term:
+                out.append(term)
             continue
         if not any(is_cjk(ch) for ch in word):
             out.append(word)  # other scripts: the word as written (case-folded)

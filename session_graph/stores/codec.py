@@ -135,7 +135,14 @@ def state_document(
     the newest ``SAVED_TRACE`` records of ``trace`` go with it. ``window_start`` is where a lazy
     load starts reading (see ``history.py``): the window's first message, or the memo's cursor
     when a fold still has to read from before it."""
-    inline = {m.id: message_to_dict(m) for m in state.current_chat_history if not in_history(m)}
+    window = state.current_chat_history
+    if index_of is not None:  # one lookup per window message serves both the inline messages and window_start
+        positions = [index_of(m) for m in window]
+        inline = {m.id: message_to_dict(m) for m, p in zip(window, positions, strict=True) if p is None and not in_history(m)}
+        start = _window_start(state, min((p for p in positions if p is not None), default=len(state.full_chat_history)))
+    else:
+        inline = {m.id: message_to_dict(m) for m in window if not in_history(m)}
+        start = window_start(state)
     return {
         "schema": SCHEMA_VERSION,
         "key": state.id,
@@ -143,16 +150,16 @@ def state_document(
         "updated_at": updated_at,
         "metadata": metadata,
         "memo": state.memo,
-        "settings": state.settings.to_dict(),
+        "settings": state.settings.saved(),  # shared, never changed: copied once per change of the settings
         "turns": state.turns,
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
         "memo_ahead": sorted(state.memo_ahead),
         **({"fold_records": state.fold_records} if state.fold_records else {}),
-        "window": [m.id for m in state.current_chat_history],
+        "window": [m.id for m in window],
         "inline": inline,
         "message_count": len(state.full_chat_history),
-        "window_start": window_start(state, index_of),
+        "window_start": start,
         **({"trace": trace.dump(SAVED_TRACE)} if trace else {}),
         **commit_fields(state),
     }
@@ -166,7 +173,10 @@ def window_start(state: SessionState, index_of: Callable[[BaseMessage], int | No
         positions = [i for i, m in enumerate(full) if m.id in ids][:1]
     else:
         positions = [p for p in (index_of(m) for m in state.current_chat_history) if p is not None]
-    start = min(positions, default=len(full))
+    return _window_start(state, min(positions, default=len(full)))
+
+
+def _window_start(state: SessionState, start: int) -> int:
     limits = state.settings.resolved()
     if limits.memo_enabled or limits.summary_enabled:
         start = min(start, state.memo_cursor)

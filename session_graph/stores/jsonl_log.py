@@ -71,9 +71,10 @@ def read_meta(meta: Path) -> dict[str, Any] | None:
 
 def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
     """(records, bytes) of the log now; cuts a torn last line left by a crashed writer."""
-    if not log.exists():
+    try:
+        size = os.stat(log).st_size
+    except FileNotFoundError:
         return 0, 0
-    size = log.stat().st_size
     count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
     if state is not None and size == known:  # as the last state left it: no torn line, nothing uncounted
         return count, size

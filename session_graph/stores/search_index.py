@@ -39,6 +39,7 @@ from session_graph.stores.search_terms import (
     HEADER,
     end_of,
     entry_line,
+    file_mark,
     header_line,
     key_of_log,
     parse_line,
@@ -83,6 +84,7 @@ class JsonlSearch:
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
+        self._ends: dict[Path, tuple[tuple[int, int, int], int]] = {}  # terms file -> (its stat when we wrote it, log end it covers)
 
     # -- writing (under the session's lock) -------------------------------------------------------
     def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
@@ -95,11 +97,12 @@ class JsonlSearch:
         path = terms_path(log_path)
         self._appends += 1
         search_marker.bump(log_path.parent)
+        known = self._ends.pop(path, None)
         try:
             if start == 0:
                 out = [header_line(key)]
-            elif end_of(path) == start:
-                out = []
+            elif (known[1] if known is not None and known[0] == file_mark(path) else end_of(path)) == start:
+                out = []  # what this store wrote last, untouched since (else read back from the file's end)
             else:
                 return  # missing or behind: the next search rebuilds or catches up from the log
             position, seq, texts = start, first_seq, list(records)
@@ -114,6 +117,8 @@ class JsonlSearch:
                 position += len(raw)
             with open(path, "wb" if start == 0 else "ab") as handle:
                 handle.write(b"".join(out))
+            self._ends = self._ends if len(self._ends) < 4096 else {}
+            self._ends[path] = (file_mark(path), position)
         except (OSError, ValueError, TypeError) as error:
             log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
             _unlink(path)

@@ -23,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover
     _loads = json.loads
 
-__all__ = ["HEADER", "end_of", "entry_line", "header_line", "key_of_log", "parse_line", "record_text", "reset_line", "scan_log", "skip_line", "terms_path"]
+__all__ = ["HEADER", "end_of", "entry_line", "file_mark", "header_line", "key_of_log", "parse_line", "record_text", "reset_line", "scan_log", "skip_line", "terms_path"]
 
 HEADER = "sg-search-1"
 
@@ -115,6 +115,15 @@ def scan_log(log_path: Path, start: int, seq: int) -> list[bytes]:
             out.append(skip_line(position, len(line)))
         position += len(line)
     return out
+
+
+def file_mark(path: Path) -> tuple[int, int, int]:
+    """What tells a terms file changed since we wrote it: inode, size, mtime (all -1: missing)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1, -1)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def end_of(path: Path) -> int | None:

@@ -230,3 +230,20 @@ def test_outside_tokens_come_off_the_budget() -> None:
     assert shared.tokens - 80 == sum(message_tokens(m, session.counter) for m in shared.messages) + 3
     with pytest.raises(ConfigurationError, match="outside_tokens"):
         session.view(outside_tokens=-1)
+
+
+def test_an_agents_system_prompt_is_counted_once_per_text_and_counter(monkeypatch: pytest.MonkeyPatch) -> None:
+    from session_graph.accounting import tokens as token_module
+
+    session = Session().configure(limit={"tokens": 4000})
+    prompt = "You are a careful assistant. " * 300
+    counted: list[int] = []
+    real = token_module.TiktokenCounter.count_text
+    monkeypatch.setattr(token_module.TiktokenCounter, "count_text",
+                        lambda self, text: counted.append(len(text)) or real(self, text))
+    first = session.tokens_of(SystemMessage(content=prompt))
+    assert [session.tokens_of(SystemMessage(content=prompt)) for _ in range(3)] == [first] * 3  # new objects, same text
+    assert sum(1 for n in counted if n == len(prompt)) == 1
+    assert session.tokens_of(SystemMessage(content=prompt, name="boss")) > first  # a name costs: not the cached count
+    session.set_token_counter(lambda text: 1)  # another counter: counted again, with it
+    assert session.tokens_of(SystemMessage(content=prompt)) != first
