@@ -291,7 +291,7 @@ class SessionSettings:
             reserve = min(get("session.summary.reserve_tokens"), tokens // 2) if tokens else get("session.summary.reserve_tokens")
             self._resolved = Limits(
                 tokens=tokens,
-                prune_tokens=int(tokens * (get("session.tokens.prune_to_ratio") or 0.8)),
+                prune_tokens=int(tokens * (get("session.tokens.prune_to_ratio") or 0.9)),
                 counter=(encoding, model, approximate) if wants_tokens else None,
                 per_message=get("session.tokens.per_message"),
                 per_name=get("session.tokens.per_name"),

@@ -73,7 +73,7 @@ class TokenSettings(_Section):
     per_message: Count = Field(3, description="a whole number >= 0")
     per_name: Count = Field(1, description="a whole number >= 0")
     reply_priming: Count = Field(3, description="a whole number >= 0")
-    prune_to_ratio: Ratio = Field(0.8, description=_RATIO)
+    prune_to_ratio: Ratio = Field(0.9, description=_RATIO)
 
 
 class SummarySettings(_Section):
