@@ -46,8 +46,9 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     for category in CATEGORIES:
         namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
-        live = {key for key, value in index.values.items() if not expired(value)}
-        values.update({f"{category}/{key}": index.values[key] for key in live})
+        current = dict(index.values)  # one copy: another thread may refresh the shared index meanwhile
+        live = {key for key, value in current.items() if not expired(value)}
+        values.update({f"{category}/{key}": current[key] for key in live})
         lexical += [(f"{category}/{key}", score) for key, score in index.bm25.search(query, limit=depth) if key in live]
         variants += [(f"{category}/{key}", score) for key, score in index.grams.search(query, limit=depth) if key in live]
         near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
