@@ -7,7 +7,9 @@
 
 It is saved, exported and merged under contention like the memo cursor; the model never sees
 it. Documents written before it lived in the memo under the same keys: ``split_records``
-reads them from there.
+reads them from there. ``checked_records`` sorts out entries of the wrong shape (a hand-edited
+or damaged document): a document import refuses them, a store drops them (bookkeeping only: the
+back-off or the refusal starts over), so no later resize fails on them.
 """
 
 from __future__ import annotations
@@ -17,9 +19,31 @@ from typing import Any
 from session_graph.compression.backoff import FOLD_FAILURE
 from session_graph.compression.refused import COMPRESSION_REFUSED
 
-__all__ = ["RECORD_KEYS", "split_records"]
+__all__ = ["RECORD_KEYS", "checked_records", "split_records"]
 
 RECORD_KEYS = (FOLD_FAILURE, COMPRESSION_REFUSED)
+_FAILURE_FIELDS = ("cursor", "count", "turn", "retry")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def checked_records(records: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``(records without the entries of the wrong shape, what is wrong with each)``:
+    ``compression_refused`` is a whole number >= 0; ``fold_failure`` an object whose
+    ``cursor``, ``count``, ``turn`` and ``retry`` are whole numbers >= 0. Other keys are kept."""
+    problems: dict[str, str] = {}
+    if COMPRESSION_REFUSED in records and not _count(records[COMPRESSION_REFUSED]):
+        problems[COMPRESSION_REFUSED] = f"must be a whole number >= 0, got {records[COMPRESSION_REFUSED]!r:.80}"
+    failure = records.get(FOLD_FAILURE)
+    if FOLD_FAILURE in records and not (isinstance(failure, dict)
+                                        and all(_count(failure[name]) for name in _FAILURE_FIELDS if name in failure)):
+        problems[FOLD_FAILURE] = f"must be an object of whole numbers >= 0 ({', '.join(_FAILURE_FIELDS)}), got {failure!r:.80}"
+    if not problems:
+        return records, []
+    clean = {key: value for key, value in records.items() if key not in problems}
+    return clean, [f"{key!r} {why}" for key, why in problems.items()]
 
 
 def split_records(memo: dict[str, Any], records: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -16,22 +16,26 @@ serves many users and a tool call never reaches another user's memories:
 
 Each tool has a sync and an async body; the async ones run the store's work off the event loop.
 A refused argument is the tool's answer (``Not forgotten: ...``), so the model can correct itself;
-so is a memory store that is down (``search_memory``: "unavailable right now").
+so is a memory store that is down ("unavailable right now", in each tool: the agent's turn goes
+on, nothing is written); a real data error of the store is our ``StoreError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from session_graph.errors import ConfigurationError
+from session_graph.errors import ConfigurationError, SessionGraphError, StoreUnavailableError
 from session_graph.memory.categories import CATEGORIES, parse_uri
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.manage import forget
-from session_graph.memory.recall import aremember, format_memories, recall_or_outage, remember
+from session_graph.memory.recall import aremember, format_memories, recall_or_outage, remember, store_outage
 
 __all__ = ["memory_tools"]
+
+log = logging.getLogger(__name__)
 
 
 def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False) -> list[BaseTool]:
@@ -55,20 +59,20 @@ def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False) -> list[Bas
         agent works (cases, patterns). ``key`` names the topic a later fact on it should update."""
         try:
             return f"{remember(memory.for_run(), content, category, key, source='tool')}: {content}"
-        except ConfigurationError as error:
-            return f"Not stored: {error}"
+        except Exception as error:
+            return _refused("Not stored", "remembering", error)
 
     async def aremember_fact(content: str, category: str = "preferences", key: str | None = None) -> str:
         try:
             return f"{await aremember(memory.for_run(), content, category, key, source='tool')}: {content}"
-        except ConfigurationError as error:
-            return f"Not stored: {error}"
+        except Exception as error:
+            return _refused("Not stored", "remembering", error)
 
     def forget_one(memory_id: str, category: str | None = None, purge: bool = False) -> str:
         try:
             return _forget(memory.for_run(), memory_id, category, purge and allow_purge)
-        except ConfigurationError as error:
-            return f"Not forgotten: {error}"
+        except Exception as error:
+            return _refused("Not forgotten", "forgetting", error)
 
     async def aforget_one(memory_id: str, category: str | None = None, purge: bool = False) -> str:
         return await asyncio.to_thread(forget_one, memory_id, category, purge)
@@ -96,6 +100,18 @@ def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False) -> list[Bas
         StructuredTool.from_function(remember_fact, coroutine=aremember_fact, name="remember"),
         StructuredTool.from_function(forget_memory, coroutine=aforget_memory, name="forget_memory", description=forget_doc),
     ]
+
+
+def _refused(answer: str, doing: str, error: Exception) -> str:
+    """The tool's answer to ``error``: a refused argument or a store that is down, told to the
+    model; anything else raised (a real data error as ``StoreError``)."""
+    if isinstance(error, ConfigurationError):
+        return f"{answer}: {error}"
+    if isinstance(error, SessionGraphError) and not isinstance(error, StoreUnavailableError):
+        raise error
+    down = error if isinstance(error, StoreUnavailableError) else store_outage(error, f"{doing} in the memory store")
+    log.warning("%s skipped, the memory store is unavailable: %s", doing, down)
+    return f"{answer}: the memory store is unavailable right now; try again later. ({down})"
 
 
 def _forget(memory: MemoryConfig, memory_id: str, category: str | None, purge: bool) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 import yaml
 
-from session_graph.compression.records import split_records
+from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import DocumentError, DocumentTypeError, MessageError, SettingsError
 from session_graph.messages import check_storable
 from session_graph.resize.state import SessionState
@@ -195,6 +195,10 @@ def load_state(data: Any, *, keep_id: str) -> SessionState:
     if not isinstance(records, Mapping):
         raise DocumentError(f"'fold_records' must be a dict (a fold's back-off, a refused compression), got {type(records).__name__}.")
     memo, records = split_records(memo, dict(records))  # a document written before: they were in the memo
+    records, problems = checked_records(records)
+    if problems:
+        raise DocumentError(f"'fold_records' in the document is invalid: {'; '.join(problems)} (remove the entry: "
+                            "the back-off or the refused compression starts over).")
     return SessionState(
         id=session_id,
         full_chat_history=full,

@@ -118,8 +118,10 @@ def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars
 
     def newest(namespace: tuple[str, ...]) -> Iterator[tuple[str, str]]:
         values = active_items(store, namespace)
-        for key in reversed(values):
-            value = values[key]
+        for key in list(reversed(values)):  # a copy of the order: another thread may refresh the index meanwhile
+            value = values.get(key)
+            if value is None:
+                continue
             yield str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]
 
     out: list[str] = []
@@ -176,7 +178,7 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
         return None
     if index.dense is None or index.dense.embeddings is not embeddings:
         index.dense = VectorIndex(embeddings)  # a new model: its vectors are embedded once, then kept current by set()
-        for key, value in index.values.items():
+        for key, value in dict(index.values).items():  # a copy: another thread may refresh the index meanwhile
             index.dense.set(key, searchable_text(value), value.get("hash"))
     return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
 
@@ -223,17 +225,22 @@ def prefilter(
         index = _index(store, namespace)
         key = item_key(candidate["category"], candidate.get("key"), candidate["content"])
         digest = content_hash(candidate["content"])
+        # another thread may refresh the shared index meanwhile (a writer forgot an item): read each
+        # value once, and an item gone since it was ranked is no hit
+        values = index.values
         found: dict[str, dict[str, Any]] = {}
-        if key in index.values:
-            found[key] = index.values[key]  # an expired event at its key still counts: the same event, restated
+        if (value := values.get(key)) is not None:
+            found[key] = value  # an expired event at its key still counts: the same event, restated
         for other in sorted(index.by_hash.get(digest, ())):
-            found.setdefault(other, index.values[other])
+            if (value := values.get(other)) is not None:
+                found.setdefault(other, value)
         kinds = {k: ("key" if k == key else "hash") for k in found}
         text = f"{candidate.get('key') or ''} {candidate['abstract']} {candidate['content']}"
         scores: dict[str, float] = {}
         for other, score in _similar(index, text, top_k, embeddings, store, namespace, candidate.get("key")):
-            if other not in found and len(found) < top_k + 2 and not expired(index.values[other]):
-                found[other], kinds[other], scores[other] = index.values[other], "similar", round(score, 4)
+            value = index.values.get(other)
+            if other not in found and value is not None and len(found) < top_k + 2 and not expired(value):
+                found[other], kinds[other], scores[other] = value, "similar", round(score, 4)
         hits = {}
         for n, (other, value) in enumerate(found.items()):
             item = store.get(namespace, other)  # what is stored now (the index may trail a foreign writer)

@@ -26,7 +26,7 @@ from session_graph.memory.prefilter import GRAMS_WEIGHT, _index, _semantic, fuse
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
-__all__ = ["aremember", "cite", "format_memories", "recall", "recall_or_outage", "remember"]
+__all__ = ["aremember", "cite", "format_memories", "recall", "recall_or_outage", "remember", "store_outage"]
 
 
 def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]:
@@ -46,8 +46,9 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     for category in CATEGORIES:
         namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
-        live = {key for key, value in index.values.items() if not expired(value)}
-        values.update({f"{category}/{key}": index.values[key] for key in live})
+        current = dict(index.values)  # one copy: another thread may refresh the shared index meanwhile
+        live = {key for key, value in current.items() if not expired(value)}
+        values.update({f"{category}/{key}": current[key] for key in live})
         lexical += [(f"{category}/{key}", score) for key, score in index.bm25.search(query, limit=depth) if key in live]
         variants += [(f"{category}/{key}", score) for key, score in index.grams.search(query, limit=depth) if key in live]
         near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
@@ -73,20 +74,30 @@ def recall_or_outage(memory: MemoryConfig, query: str, k: int = 5) -> tuple[list
     """
     try:
         return recall(memory, query, k), None
-    except StoreUnavailableError as error:
-        return [], error
-    except SessionGraphError:
+    except SessionGraphError as error:
+        if isinstance(error, StoreUnavailableError):
+            return [], error
         raise
     except Exception as error:
-        down = unavailable(error)
-        if down is None and isinstance(error, ConnectionError | TimeoutError):
-            down = StoreUnavailableError(f"the memory store could not be reached ({type(error).__name__}: {error}); "
-                                         "recall goes on without memories until it is back.")
-        if down is None:
-            raise StoreError(f"recall from the memory store failed ({type(error).__name__}: {error}); the stored "
-                             "memories or the store's configuration need a look.") from error
-        down.__cause__ = error
-        return [], down
+        return [], store_outage(error, "recall from the memory store")
+
+
+def store_outage(error: Exception, doing: str) -> StoreUnavailableError:
+    """``error`` (raised by a memory store while ``doing``) as the retryable ``StoreUnavailableError``
+    when the store is down (a lost database connection, a timeout).
+
+    Raises:
+        StoreError: the store failed otherwise (a real data error), ``error`` attached.
+    """
+    down = unavailable(error)
+    if down is None and isinstance(error, ConnectionError | TimeoutError):
+        down = StoreUnavailableError(f"the memory store could not be reached ({type(error).__name__}: {error}); "
+                                     "memory is unavailable until it is back.")
+    if down is None:
+        raise StoreError(f"{doing} failed ({type(error).__name__}: {error}); the stored "
+                         "memories or the store's configuration need a look.") from error
+    down.__cause__ = error
+    return down
 
 
 def cite(value: dict[str, Any]) -> str:

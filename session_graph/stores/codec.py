@@ -9,6 +9,7 @@ writer) are not lost on load: they join the history and the window.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import logging
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import (
@@ -25,7 +26,7 @@ from langchain_core.messages import (
 
 from session_graph._base.gc import paused_gc
 from session_graph._base.progress import Progress, tracked
-from session_graph.compression.records import split_records
+from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.interop.export import commit_fields
 from session_graph.messages import content_parts, role_of
@@ -37,6 +38,8 @@ from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session
+
+log = logging.getLogger(__name__)
 
 __all__ = ["message_record", "message_text", "record_message", "session_state", "snapshot_state", "state_document"]
 
@@ -232,7 +235,12 @@ def _snapshot_state(
         settings = SessionSettings(state.get("settings") or {})
     except SessionGraphError as error:
         raise StoreError(f"{where}: stored settings are invalid: {error}") from None
-    memo, records = split_records(dict(state.get("memo") or {}), dict(state.get("fold_records") or {}))  # older: in the memo
+    stored = state.get("fold_records")
+    memo, records = split_records(dict(state.get("memo") or {}), dict(stored) if isinstance(stored, dict) else {})  # older: in the memo
+    records, problems = checked_records(records)
+    if problems or (stored is not None and not isinstance(stored, dict)):
+        log.warning("%s: stored fold records dropped (bookkeeping only: a back-off or a refused compression starts over): %s",
+                    where, "; ".join(problems) or f"not an object: {stored!r:.80}")
     return (
         SessionState(
             id=snapshot.key,

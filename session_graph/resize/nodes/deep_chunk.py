@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 import math
 from typing import Any, NamedTuple
 
@@ -117,6 +118,19 @@ def unfolded(state: SessionState, start: int, end: int) -> list[BaseMessage]:
     """The messages of ``full[start:end]`` not folded yet (``memo_ahead`` left out)."""
     messages = state.full_chat_history[start:end]
     return [m for m in messages if m.id not in state.memo_ahead] if state.memo_ahead else messages
+
+
+def staying(state: SessionState, ctx: ResizeContext, memo: dict[str, Any]) -> list[BaseMessage]:
+    """The window's messages this resize's prune keeps once the summary or memo is ``memo``:
+    what the window still shows after it.
+
+    A fold's reply that must be shortened without the model drops first what the window shows
+    (``compression/novelty.py``); the messages this resize evicts are still in the window while
+    it folds, and their lines are then the only trace of them, so they do not count as shown.
+    The prune is planned with the new ``memo`` (it holds up to its reserve), as ``lite_prune``
+    will plan it after the fold."""
+    window = state.current_chat_history
+    return window[prune_plan(replace(state, memo=memo), ctx, pinned=False).keep_from :]
 
 
 def advanced(state: SessionState, cursor: int) -> dict[str, Any]:

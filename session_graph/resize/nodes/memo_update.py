@@ -25,7 +25,7 @@ from session_graph.compression.pieces import completed
 from session_graph.compression.refused import COMPRESSION_REFUSED, compressed, shorten_memo
 from session_graph.errors import MemoUpdateError
 from session_graph.resize.nodes.attachment_summary import summarize
-from session_graph.resize.nodes.deep_chunk import advanced, batches, memo_chunks, unfolded
+from session_graph.resize.nodes.deep_chunk import advanced, batches, memo_chunks, staying, unfolded
 from session_graph.resize.state import ResizeContext, SessionState
 
 __all__ = ["memo_for_model", "memo_update"]
@@ -95,7 +95,7 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
         lambda value: ctx.measure_context(SystemMessage(content=MEMO_HEADER + memo_json(value))),
         ctx.compress_memo,
         dict,
-        lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context, shown_terms(state.current_chat_history)),
+        lambda value: shorten_memo(value, limits.reserve_tokens, ctx.measure_context, shown_terms(staying(state, ctx, value))),
         int(state.fold_records.get(COMPRESSION_REFUSED, 0)),
     )
     if "last_resize" in state.memo:

@@ -25,7 +25,7 @@ from session_graph.compression.pieces import completed
 from session_graph.compression.refused import COMPRESSION_REFUSED, compressed, shorten_summary
 from session_graph.errors import MemoUpdateError
 from session_graph.resize.ledger import system_prompt
-from session_graph.resize.nodes.deep_chunk import advanced, batches, chunk_plan, fold_range
+from session_graph.resize.nodes.deep_chunk import advanced, batches, chunk_plan, fold_range, staying
 from session_graph.resize.state import ResizeContext, SessionState
 
 
@@ -89,7 +89,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
             return update
         summary, refused = yield from compressed(folded, limits.reserve_tokens, measure, ctx.compress_summary, str,
                                                  lambda text: shorten_summary(text, limits.reserve_tokens, ctx.measure_context,
-                                                                             shown_terms(state.current_chat_history)),
+                                                                             shown_terms(staying(state, ctx, {**state.memo, "summary": text}))),
                                                  refused)
         cursor = indices[end - 1] + 1
     records = {key: value for key, value in state.fold_records.items() if key != COMPRESSION_REFUSED}
