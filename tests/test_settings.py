@@ -120,7 +120,7 @@ def test_settings_accept_nested_or_dotted_dicts() -> None:
 def test_a_token_budget_replaces_the_char_default() -> None:
     session = Session().configure(limit={"tokens": 1000})
     limits = session.settings.resolved()
-    assert (limits.tokens, limits.chars, limits.prune_tokens) == (1000, 0, 800)
+    assert (limits.tokens, limits.chars, limits.prune_tokens) == (1000, 0, 900)
     session.configure(limit={"tokens": 1000, "chars": 5000})
     assert session.settings.resolved().chars == 5000
     with pytest.raises(SettingsError, match="at least 32 tokens"):
