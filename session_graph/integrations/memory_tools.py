@@ -12,7 +12,8 @@ serves many users and a tool call never reaches another user's memories:
   two categories hold that key), through ``memory.manage.forget``: its past versions are kept,
   unless the developer enables ``purge`` (``memory_tools(memory, allow_purge=True)``), when the
   tool takes ``purge=true`` to remove every version. A URI of another user or agent is refused,
-  whatever the model sends.
+  whatever the model sends; so are the agent's own memories (cases, patterns), which every user
+  of the agent shares, unless the developer enables that (``allow_agent_forget=True``).
 
 Each tool has a sync and an async body; the async ones run the store's work off the event loop.
 A refused argument is the tool's answer (``Not forgotten: ...``), so the model can correct itself;
@@ -38,10 +39,12 @@ __all__ = ["memory_tools"]
 log = logging.getLogger(__name__)
 
 
-def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False) -> list[BaseTool]:
+def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False, allow_agent_forget: bool = False) -> list[BaseTool]:
     """``search_memory``, ``remember`` and ``forget_memory`` over ``memory`` (what
     ``SessionMiddleware(memory=...)`` offers); ``allow_purge``: ``forget_memory`` may also remove
-    an item's past versions when the model asks (off: history always kept)."""
+    an item's past versions when the model asks (off: history always kept); ``allow_agent_forget``:
+    it may forget the agent's own memories (cases, patterns), which all its users share (off: only
+    the run's user's memories)."""
 
     def search_memory(query: str, k: int = 5) -> str:
         """Search the user's and the agent's long-term memories; returns the best matches, one per line,
@@ -70,7 +73,7 @@ def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False) -> list[Bas
 
     def forget_one(memory_id: str, category: str | None = None, purge: bool = False) -> str:
         try:
-            return _forget(memory.for_run(), memory_id, category, purge and allow_purge)
+            return _forget(memory.for_run(), memory_id, category, purge and allow_purge, allow_agent_forget)
         except Exception as error:
             return _refused("Not forgotten", "forgetting", error)
 
@@ -114,12 +117,18 @@ def _refused(answer: str, doing: str, error: Exception) -> str:
     return f"{answer}: the memory store is unavailable right now; try again later. ({down})"
 
 
-def _forget(memory: MemoryConfig, memory_id: str, category: str | None, purge: bool) -> str:
+def _forget(memory: MemoryConfig, memory_id: str, category: str | None, purge: bool, agent_too: bool = False) -> str:
     """Forget ``memory_id`` (a URI, or a key found in ``category`` or in exactly one category) in
-    ``memory``'s own namespaces; the tool's answer."""
+    ``memory``'s own namespaces (the agent's too when ``agent_too``); the tool's answer."""
     memory_id = str(memory_id).strip()
-    if parse_uri(memory_id) is None and category is None:
-        holding = [c for c in CATEGORIES if memory.memory_store.get(memory.namespace(c), memory_id) is not None]
+    allowed = [c for c in CATEGORIES if agent_too or CATEGORIES[c].owner == "user"]
+    parsed = parse_uri(memory_id)
+    shared = parsed[0][3] if parsed is not None else category
+    if shared in CATEGORIES and shared not in allowed:
+        return (f"Not forgotten: {shared} memories belong to the agent and are shared by all its users; "
+                "only the developer can forget them.")
+    if parsed is None and category is None:
+        holding = [c for c in allowed if memory.memory_store.get(memory.namespace(c), memory_id) is not None]
         if len(holding) > 1:
             return (f"Not forgotten: {len(holding)} categories hold a memory keyed {memory_id!r} "
                     f"({', '.join(holding)}); give its memory:// URI or a category.")

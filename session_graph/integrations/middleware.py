@@ -61,6 +61,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         recall_chars: the most characters recalled memories take.
         allow_purge: ``forget_memory`` may erase a memory's past versions too when the model asks
             (off: its history is always kept).
+        allow_agent_forget: ``forget_memory`` may forget the agent's own memories (cases,
+            patterns), which every user of the agent shares (off: the run's user's memories only).
         history: recall from the whole history (``HistoryRecall``): before each model call the
             evicted messages most relevant to the newest user message join the system message
             (memo and summary modes; lite mode with ``HistoryRecall(lite=True)``); with
@@ -74,7 +76,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     def __init__(
         self, session: Session | None = None, *, memory: MemoryConfig | None = None, recall_k: int = 5,
         recall_chars: int = 1600, history: HistoryRecall | None = DEFAULT_RECALL, allow_purge: bool = False,
-        **options: Unpack[BindingOptions],
+        allow_agent_forget: bool = False, **options: Unpack[BindingOptions],
     ) -> None:
         super().__init__()
         if memory is not None and not isinstance(memory, MemoryConfig):
@@ -88,7 +90,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         if history is not None and not isinstance(history, HistoryRecall):
             raise ConfigurationError(f"history must be a HistoryRecall or None, got {type(history).__name__}.")
         self.history = history
-        self.tools = memory_tools(memory, allow_purge=allow_purge) if memory is not None else []
+        self.tools = memory_tools(memory, allow_purge=allow_purge, allow_agent_forget=allow_agent_forget) if memory is not None else []
         if history is not None and history.tool:
             self.tools.extend(history_tools(self.binding, history))
 

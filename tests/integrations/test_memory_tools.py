@@ -67,8 +67,10 @@ def stores(tmp_path: Path) -> MemoryConfig:
     return memory
 
 
-def run(memory: MemoryConfig, llm: Forgetter, user: str, *, allow_purge: bool = False, use_async: bool = False) -> list[str]:
-    middleware = SessionMiddleware(Session(), memory=memory, recall_k=0, allow_purge=allow_purge)
+def run(memory: MemoryConfig, llm: Forgetter, user: str, *, allow_purge: bool = False, use_async: bool = False,
+        allow_agent_forget: bool = False) -> list[str]:
+    middleware = SessionMiddleware(Session(), memory=memory, recall_k=0, allow_purge=allow_purge,
+                                   allow_agent_forget=allow_agent_forget)
     agent = create_agent(llm, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t", "user_id": user}}
     request = {"messages": [HumanMessage(content="Forget my editor theme.")]}
@@ -112,6 +114,20 @@ def test_purge_only_when_the_developer_enables_it(tmp_path: Path) -> None:
     answers = run(memory, Forgetter(query="editor theme", purge=True), "alice", allow_purge=True)
     assert answers[1] == "Forgotten (every version erased): memory://user/alice/preferences/editor_theme"
     assert memory_history(memory, "editor_theme", "preferences") == []
+
+
+def test_the_agent_s_shared_memories_are_forgotten_only_when_the_developer_allows(tmp_path: Path) -> None:
+    memory = stores(tmp_path)
+    remember(memory, "Case: flaky export tests were fixed by pinning the time zone.", "cases")
+    (key,) = [v["key"] for v in list_memories(memory, ["cases"])]
+    uri = f"memory://agent/coder/cases/{key}"
+    answers = run(memory, Forgetter(query="qqqq", also=[uri, key]), "bob")
+    assert answers[2].startswith("Not forgotten: cases memories belong to the agent")  # by its URI
+    assert answers[3].startswith("No memory keyed")  # by its key: only the user's own categories are searched
+    assert [v["key"] for v in list_memories(memory, ["cases"])] == [key]
+    answers = run(memory, Forgetter(query="qqqq", also=[uri]), "bob", allow_agent_forget=True)
+    assert answers[2] == f"Forgotten (its history is kept): {uri}"
+    assert list_memories(memory, ["cases"]) == []
 
 
 def test_a_key_two_categories_hold_asks_for_the_uri(tmp_path: Path) -> None:
