@@ -33,11 +33,12 @@ from session_graph.resize.state import SessionState
 from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
 from session_graph.settings import SessionSettings
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
+from session_graph.stores.records import Records
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session
 
-__all__ = ["message_record", "message_text", "record_message", "session_state", "snapshot_state", "state_document"]
+__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -115,6 +116,26 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
     return message
 
 
+def messages_of(
+    records: Sequence[dict[str, Any]], where: str, held: Sequence[BaseMessage] = (), progress: Progress | None = None,
+    arrived: dict[str, str] | None = None,
+) -> list[BaseMessage]:
+    """``held`` and the messages of ``records``, in one pass: each record is made into its message
+    before the next is decoded (``Records`` are drained), so no record outlives its message and
+    the heap is left as compact as messages made in process. ``arrived``: filled with each
+    record's ``ts`` by its id (the message's own id string, not a second copy of it)."""
+    items = records.drain() if isinstance(records, Records) else records
+    full: list[BaseMessage] = list(held)
+    add = full.append
+    for record in tracked(items, len(records), progress):
+        message = record_message(record, where)
+        add(message)
+        if arrived is not None:
+            rid = record.get("id") or ""
+            arrived[message.id if message.id == rid else rid] = record.get("ts", "")
+    return full
+
+
 def session_state(session: Session, created_at: str, updated_at: str) -> dict[str, Any]:
     """The state document of a session (everything but the messages themselves). O(window)."""
     return state_document(session.state, session.metadata, created_at, updated_at, session.__contains__, session.trace,
@@ -177,31 +198,36 @@ def snapshot_state(
     held: Sequence[BaseMessage] = (),
     progress: Progress | None = None,
     middle: Middle | None = None,
+    arrived: dict[str, str] | None = None,
 ) -> tuple[SessionState, dict[str, Any]]:
     """Rebuild a session's state (and its metadata) from a stored snapshot.
+
+    The records are read once, each made into its message before the next is decoded
+    (``stores.records``); a snapshot whose records are ``Records`` is spent afterwards.
 
     ``held``: the messages before the snapshot's first record, when it was read with ``since``.
     ``progress``: told ``(records decoded, records)`` (see ``_progress``).
     ``middle``: how to read the messages a window read skipped (``read(window=True)`` gives
     record 0 and the records from the window on); the full history is then a ``LazyHistory``.
+    ``arrived``: filled with each record's arrival time (``ts``) by message id, in the same pass.
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).
     """
     try:
         with paused_gc():
-            return _snapshot_state(snapshot, where, held, progress, middle)
+            return _snapshot_state(snapshot, where, held, progress, middle, arrived)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
 
 
 def _snapshot_state(
-    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None
+    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None,
+    arrived: dict[str, str] | None = None,
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
-    records = tracked(snapshot.records, len(snapshot.records), progress)
-    full: list[BaseMessage] = [*held, *(record_message(record, where) for record in records)]
     start = _gap(snapshot.records) if not held else 1
+    full = messages_of(snapshot.records, where, held, progress, arrived)
     if start > 1:
         if middle is None:
             raise StoreError(f"{where}: the store read from message {start} on but nothing can read the messages before it.")

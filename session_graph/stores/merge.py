@@ -210,11 +210,11 @@ def merge_snapshot(
     ``len(held)``; more when another writer cleared the session since: those stay dropped).
     Pure: the session is not changed (``adopt`` does that).
     """
-    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held)
+    arrived: dict[str, str] = {}
+    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held, arrived=arrived)
     merged, unsaved, dropped_fold = merge_states(base, stored_count, session.state, theirs)
     base_metadata = base.get("metadata") or {}
     mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
-    arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
     stored = {m.id for m in merged.full_chat_history}
     return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, stored, dropped_fold)
 

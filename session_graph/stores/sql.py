@@ -23,7 +23,6 @@ import sqlite3
 import threading
 from typing import Any
 
-from session_graph._base.gc import paused_gc
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SCHEMA_VERSION,
@@ -38,6 +37,7 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.records import RowRecords
 from session_graph.stores.search_sql import SQLITE_SEARCH, SqlSearch, SqlSearchDialect
 from session_graph.stores.sql_steps import Exec as _Exec
 from session_graph.stores.sql_steps import Flow
@@ -166,7 +166,7 @@ class SqlStore(StoreBase):
         if since is not None and since < count:
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
                                  " ORDER BY seq", (tenant, key, since), "all")
-            records = self._records(rows, key)
+            records = list(self._records(rows, key))
         change = check_change(fn(StoredSession(key, stored, version, count, records)), fn)
         if change is None:
             if not version:
@@ -218,14 +218,16 @@ class SqlStore(StoreBase):
                              (tenant, key, start, stop), "all")
         return [r[0] for r in rows]
 
-    def _records(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
-        with paused_gc():
-            return self._decode(rows, key)
-
-    def _decode(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
+    def _records(self, rows: list[Any], key: str) -> RowRecords:
+        """The rows as records, each decoded when read (``stores.records``: a load makes each
+        message before the next row is decoded, so no list of every record is ever held)."""
         where = f"{self._where} session {key!r}"
-        return [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
-                for seq, id_, ts, role, data in rows]
+
+        def record(row: Any) -> dict[str, Any]:
+            seq, id_, ts, role, data = row
+            return {"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
+
+        return RowRecords(rows if isinstance(rows, list) else list(rows), record)
 
     def _version_flow(self, tenant: str, key: str) -> Flow:
         row = yield self._x("SELECT version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, key), "one")
