@@ -21,7 +21,7 @@ from typing import Any, overload
 
 from session_graph.errors import StoreError
 
-__all__ = ["LineRecords", "Records", "RowRecords"]
+__all__ = ["LineRecords", "PackedRecords", "PackedRows", "Records", "RowRecords"]
 
 Record = dict[str, Any]
 
@@ -140,3 +140,57 @@ class RowRecords(Records):
 
     def _slice(self, indices: range) -> Records:
         return RowRecords([self._rows[i] for i in indices], self._decode_row)
+
+
+class PackedRows:
+    """Rows fetched one at a time, their last column (a JSON text) packed into one buffer as it
+    comes, so the texts never all exist as objects at once (``Exec(fetch="packed")``)."""
+
+    __slots__ = ("buffer", "ends", "rows")
+
+    def __init__(self) -> None:
+        self.rows: list[Any] = []
+        self.buffer = bytearray()
+        self.ends: array[int] = array("q")
+
+    def add(self, row: Sequence[Any]) -> None:
+        """Keep the row's other columns; append its last column's text to the buffer."""
+        text = row[-1]
+        self.buffer += text if isinstance(text, bytes) else str(text).encode("utf-8", "surrogatepass")
+        self.ends.append(len(self.buffer))
+        self.rows.append(row[:-1])
+
+
+class PackedRecords(Records):
+    """Records of ``PackedRows``: ``decode(head, text)`` makes one from a row's other columns and
+    its text (a memoryview of the buffer)."""
+
+    __slots__ = ("_decode_row", "_ends", "_rows", "_starts", "_view")
+
+    def __init__(self, packed: PackedRows, decode: Callable[[Any, memoryview], Record],
+                 rows: list[Any] | None = None, starts: array[int] | None = None, ends: array[int] | None = None) -> None:
+        self._view = memoryview(packed.buffer) if isinstance(packed, PackedRows) else packed
+        self._rows: list[Any] = packed.rows if rows is None else rows  # type: ignore[union-attr]
+        if starts is None:
+            ends = packed.ends  # type: ignore[union-attr]
+            starts = array("q", [0])
+            starts.extend(ends[:-1])
+        self._starts: array[int] = starts
+        self._ends: array[int] = ends if ends is not None else array("q")
+        self._decode_row = decode
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def _decode(self, index: int) -> Record:
+        row = self._rows[index]
+        if row is None:
+            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
+        return self._decode_row(row, self._view[self._starts[index] : self._ends[index]])
+
+    def _release(self, index: int) -> None:
+        self._rows[index] = None
+
+    def _slice(self, indices: range) -> Records:
+        return PackedRecords(self._view, self._decode_row, [self._rows[i] for i in indices],  # type: ignore[arg-type]
+                             array("q", (self._starts[i] for i in indices)), array("q", (self._ends[i] for i in indices)))

@@ -37,10 +37,11 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
-from session_graph.stores.records import RowRecords
+from session_graph.stores.records import PackedRecords, PackedRows, RowRecords
 from session_graph.stores.search_sql import SQLITE_SEARCH, SqlSearch, SqlSearchDialect
 from session_graph.stores.sql_steps import Exec as _Exec
 from session_graph.stores.sql_steps import Flow
+from session_graph.stores.sql_steps import loads as _loads
 from session_graph.stores.sql_steps import stored_json as _json
 
 __all__ = ["Dialect", "Flow", "SqlStore", "SqliteStore", "adrive_sql", "drive_sql"]
@@ -77,7 +78,12 @@ def drive_sql(cursor: Any, flow: Flow) -> Any:
             cursor.executemany(step.sql, step.params)
         else:
             cursor.execute(step.sql, step.params)
-        reply = cursor.fetchone() if step.fetch == "one" else cursor.fetchall() if step.fetch == "all" else None
+        if step.fetch == "packed":
+            reply = PackedRows()
+            for row in cursor:
+                reply.add(row)
+        else:
+            reply = cursor.fetchone() if step.fetch == "one" else cursor.fetchall() if step.fetch == "all" else None
 
 
 async def adrive_sql(cursor: Any, flow: Flow) -> Any:
@@ -92,7 +98,12 @@ async def adrive_sql(cursor: Any, flow: Flow) -> Any:
             await cursor.executemany(step.sql, step.params)
         else:
             await cursor.execute(step.sql, step.params)
-        reply = await cursor.fetchone() if step.fetch == "one" else await cursor.fetchall() if step.fetch == "all" else None
+        if step.fetch == "packed":
+            reply = PackedRows()
+            async for row in cursor:
+                reply.add(row)
+        else:
+            reply = await cursor.fetchone() if step.fetch == "one" else await cursor.fetchall() if step.fetch == "all" else None
 
 
 class SqlStore(StoreBase):
@@ -206,17 +217,33 @@ class SqlStore(StoreBase):
         start = int(state.get("window_start", 0) or 0) if window else 0
         if start >= 2:  # record 0 (a system prompt) and the window on: what a lazy load needs
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ?"
-                                 " AND (seq = 0 OR seq >= ?) ORDER BY seq", (tenant, key, start), "all")
+                                 " AND (seq = 0 OR seq >= ?) ORDER BY seq", (tenant, key, start), "packed")
         else:
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
-                                 " ORDER BY seq", (tenant, key, since), "all")
-        records = self._records(rows, key)
+                                 " ORDER BY seq", (tenant, key, since), "packed")
+        records = self._packed(rows, key)
         return Snapshot(key, state, records, int(row[1]))
 
     def _ids_flow(self, tenant: str, key: str, start: int, stop: int) -> Flow:
         rows = yield self._x("SELECT id FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ? AND seq < ? ORDER BY seq",
                              (tenant, key, start, stop), "all")
         return [r[0] for r in rows]
+
+    def _packed(self, packed: PackedRows, key: str) -> PackedRecords:
+        """Packed rows as records, each decoded when read (``stores.records``: the JSON texts sit in
+        one buffer, never as 100,000 strings at once, and a load makes each message before the
+        next record is decoded)."""
+        where = f"{self._where} session {key!r}"
+
+        def record(head: Any, text: memoryview) -> dict[str, Any]:
+            seq, id_, ts, role = head
+            try:
+                message = _loads(text)
+            except (ValueError, TypeError):  # orjson is stricter than the json module (NaN): let it decide, or name the row
+                message = _json(bytes(text).decode("utf-8", "surrogatepass"), f"{where} message {seq}")
+            return {"seq": seq, "id": id_, "ts": ts, "role": role, "message": message}
+
+        return PackedRecords(packed, record)
 
     def _records(self, rows: list[Any], key: str) -> RowRecords:
         """The rows as records, each decoded when read (``stores.records``: a load makes each
