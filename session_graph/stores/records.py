@@ -87,11 +87,11 @@ class LineRecords(Records):
     left between the messages made from the lines.
     """
 
-    __slots__ = ("_ends", "_loads", "_starts", "_view")
+    __slots__ = ("_buffer", "_ends", "_loads", "_starts")
 
     def __init__(self, buffer: bytes, loads: Callable[[Any], Any], starts: array[int] | None = None,
                  ends: array[int] | None = None) -> None:
-        self._view = memoryview(buffer)
+        self._buffer = buffer
         self._loads = loads
         self._starts: array[int] = starts if starts is not None else array("q")
         self._ends: array[int] = ends if ends is not None else array("q")
@@ -109,12 +109,12 @@ class LineRecords(Records):
         return len(self._starts)
 
     def _decode(self, index: int) -> Record:
-        record: Record = self._loads(self._view[self._starts[index] : self._ends[index]])
+        record: Record = self._loads(self._buffer[self._starts[index] : self._ends[index]])  # a line's copy, freed at once
         return record
 
     def _slice(self, indices: range) -> Records:
         starts, ends = array("q", (self._starts[i] for i in indices)), array("q", (self._ends[i] for i in indices))
-        return LineRecords(self._view.obj, self._loads, starts, ends)  # type: ignore[arg-type]
+        return LineRecords(self._buffer, self._loads, starts, ends)
 
 
 class RowRecords(Records):

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from langchain_core.messages import BaseMessage
 
 from session_graph._base.gc import paused_gc
+from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
 from session_graph.errors import ConfigurationError, StoreError
 from session_graph.resize.history import prefix
@@ -107,6 +108,8 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     raced = manager._cache.get(key)
     if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
         return (yield from get_flow(manager, key, progress))
+    if len(snapshot.records) >= TRIM_AFTER:
+        trim_heap()  # what the decode freed outside Python's own allocator goes back to the OS
     log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
              len(state.full_chat_history), time.perf_counter() - started)
     session = entry.session if entry is not None else manager.session_factory(key)
@@ -161,7 +164,10 @@ def lazy_middle(manager: Owner, key: str, snapshot: Snapshot) -> Middle:
                 return [record_message(r, where) for r in records if int(r.get("seq", stop)) < stop]
             middle = records[:count]
             del records
-            return messages_of(middle, where)  # one pass, each row let go once decoded
+            messages = messages_of(middle, where)  # one pass, each row let go once decoded
+        if len(messages) >= TRIM_AFTER:
+            trim_heap()  # what the decode freed outside Python's own allocator goes back to the OS
+        return messages
 
     ids = getattr(store, "ids", None)
     return load, (lambda stop: ids(tenant, key, 1, stop)) if ids is not None else None
