@@ -58,10 +58,14 @@ class Ledger:
     # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
         """Where a message sits in the full history, or None if it is not there."""
-        position = self._index.get(message.id or "")
+        return self.position(message.id or "")
+
+    def position(self, message_id: str) -> int | None:
+        """Where the message with this id sits in the full history, or None if it is not there."""
+        position = self._index.get(message_id)
         if position is None and self._lazy is not None:
             self._index_middle()
-            position = self._index.get(message.id or "")
+            position = self._index.get(message_id)
         return position
 
     def _reindex(self, state: SessionState) -> None:

@@ -65,6 +65,21 @@ def _held(full: Sequence[BaseMessage]) -> Any:
     return full.held() if isinstance(full, LazyHistory) else enumerate(full)
 
 
+def _by_id(full: Sequence[BaseMessage], wanted: set[Any]) -> dict[Any, BaseMessage]:
+    """The messages of ``full`` with the ids ``wanted`` (the newest of a repeated id), read from
+    the end until all are found: O(from the window's start), not O(history)."""
+    found: dict[Any, BaseMessage] = {}
+    if not wanted:
+        return found
+    newest_first = reversed(full) if isinstance(full, list) else (m for _, m in reversed(list(_held(full))))
+    for message in newest_first:
+        if message.id in wanted and message.id not in found:
+            found[message.id] = message
+            if len(found) == len(wanted):
+                break
+    return found
+
+
 def message_record(message: BaseMessage, ts: str) -> dict[str, Any]:
     """A record for one message; the store adds ``seq``."""
     return {"id": message.id, "ts": ts, "role": role_of(message), "message": message_to_dict(message)}
@@ -233,9 +248,10 @@ def _snapshot_state(
             raise StoreError(f"{where}: the store read from message {start} on but nothing can read the messages before it.")
         load, ids = middle
         full = LazyHistory(full[0], start, full[1:], lambda: load(start), (lambda: ids(start)) if ids is not None else None)
-    by_id = {m.id: m for _, m in _held(full)}
     inline = {key: messages_from_dict([value])[0] for key, value in (state.get("inline") or {}).items()}
-    window = [by_id.get(i) or inline.get(i) for i in (state["window"] if "window" in state else [m.id for m in full])]
+    window_ids = state["window"] if "window" in state else [m.id for m in full]
+    by_id = _by_id(full, {i for i in window_ids if i not in inline})
+    window = [by_id.get(i) or inline.get(i) for i in window_ids]
     window = [m for m in window if m is not None]
     counted = min(int(state.get("message_count", len(full))), len(full))
     late = full[max(counted, full.start if isinstance(full, LazyHistory) else 0) :]  # written after the state: keep them, in the window too
