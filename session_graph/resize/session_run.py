@@ -199,11 +199,16 @@ class SessionCore:
         if previous is None:
             ledger = Ledger(state)
         elif reindex:
-            ledger = Ledger(state, previous)
+            ledger = Ledger(state, previous, self.state.full_chat_history)  # what it shares with the old history is not re-indexed
         else:
             ledger = previous
             ledger.rebuild(state, reindex=False)
-        ledger.sync(state, state.settings.resolved())
+        try:
+            ledger.sync(state, state.settings.resolved())
+        except BaseException:
+            if ledger is not previous:
+                ledger.abandon()  # the session keeps its state and its ledger as they were
+            raise
         self.ledger = ledger
         self.state = state
         window = state.current_chat_history
