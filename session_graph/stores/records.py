@@ -40,6 +40,9 @@ class Records(Sequence[Record]):
     def _slice(self, indices: range) -> Records:
         raise NotImplementedError
 
+    def _finish(self) -> None:
+        """``drain`` read the last record: let go of what holds the raw items (buffers)."""
+
     def __len__(self) -> int:
         raise NotImplementedError
 
@@ -68,6 +71,7 @@ class Records(Sequence[Record]):
             record = self._decode(index)
             self._release(index)
             yield record
+        self._finish()  # the buffers go now (a load trims the heap after: they must be gone by then)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Records | list | tuple):
@@ -87,11 +91,12 @@ class LineRecords(Records):
     left between the messages made from the lines.
     """
 
-    __slots__ = ("_buffer", "_ends", "_loads", "_starts")
+    __slots__ = ("_buffer", "_ends", "_loads", "_spent", "_starts")
 
     def __init__(self, buffer: bytes, loads: Callable[[Any], Any], starts: array[int] | None = None,
                  ends: array[int] | None = None) -> None:
         self._buffer = buffer
+        self._spent = False
         self._loads = loads
         self._starts: array[int] = starts if starts is not None else array("q")
         self._ends: array[int] = ends if ends is not None else array("q")
@@ -108,7 +113,12 @@ class LineRecords(Records):
     def __len__(self) -> int:
         return len(self._starts)
 
+    def _finish(self) -> None:
+        self._buffer, self._spent = b"", True
+
     def _decode(self, index: int) -> Record:
+        if self._spent:
+            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
         record: Record = self._loads(self._buffer[self._starts[index] : self._ends[index]])  # a line's copy, freed at once
         return record
 
@@ -190,6 +200,9 @@ class PackedRecords(Records):
 
     def _release(self, index: int) -> None:
         self._rows[index] = None
+
+    def _finish(self) -> None:
+        self._view.release()  # the buffer goes with the last view of it
 
     def _slice(self, indices: range) -> Records:
         return PackedRecords(self._view, self._decode_row, [self._rows[i] for i in indices],  # type: ignore[arg-type]

@@ -39,9 +39,12 @@ def test_line_records_decode_on_read_slice_and_compare() -> None:
     assert records == [{"seq": i, "v": i} for i in range(5)]
     assert [{"seq": i, "v": i} for i in range(5)] == records  # list == Records, reflected
     assert records[1:4] == [{"seq": i, "v": i} for i in range(1, 4)] and isinstance(records[1:4], Records)
-    assert list(records.drain()) == list(records)  # lines are one buffer: nothing to let go, still readable
     with pytest.raises(IndexError):
         records[5]
+    assert list(records.drain()) == [{"seq": i, "v": i} for i in range(5)]
+    with pytest.raises(StoreError, match="already read once"):
+        records[0]  # spent: its buffer is gone
+    records = LineRecords(buffer, json.loads)
     records.clear()
     assert len(records) == 0 and records == []
 
