@@ -147,7 +147,7 @@ def messages_of(
         add(message)
         if arrived is not None:
             rid = record.get("id") or ""
-            arrived[message.id if message.id == rid else rid] = record.get("ts", "")
+            arrived[message.id if message.id and message.id == rid else str(rid)] = record.get("ts", "")
     return full
 
 

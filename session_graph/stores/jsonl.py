@@ -208,9 +208,9 @@ class JsonlStore(StoreBase):
         if state is not None:
             check_schema(state, str(meta))
         if window and state is not None:
-            records = window_records(log, state)  # record 0 and the window, seeking through the offsets
-            if records is not None:
-                return Snapshot(key, state, records, int(state.get("version", 0)))
+            seen = window_records(log, state)  # record 0 and the window, seeking through the offsets
+            if seen is not None:
+                return Snapshot(key, state, seen, int(state.get("version", 0)))
         trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
         records = self._records(tenant, key, log, since, trusted)
         if state is None and not records:

@@ -48,7 +48,7 @@ def unfolded_cursor(ids: list[str], folded: set[str]) -> tuple[int, frozenset[st
     return cursor, frozenset(i for i in folded if i in later)
 
 
-def _window(base: list[str], mine: list[str], theirs: list[str], order: dict[str, int]) -> list[str]:
+def _window(base: list[str], mine: list[str], theirs: list[str], order: Order | dict[str, int]) -> list[str]:
     """Theirs, less what mine dropped since the base, plus what mine added.
 
     History messages follow the merged history's order; a message that is not in the history
