@@ -134,13 +134,15 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
 def messages_of(
     records: Sequence[dict[str, Any]], where: str, held: Sequence[BaseMessage] = (), progress: Progress | None = None,
     arrived: dict[str, str] | None = None,
+    own: bool = False,
 ) -> list[BaseMessage]:
     """``held`` and the messages of ``records``, in one pass: each record is made into its message
     before the next is decoded (``Records`` are drained), so no record outlives its message and
     the heap is left as compact as messages made in process. ``arrived``: filled with each
-    record's ``ts`` by its id (the message's own id string, not a second copy of it)."""
+    record's ``ts`` by its id (the message's own id string, not a second copy of it). ``own``:
+    ``held`` is a list the caller hands over, extended in place (no copy of it)."""
     items = records.drain() if isinstance(records, Records) else records
-    full: list[BaseMessage] = list(held)
+    full: list[BaseMessage] = held if own and isinstance(held, list) else list(held)
     add = full.append
     for record in tracked(items, len(records), progress):
         message = record_message(record, where)
@@ -214,6 +216,7 @@ def snapshot_state(
     progress: Progress | None = None,
     middle: Middle | None = None,
     arrived: dict[str, str] | None = None,
+    own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     """Rebuild a session's state (and its metadata) from a stored snapshot.
 
@@ -225,24 +228,25 @@ def snapshot_state(
     ``middle``: how to read the messages a window read skipped (``read(window=True)`` gives
     record 0 and the records from the window on); the full history is then a ``LazyHistory``.
     ``arrived``: filled with each record's arrival time (``ts``) by message id, in the same pass.
+    ``own``: ``held`` is a fresh list the caller hands over: the history is built on it, not on a copy.
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).
     """
     try:
         with paused_gc():
-            return _snapshot_state(snapshot, where, held, progress, middle, arrived)
+            return _snapshot_state(snapshot, where, held, progress, middle, arrived, own)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
 
 
 def _snapshot_state(
     snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None,
-    arrived: dict[str, str] | None = None,
+    arrived: dict[str, str] | None = None, own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
     start = _gap(snapshot.records) if not held else 1
-    full = messages_of(snapshot.records, where, held, progress, arrived)
+    full = messages_of(snapshot.records, where, held, progress, arrived, own)
     if start > 1:
         if middle is None:
             raise StoreError(f"{where}: the store read from message {start} on but nothing can read the messages before it.")

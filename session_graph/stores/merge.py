@@ -265,13 +265,16 @@ def merge_snapshot(
 ) -> Merged:
     """Merge what ``snapshot`` holds (its records from ``len(held)`` on) with ``session``'s changes since ``base``.
 
-    ``stored_count``: how many of the session's messages the store held at the base (usually
-    ``len(held)``; more when another writer cleared the session since: those stay dropped).
+    ``held``: the session's first messages the store holds (a list is taken over: the stored
+    history is built on it). ``stored_count``: how many of the session's messages the store held
+    at the base (usually ``len(held)``; more when another writer cleared the session since: those
+    stay dropped).
     Pure: the session is not changed (``adopt`` does that).
     """
     arrived: dict[str, str] = {}
-    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held, arrived=arrived)
-    merged, unsaved, dropped_fold, order = merge_states(base, stored_count, session.state, theirs, len(held),
+    shared = len(held)  # a list ``held`` is handed over: theirs is built on it (no copy of the history)
+    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held, arrived=arrived, own=True)
+    merged, unsaved, dropped_fold, order = merge_states(base, stored_count, session.state, theirs, shared,
                                                         session._ledger.position)  # the held messages: positioned by my index
     base_metadata = base.get("metadata") or {}
     mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
