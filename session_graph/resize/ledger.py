@@ -39,7 +39,8 @@ class Ledger:
 
     __slots__ = ("_context", "_counter_key", "_index", "_lazy", "_undo", "counter", "custom", "rules", "size", "tokens", "totals")
 
-    def __init__(self, state: SessionState, previous: Ledger | None = None, before: Sequence[BaseMessage] | None = None) -> None:
+    def __init__(self, state: SessionState, previous: Ledger | None = None, before: Sequence[BaseMessage] | None = None,
+                 shared: int | None = None) -> None:
         self._index: dict[str, int] = {}
         self._lazy: LazyHistory | None = None  # a history whose middle is still in the store
         self.size = SizeCache()
@@ -54,7 +55,7 @@ class Ledger:
         if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
             self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
             self.tokens, self._counter_key, self.custom = previous.tokens, previous._counter_key, previous.custom
-            self._undo = self._extend_index(state, previous, before) if before is not None else None
+            self._undo = self._extend_index(state, previous, before, shared) if before is not None else None
             if self._undo is None:
                 self._reindex(state)
             try:
@@ -88,19 +89,27 @@ class Ledger:
             self._index = {m.id: i for i, m in enumerate(full) if m.id}
             self._lazy = None
 
-    def _extend_index(self, state: SessionState, previous: Ledger, before: Sequence[BaseMessage]) -> Callable[[], None] | None:
+    def _extend_index(self, state: SessionState, previous: Ledger, before: Sequence[BaseMessage],
+                      known: int | None = None) -> Callable[[], None] | None:
         """Take over ``previous``'s index when the new history starts with the same message objects
         as ``before`` (the history it indexed) up to a point: only what differs after it is
         re-indexed (a merge that adds another writer's messages costs O(those), not O(history)).
-        Returns how to put the previous index back, or None when this does not apply."""
+        ``known``: the caller built the new history on the old one's first ``known`` messages (a
+        merge): only the last of them is checked. Returns how to put the previous index back, or
+        None when this does not apply."""
         full = state.full_chat_history
         if previous._lazy is not None or not isinstance(full, list) or not isinstance(before, list):
             return None
-        shared = min(len(before), len(full))
-        while shared and before[shared - 1] is not full[shared - 1]:  # the usual: walks back over my unsaved tail
-            shared -= 1
-        if shared < _EXTEND_FROM or before[:shared] != full[:shared]:  # the same objects before it (C speed: identity first)
-            return None
+        if known is not None:
+            shared = known if known <= min(len(before), len(full)) and known and before[known - 1] is full[known - 1] else 0
+            if shared < _EXTEND_FROM:
+                return None
+        else:
+            shared = min(len(before), len(full))
+            while shared and before[shared - 1] is not full[shared - 1]:  # the usual: walks back over my unsaved tail
+                shared -= 1
+            if shared < _EXTEND_FROM or before[:shared] != full[:shared]:  # the same objects before it (identity first)
+                return None
         index = previous._index  # taken over in place (a copy is O(history)); abandon() puts it back
         removed = {m.id: index.pop(m.id) for m in before[shared:] if m.id and m.id in index}
         added = [(position, m.id) for position, m in enumerate(full[shared:], shared) if m.id]

@@ -70,9 +70,10 @@ def _window(base: list[str], mine: list[str], theirs: list[str], order: Order | 
     return merged
 
 
-def base_document(state: SessionState, document: dict[str, Any]) -> dict[str, Any]:
+def base_document(state: SessionState, document: dict[str, Any], count: int | None = None) -> dict[str, Any]:
     """What a later merge starts from: the stored document as the decoded ``state`` reads it
-    (records written after the document, a crash's or another writer's, counted in)."""
+    (records written after the document, a crash's or another writer's, counted in; ``count``:
+    its messages, when its history list went on to hold more)."""
     return {
         **document,
         "window": [m.id for m in state.current_chat_history],
@@ -82,7 +83,7 @@ def base_document(state: SessionState, document: dict[str, Any]) -> dict[str, An
         "memo_cursor": state.memo_cursor,
         "memo_ahead": sorted(state.memo_ahead),
         "settings": state.settings.to_dict(),
-        "message_count": len(state.full_chat_history),
+        "message_count": len(state.full_chat_history) if count is None else count,
         "usage": [dict(record) for record in state.usage],
     }
 
@@ -152,6 +153,7 @@ def merge_states(
     theirs: SessionState,
     shared: int = 0,
     prefix: Callable[[str], int | None] | None = None,
+    own_theirs: bool = False,
 ) -> tuple[SessionState, list[BaseMessage], bool, Order]:
     """The merged state, my messages the store lacks (to append), whether my fold was dropped,
     and the merged history's positions.
@@ -165,12 +167,18 @@ def merge_states(
         shared: how many first messages both histories hold, the same objects in the same places
             (the ones this writer read); with ``prefix`` (my index: id -> position) the merge
             costs O(what changed after them), not O(history).
+        own_theirs: ``theirs`` is the caller's to give away: its history list becomes the merged
+            one (extended in place, no copy of it).
     """
     order_prefix = prefix if shared and shared <= base_count else None
     shared = shared if order_prefix is not None else 0
     stored = {m.id or "" for m in theirs.full_chat_history[shared:]}  # my messages before `shared` are theirs too
     unsaved = [m for m in mine.full_chat_history[base_count:] if m.id not in stored]
-    full = [*theirs.full_chat_history, *unsaved]
+    if own_theirs and isinstance(theirs.full_chat_history, list):  # handed over: the merged history is built on it
+        full = theirs.full_chat_history
+        full.extend(unsaved)
+    else:
+        full = [*theirs.full_chat_history, *unsaved]
     order = Order(full, shared, order_prefix)
 
     mine_window = [m.id or "" for m in mine.current_chat_history]
@@ -258,6 +266,7 @@ class Merged:
     arrived: dict[str, str]
     stored: Order
     dropped_fold: bool
+    theirs_count: int = -1  # messages in theirs (its history list may be the merged one, extended)
 
 
 def merge_snapshot(
@@ -274,16 +283,20 @@ def merge_snapshot(
     arrived: dict[str, str] = {}
     shared = len(held)  # a list ``held`` is handed over: theirs is built on it (no copy of the history)
     theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held, arrived=arrived, own=True)
+    theirs_count = len(theirs.full_chat_history)
     merged, unsaved, dropped_fold, order = merge_states(base, stored_count, session.state, theirs, shared,
-                                                        session._ledger.position)  # the held messages: positioned by my index
+                                                        session._ledger.position, own_theirs=True)  # held: by my index
     base_metadata = base.get("metadata") or {}
     mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
-    return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, order, dropped_fold)
+    return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, order, dropped_fold, theirs_count)
 
 
 def adopt(session: Session, result: Merged, late: Sequence[BaseMessage] = ()) -> None:
-    """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top)."""
-    session.restore(result.state)
+    """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top).
+
+    The merged history starts with the session's own first ``result.stored.shared`` messages
+    (the merge built it on them), so only what follows them is indexed again."""
+    session._core.install(result.state, shared=result.stored.shared)  # Session.restore, with what the merge knows
     session.metadata = result.metadata
     session.arrived_at.update(result.arrived)  # in place: O(what arrived), not a copy of every stamp
     for message in late:

@@ -142,8 +142,8 @@ def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
     result = yield Blocking(lambda: merge_with(manager, entry, snapshot, held))
     adopt(session, result)
     session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
-    entry.version, entry.persisted = snapshot.version, len(result.theirs.full_chat_history)
-    entry.base = base_document(result.theirs, snapshot.state)
+    entry.version, entry.persisted = snapshot.version, result.theirs_count
+    entry.base = base_document(result.theirs, snapshot.state, result.theirs_count)
     entry.revision = -1  # our own messages and changes are not stored yet
 
 

@@ -5,6 +5,7 @@ predecessor's index re-indexes only what changed, and gives it back when its ins
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 import random
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -13,6 +14,7 @@ import pytest
 from session_graph import Session
 from session_graph.resize.state import SessionState
 from session_graph.settings import SessionSettings
+from session_graph.stores import JsonlStore, SessionManager, SqliteStore
 from session_graph.stores.merge import merge_states
 
 
@@ -101,3 +103,31 @@ def test_a_failed_install_gives_the_previous_ledger_its_index_back() -> None:
         session.restore(grown)
     assert {m.id: session._ledger.position(m.id) for m in session.full_chat_history} == before
     assert session._ledger.position("n3") is None
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_merges_on_a_long_history_keep_every_message_once_and_the_index_right(kind: str, tmp_path: Path) -> None:
+    """Both merge paths (a get that merges, a save that merges) on a history long enough for the
+    tail merge and the ledger's take-over: every message stored once, in order, positions right."""
+    make = (lambda: JsonlStore(tmp_path / "j", fsync=False)) if kind == "jsonl" else (lambda: SqliteStore(tmp_path / "s.db"))
+    mine, other = SessionManager(make()), SessionManager(make())
+    session = mine.get_or_create("k")
+    session.set_settings("session.resize.every_n_turns", 0)
+    for message in _history(2000, "s"):
+        session.append_message(message)
+    mine.save(session)
+    expected = [m.id for m in session.full_chat_history]
+    for turn in range(3):
+        theirs = other.get_or_create("k")
+        theirs.append_message(HumanMessage(content=f"theirs {turn}", id=f"o{turn}"))
+        other.save(theirs)
+        session.append_message(HumanMessage(content=f"mine {turn}", id=f"n{turn}"))
+        if turn == 1:
+            assert mine.get_or_create("k") is session  # a get that merges, in place
+        mine.save(session)  # a save that merges (or appends after the get merged)
+        expected += [f"o{turn}", f"n{turn}"]
+        assert [m.id for m in session.full_chat_history] == expected
+        assert all(session._ledger.position(i) == p for p, i in enumerate(expected))
+    stored = SessionManager(make()).get("k")
+    assert stored is not None and [m.id for m in stored.full_chat_history] == expected
+    assert mine.merges >= 3
