@@ -187,7 +187,7 @@ def rss_loaded(sizes: list[int], root: Path) -> None:
         for kind in ("jsonl", "sqlite"):
             for how in ("eager", "lazy"):
                 loaded = run(kind, how)
-                note = " (the middle's ids, sizes and arrival stamps are read on demand, not held)" if how == "lazy" else ""
+                note = " (the middle's index and sizes are built on first use; its arrival stamps stay in the store)" if how == "lazy" else ""
                 print(f"  {size:,} messages: {kind:>6} {how:>5} load, paged in: {loaded / size:.0f} B/msg = "
                       f"{loaded / base[how]:.2f}x (goal <= 1.1){note}")
 
