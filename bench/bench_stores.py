@@ -6,9 +6,14 @@ messages it prints the wall time to persist one turn (two messages, fsynced) wit
 and the ratio to rewriting the whole JSONL transcript on every save (what nanobot's
 SessionManager does), measured in the same run on the same disk. Then the CPU time of one
 save at 100,000 over at 1,000 messages, sizes alternated, lazy and eager. Then the time to load a
-100,000-message session in full (eager: ``bench_speed`` times the lazy load). Last, ``--writers`` processes (default 4) each append and save
-``--writer-turns`` turns (default 500) to one shared key at once: the stored history, window
-and turns afterwards, the merges the writers made, and the seconds it took.
+100,000-message session in full (eager: ``bench_speed`` times the lazy load). Then the resident
+memory (RSS) of a session loaded from each store, eagerly (its state names no window: every
+record read at once) and lazily then paged in (``full_chat_history.load()``), against the same
+session appended in a fresh process, each in its own fresh process (``--rss-sizes``; goal <= 1.1
+at 100,000). Then the CPU of a save that merges (another writer saved one turn since this one
+read) at 100,000 over 1,000 messages, sizes alternated. Last, ``--writers`` processes (default
+4) each append and save ``--writer-turns`` turns (default 500) to one shared key at once: the
+stored history, window and turns afterwards, the merges the writers made, and the seconds it took.
 """
 
 from __future__ import annotations
@@ -110,6 +115,116 @@ def persist_flat(stores: dict[str, SessionStore], small: int, big: int, rounds: 
             print(f"{name:>9} {mode:>5}: {high * 1e3:.3f} ms / {low * 1e3:.3f} ms = {high / low:.2f} (goal <= 1.2)")
 
 
+RSS = textwrap.dedent('''
+import gc, resource, sys
+sys.path[:0] = [sys.argv[5], sys.argv[5] + "/bench"]
+from bench_speed import conversation
+from session_graph import Session, SessionManager
+from session_graph.stores import JsonlStore, SqliteStore
+import session_graph.stores.codec, session_graph.stores.sql  # imported before the baseline is read
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+size, kind, how, root = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+gc.collect()
+before = rss()
+if kind == "appended":  # the messages made in this process, as an app would, then appended
+    session = Session()
+    session.set_settings("session.resize.every_n_turns", 0)
+    for message in conversation(size):
+        session.append_message(message)
+    if how == "lazy":
+        session.use_lite(chars=4000)
+        session.resize()
+else:
+    store = JsonlStore(root + "/jsonl", fsync=False) if kind == "jsonl" else SqliteStore(root + "/s.sqlite3")
+    session = SessionManager(store).get_or_create(how)
+    history = session.full_chat_history
+    assert (type(history).__name__ == "LazyHistory") == (how == "lazy")
+    getattr(history, "load", lambda: None)()  # paged in: every message in memory
+    assert len(history) == size
+gc.collect()
+print(rss() - before)
+''')
+
+
+def rss_loaded(sizes: list[int], root: Path) -> None:
+    """RSS of a loaded session over the same session appended in process, per store and load,
+    each measured in a fresh process (the store written once, by this one)."""
+    here = str(Path(__file__).resolve().parents[1])
+    sys.path[:0] = [str(Path(__file__).resolve().parent)]
+    from bench_speed import conversation
+
+    print("\nRSS of a session loaded from a store and paged in / the same session appended in process "
+          "(each in a fresh process; conversation(): ~190-char turns, a tool call every 5th):")
+    for size in sizes:
+        folder = root / f"rss-{size}"
+        for kind in ("jsonl", "sqlite"):
+            store = JsonlStore(folder / "jsonl", fsync=False) if kind == "jsonl" else SqliteStore(folder / "s.sqlite3")
+            for how in ("eager", "lazy"):  # lazy: a 4,000-char window, so a load reads record 0 and the window
+                manager = SessionManager(store)
+                session = manager.get_or_create(how)
+                session.set_settings("session.resize.every_n_turns", 0)
+                for message in conversation(size):
+                    session.append_message(message)
+                if how == "lazy":
+                    session.use_lite(chars=4000)
+                    session.resize()
+                manager.save(session)
+                del session, manager
+            store.close()
+
+        def run(kind: str, how: str, size: int = size, folder: Path = folder) -> int:
+            done = subprocess.run([sys.executable, "-c", RSS, str(size), kind, how, str(folder), here],
+                                  check=True, capture_output=True, text=True)
+            return int(done.stdout.strip().splitlines()[-1])
+
+        base = {how: run("appended", how) for how in ("eager", "lazy")}
+        print(f"  {size:,} messages: appended in process {base['eager'] / size:.0f} B/msg "
+              f"({base['lazy'] / size:.0f} B/msg with a 4,000-char window)")
+        for kind in ("jsonl", "sqlite"):
+            for how in ("eager", "lazy"):
+                loaded = run(kind, how)
+                note = " (the middle's index and sizes are built on first use; its arrival stamps stay in the store)" if how == "lazy" else ""
+                print(f"  {size:,} messages: {kind:>6} {how:>5} load, paged in: {loaded / size:.0f} B/msg = "
+                      f"{loaded / base[how]:.2f}x (goal <= 1.1){note}")
+
+
+def merging_save(stores: dict[str, SessionStore], small: int, big: int, rounds: int) -> None:
+    """CPU of a save that merges: before each, another writer (a second manager) saved one turn,
+    so the save reads what it added and merges; 100k over 1k, the sizes alternated."""
+    print(f"\na save that merges (another writer saved one turn since this one read), CPU time, {big:,} / {small:,} "
+          f"messages, sizes alternated, median of {rounds} rounds:")
+    for name, store in stores.items():
+        pairs = []
+        for size in (small, big):
+            tenant = f"merge-{size}-{os.getpid()}"
+            store.write(tenant, "bench", [message_record(m, "2026-11-22T00:00:00Z") for m in _messages(0, size)],
+                        {"updated_at": "2026-11-22T00:00:00Z", "window": []})
+            mine, other = SessionManager(store, tenant=tenant), SessionManager(store, tenant=tenant)
+            pairs.append((mine, mine.get_or_create("bench"), other))
+        times: list[list[float]] = [[], []]
+        for turn in range(rounds + 2):
+            for which, (mine, session, other) in enumerate(pairs):
+                theirs = other.get_or_create("bench")
+                for message in _messages(2 * 10**7 + 4 * turn, 2):
+                    theirs.append_message(message)
+                other.save(theirs)
+                for message in _messages(2 * 10**7 + 4 * turn + 2, 2):
+                    session.append_message(message)
+                merges = mine.merges
+                t0 = time.process_time()
+                mine.save(session)
+                elapsed = time.process_time() - t0
+                assert mine.merges == merges + 1, "the save did not merge"
+                if turn >= 2:
+                    times[which].append(elapsed)
+        low, high = statistics.median(times[0]), statistics.median(times[1])
+        print(f"{name:>9}: {high * 1e3:.3f} ms / {low * 1e3:.3f} ms = {high / low:.2f} (goal <= 1.2)")
+
+
 WRITER = textwrap.dedent('''
 import sys
 from session_graph.stores import SessionManager, open_store
@@ -152,6 +267,8 @@ def main() -> None:
     parser.add_argument("--flat-rounds", type=int, default=60)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--writer-turns", type=int, default=500)
+    parser.add_argument("--rss-sizes", default="100000", help="sizes of the RSS comparison (e.g. 100000,1000000)")
+    parser.add_argument("--merge-rounds", type=int, default=30)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -171,8 +288,10 @@ def main() -> None:
               "state names no window to start from), wall time:")
         for name, seconds in loads.items():
             print(f"{name:>9}: {seconds:.2f} s")
+        merging_save(stores, sizes[0], sizes[-1], args.merge_rounds)
         for store in stores.values():
             store.close()
+        rss_loaded([int(s) for s in args.rss_sizes.split(",")], root)
         specs = {"jsonl": str(root / "jsonl"), "sqlite": str(root / "s.sqlite3")}
         if os.environ.get("SESSION_GRAPH_PG_DSN"):
             specs["postgres"] = os.environ["SESSION_GRAPH_PG_DSN"]

@@ -154,6 +154,33 @@ def test_lazy_session_search_leaves_the_middle_in_the_store(kind: str, tmp_path:
     assert not lazy.full_chat_history.loaded  # found through the store's index
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_lazy_session_search_ranks_held_and_stored_messages_in_one_index(kind: str, tmp_path: Path) -> None:
+    """A term common in the stored middle but rare in the window: the store's index gives it a low
+    weight, an index of the window alone a high one, so scored apart a held message outranked a
+    stored one with the same text, or with more of the query. One index over both ranks by the text."""
+    manager = SessionManager(make_store(kind, tmp_path))
+    session = manager.get_or_create("orchard")
+    session.append_message({"role": "system", "content": "You are helpful."})
+    for i in range(200):
+        text = {50: "apple pie recipe tonight", 60: "apple pie recipe card"}.get(i, f"apple note {i} orchard" if i % 2 else f"plain note {i}")
+        session.append_message({"role": "user", "content": text})
+        session.append_message({"role": "assistant", "content": f"ok {i}"})
+    session.use_lite(messages=10)
+    session.resize(force="lite")
+    manager.save(session)
+    lazy = SessionManager(make_store(kind, tmp_path)).get_or_create("orchard")
+    lazy.append_message({"role": "user", "content": "apple pie recipe tonight"})  # held: the same text as stored 101
+    lazy.append_message({"role": "user", "content": "apple pie notes card"})  # held: less of the query than stored 121
+    assert not lazy.full_chat_history.loaded
+    hits = {h.seq: h for h in lazy.search("apple pie recipe", k=10)}
+    held_same, held_less = len(lazy.full_chat_history) - 2, len(lazy.full_chat_history) - 1
+    assert hits[101].text == hits[held_same].text and hits[101].score == pytest.approx(hits[held_same].score)
+    assert hits[121].score > hits[held_less].score > 0
+    assert lazy.search("apple pie", k=1, around=1)[0].neighbours  # neighbours come along
+    assert not lazy.full_chat_history.loaded
+
+
 # -- the JSONL index: incremental equals rebuilt, crashes, damage, merges --------------------------
 def _rebuilt(root: Path, tenant: str, words: list[str]) -> tuple[dict, list]:
     for path in root.rglob("*.terms"):

@@ -7,6 +7,8 @@ once (chars always, tokens when a token counter is in use) and the totals are ru
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph.accounting.sizing import SizeCache
@@ -29,14 +31,16 @@ from session_graph.settings import Limits
 __all__ = ["Ledger"]
 
 _ESTIMATE = ApproxTokenCounter()
+_EXTEND_FROM = 1_000  # shorter histories are re-indexed whole (as cheap, and simplest)
 
 
 class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_context", "_counter_key", "_index", "_lazy", "counter", "custom", "rules", "size", "tokens", "totals")
+    __slots__ = ("_context", "_counter_key", "_index", "_lazy", "_undo", "counter", "custom", "rules", "size", "tokens", "totals")
 
-    def __init__(self, state: SessionState, previous: Ledger | None = None) -> None:
+    def __init__(self, state: SessionState, previous: Ledger | None = None, before: Sequence[BaseMessage] | None = None,
+                 shared: int | None = None) -> None:
         self._index: dict[str, int] = {}
         self._lazy: LazyHistory | None = None  # a history whose middle is still in the store
         self.size = SizeCache()
@@ -47,11 +51,18 @@ class Ledger:
         self.custom: TokenCounter | None = None  # a counter the user plugged in (Session.set_token_counter)
         self.totals = WindowTotals()
         self._context: tuple[object, int] = (None, 0)
+        self._undo: Callable[[], None] | None = None  # puts back the index taken over from the previous ledger
         if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
             self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
             self.tokens, self._counter_key, self.custom = previous.tokens, previous._counter_key, previous.custom
-            self._reindex(state)
-            self.rebuild(state, reindex=False)
+            self._undo = self._extend_index(state, previous, before, shared) if before is not None else None
+            if self._undo is None:
+                self._reindex(state)
+            try:
+                self.rebuild(state, reindex=False)
+            except BaseException:
+                self.abandon()
+                raise
             return
         self.rebuild(state, reindex=True)
 
@@ -63,10 +74,14 @@ class Ledger:
     # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
         """Where a message sits in the full history, or None if it is not there."""
-        position = self._index.get(message.id or "")
+        return self.position(message.id or "")
+
+    def position(self, message_id: str) -> int | None:
+        """Where the message with this id sits in the full history, or None if it is not there."""
+        position = self._index.get(message_id)
         if position is None and self._lazy is not None:
             self._index_middle()
-            position = self._index.get(message.id or "")
+            position = self._index.get(message_id)
         return position
 
     def _reindex(self, state: SessionState) -> None:
@@ -78,6 +93,49 @@ class Ledger:
         else:
             self._index = {m.id: i for i, m in enumerate(full) if m.id}
             self._lazy = None
+
+    def _extend_index(self, state: SessionState, previous: Ledger, before: Sequence[BaseMessage],
+                      known: int | None = None) -> Callable[[], None] | None:
+        """Take over ``previous``'s index when the new history starts with the same message objects
+        as ``before`` (the history it indexed) up to a point: only what differs after it is
+        re-indexed (a merge that adds another writer's messages costs O(those), not O(history)).
+        ``known``: the caller built the new history on the old one's first ``known`` messages (a
+        merge): only the last of them is checked. Returns how to put the previous index back, or
+        None when this does not apply."""
+        full = state.full_chat_history
+        if previous._lazy is not None or not isinstance(full, list) or not isinstance(before, list):
+            return None
+        if known is not None:
+            shared = known if known <= min(len(before), len(full)) and known and before[known - 1] is full[known - 1] else 0
+            if shared < _EXTEND_FROM:
+                return None
+        else:
+            shared = min(len(before), len(full))
+            while shared and before[shared - 1] is not full[shared - 1]:  # the usual: walks back over my unsaved tail
+                shared -= 1
+            if shared < _EXTEND_FROM or before[:shared] != full[:shared]:  # the same objects before it (identity first)
+                return None
+        index = previous._index  # taken over in place (a copy is O(history)); abandon() puts it back
+        removed = {m.id: index.pop(m.id) for m in before[shared:] if m.id and m.id in index}
+        added = [(position, m.id) for position, m in enumerate(full[shared:], shared) if m.id]
+        replaced = {i: index[i] for _, i in added if i in index}
+        for position, message_id in added:
+            index[message_id] = position
+        self._index = index
+
+        def undo() -> None:
+            for _, message_id in added:
+                index.pop(message_id, None)
+            index.update(replaced)
+            index.update(removed)
+
+        return undo
+
+    def abandon(self) -> None:
+        """This ledger will not be used (its install failed): give the previous one its index back."""
+        undo, self._undo = self._undo, None
+        if undo is not None:
+            undo()
 
     def _index_middle(self) -> None:
         """Add the middle of a lazy history to the index (its ids only, when the store can read them)."""

@@ -223,21 +223,28 @@ class SessionCore:
         if len(kept) != len(state.current_chat_history):
             self.install(dataclasses.replace(state, current_chat_history=kept), reindex=False)
 
-    def install(self, state: SessionState, *, reindex: bool = True) -> None:
+    def install(self, state: SessionState, *, reindex: bool = True, shared: int | None = None) -> None:
         """Adopt a state: rebuild what is derived from it (index, sizes, window totals).
 
         Measures of messages the new state shares with the old one are kept (a reload that
-        only adds messages costs O(what it adds) in measuring, O(history) in indexing).
+        only adds messages costs O(what it adds) in measuring, O(history) in indexing; ``shared``:
+        the caller knows the new history starts with the old one's first ``shared`` messages,
+        so indexing costs O(what follows them)).
         """
         previous = getattr(self, "ledger", None)
         if previous is None:
             ledger = Ledger(state)
         elif reindex:
-            ledger = Ledger(state, previous)
+            ledger = Ledger(state, previous, self.state.full_chat_history, shared)  # what it shares with the old history is kept
         else:
             ledger = previous
             ledger.rebuild(state, reindex=False)
-        ledger.sync(state, state.settings.resolved())
+        try:
+            ledger.sync(state, state.settings.resolved())
+        except BaseException:
+            if ledger is not previous:
+                ledger.abandon()  # the session keeps its state and its ledger as they were
+            raise
         self.ledger = ledger
         self.state = state
         window = state.current_chat_history

@@ -23,7 +23,7 @@ from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.search import SearchOptions, search
 from session_graph.retrieval.tokenize import terms
 
-__all__ = ["MessageSource", "bind_store", "message_text", "session_search", "substring_search"]
+__all__ = ["MessageSource", "PooledSource", "bind_store", "message_text", "session_search", "substring_search"]
 
 Ref = tuple[str, int]
 _sources: weakref.WeakKeyDictionary[Any, MessageSource] = weakref.WeakKeyDictionary()
@@ -111,6 +111,43 @@ class MessageSource:
         return [((self.key, p), m.id, self._ts(p)) for p, m in sorted(self._held.items())]
 
 
+class PooledSource(MessageSource):
+    """The messages a session holds and a store index's best candidates for the part it does not
+    hold, in one BM25 index, so every score comes from the same statistics (one ranking: a
+    store's scores and an in-memory index's are not comparable, their corpora differ)."""
+
+    def __init__(self, held: MessageSource, candidates: list[SearchHit]) -> None:
+        super().__init__(held.key)
+        self._times = held._times
+        self._stored = {hit.seq: hit for hit in candidates if hit.seq not in held._held}
+        for position, message in sorted(held._held.items()):
+            self.index.add((self.key, position), terms(message_text(message)), owner=self.key)
+            self._held[position] = message
+        for position, hit in self._stored.items():
+            self.index.add((self.key, position), terms(hit.text), owner=self.key)
+
+    def _ts(self, position: int) -> str:
+        hit = self._stored.get(position)
+        return hit.ts if hit is not None else super()._ts(position)
+
+    def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
+        held = {ref: hit for hit in super().fetch(tenant, [r for r in refs if r[1] in self._held], score, around)
+                for ref in [(hit.key, hit.seq)]}
+        hits = []
+        for ref in refs:
+            stored = self._stored.get(ref[1])
+            if stored is not None:  # the store's hit (its neighbours too), scored by this index
+                hits.append(SearchHit(stored.key, stored.seq, stored.role, stored.text, stored.ts, stored.message_id,
+                                      score.get(ref, 0.0), stored.neighbours if around else ()))
+            elif ref in held:
+                hits.append(held[ref])
+        return hits
+
+    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
+        stored = [((self.key, p), h.message_id, h.ts) for p, h in self._stored.items()]
+        return sorted([*super().documents(tenant, keys), *stored])
+
+
 def bind_store(session: Any, index: Any, tenant: str) -> None:
     """Let ``session_search`` ask ``index`` (a store's ``search_index``) for the part of the
     session's history that stays in the store (what a ``SessionManager`` does on load)."""
@@ -127,14 +164,15 @@ def session_search(session: Any, query: str, k: int = 10, options: SearchOptions
             source = _sources[session] = MessageSource(session.id)
         bound = _stores.get(session)
     source.sync(history, session.arrived_at)
-    hits = search(source, "", query, k, options=options)
     start = getattr(history, "start", 0)
-    if start >= 2 and bound is not None:  # the middle (1 .. start - 1) is in the store: ask its index
+    if start >= 2 and bound is not None:  # the middle (1 .. start - 1) is in the store: its index finds candidates
         index, tenant = bound
-        stored = [h for h in search(index, tenant, query, k + len(history) - start + 1, keys=[session.id], options=options)
-                  if 1 <= h.seq < start]
-        hits = sorted([*hits, *stored], key=lambda h: -h.score)
-    return hits[:k]
+        options = options or SearchOptions()
+        depth = max(2 * k, options.candidates)
+        found = search(index, tenant, query, depth + len(history) - start + 1, keys=[session.id],
+                       options=SearchOptions(around=options.around, since=options.since, until=options.until, bridge=options.bridge))
+        return search(PooledSource(source, [h for h in found if 1 <= h.seq < start][:depth]), "", query, k, options=options)
+    return search(source, "", query, k, options=options)
 
 
 def substring_search(session: Any, query: str, k: int = 10) -> list[SearchHit]:

@@ -20,7 +20,7 @@ blocks its event loop on disk; a backend with a native async driver (Postgres) o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -107,7 +107,7 @@ class Snapshot:
 
     key: str
     state: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: Sequence[dict[str, Any]]  # a list, or ``stores.records.Records`` decoded one at a time as read
     version: int
 
 

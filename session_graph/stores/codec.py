@@ -35,13 +35,14 @@ from session_graph.resize.state import SessionState
 from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
 from session_graph.settings import SessionSettings
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
+from session_graph.stores.records import Records
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session
 
 log = logging.getLogger(__name__)
 
-__all__ = ["message_record", "message_text", "record_message", "session_state", "snapshot_state", "state_document"]
+__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -66,6 +67,21 @@ def _gap(records: Sequence[dict[str, Any]]) -> int:
 
 def _held(full: Sequence[BaseMessage]) -> Any:
     return full.held() if isinstance(full, LazyHistory) else enumerate(full)
+
+
+def _by_id(full: Sequence[BaseMessage], wanted: set[Any]) -> dict[Any, BaseMessage]:
+    """The messages of ``full`` with the ids ``wanted`` (the newest of a repeated id), read from
+    the end until all are found: O(from the window's start), not O(history)."""
+    found: dict[Any, BaseMessage] = {}
+    if not wanted:
+        return found
+    newest_first = reversed(full) if isinstance(full, list) else (m for _, m in reversed(list(_held(full))))
+    for message in newest_first:
+        if message.id in wanted and message.id not in found:
+            found[message.id] = message
+            if len(found) == len(wanted):
+                break
+    return found
 
 
 def message_record(message: BaseMessage, ts: str) -> dict[str, Any]:
@@ -117,6 +133,28 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
     except Exception as error:  # langchain raises KeyError/ValueError/ValidationError
         raise StoreError(f"{where}: record {record.get('seq')} is not a valid message: {error}") from error
     return message
+
+
+def messages_of(
+    records: Sequence[dict[str, Any]], where: str, held: Sequence[BaseMessage] = (), progress: Progress | None = None,
+    arrived: dict[str, str] | None = None,
+    own: bool = False,
+) -> list[BaseMessage]:
+    """``held`` and the messages of ``records``, in one pass: each record is made into its message
+    before the next is decoded (``Records`` are drained), so no record outlives its message and
+    the heap is left as compact as messages made in process. ``arrived``: filled with each
+    record's ``ts`` by its id (the message's own id string, not a second copy of it). ``own``:
+    ``held`` is a list the caller hands over, extended in place (no copy of it)."""
+    items = records.drain() if isinstance(records, Records) else records
+    full: list[BaseMessage] = held if own and isinstance(held, list) else list(held)
+    add = full.append
+    for record in tracked(items, len(records), progress):
+        message = record_message(record, where)
+        add(message)
+        if arrived is not None:
+            rid = record.get("id") or ""
+            arrived[message.id if message.id and message.id == rid else str(rid)] = record.get("ts", "")
+    return full
 
 
 def session_state(session: Session, created_at: str, updated_at: str) -> dict[str, Any]:
@@ -192,39 +230,47 @@ def snapshot_state(
     held: Sequence[BaseMessage] = (),
     progress: Progress | None = None,
     middle: Middle | None = None,
+    arrived: dict[str, str] | None = None,
+    own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     """Rebuild a session's state (and its metadata) from a stored snapshot.
+
+    The records are read once, each made into its message before the next is decoded
+    (``stores.records``); a snapshot whose records are ``Records`` is spent afterwards.
 
     ``held``: the messages before the snapshot's first record, when it was read with ``since``.
     ``progress``: told ``(records decoded, records)`` (see ``_progress``).
     ``middle``: how to read the messages a window read skipped (``read(window=True)`` gives
     record 0 and the records from the window on); the full history is then a ``LazyHistory``.
+    ``arrived``: filled with each record's arrival time (``ts``) by message id, in the same pass.
+    ``own``: ``held`` is a fresh list the caller hands over: the history is built on it, not on a copy.
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).
     """
     try:
         with paused_gc():
-            return _snapshot_state(snapshot, where, held, progress, middle)
+            return _snapshot_state(snapshot, where, held, progress, middle, arrived, own)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
 
 
 def _snapshot_state(
-    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None
+    snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None,
+    arrived: dict[str, str] | None = None, own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
-    records = tracked(snapshot.records, len(snapshot.records), progress)
-    full: list[BaseMessage] = [*held, *(record_message(record, where) for record in records)]
     start = _gap(snapshot.records) if not held else 1
+    full = messages_of(snapshot.records, where, held, progress, arrived, own)
     if start > 1:
         if middle is None:
             raise StoreError(f"{where}: the store read from message {start} on but nothing can read the messages before it.")
         load, ids = middle
         full = LazyHistory(full[0], start, full[1:], lambda: load(start), (lambda: ids(start)) if ids is not None else None)
-    by_id = {m.id: m for _, m in _held(full)}
     inline = {key: messages_from_dict([value])[0] for key, value in (state.get("inline") or {}).items()}
-    window = [by_id.get(i) or inline.get(i) for i in (state["window"] if "window" in state else [m.id for m in full])]
+    window_ids = state["window"] if "window" in state else [m.id for m in full]
+    by_id = _by_id(full, {i for i in window_ids if i not in inline})
+    window = [by_id.get(i) or inline.get(i) for i in window_ids]
     window = [m for m in window if m is not None]
     counted = min(int(state.get("message_count", len(full))), len(full))
     late = full[max(counted, full.start if isinstance(full, LazyHistory) else 0) :]  # written after the state: keep them, in the window too

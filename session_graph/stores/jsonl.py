@@ -64,6 +64,7 @@ from session_graph.stores.jsonl_state import (
     meta_bytes,
     state_line,
 )
+from session_graph.stores.records import LineRecords
 from session_graph.stores.search_index import JsonlSearch
 
 __all__ = ["JsonlStore"]
@@ -156,12 +157,13 @@ class JsonlStore(StoreBase):
             stored = int((old or {}).get("version", 0))
             # as this store left it (one stat above said so): settle would find nothing to count or cut
             count, size = (int(old.get("message_count", 0)), int(old["bytes"])) if mine and old else settle(log, old)
-            records = self._records(tenant, key, log, since, locked=True) if since is not None and since < count else []
+            known = offsets_of(old, count, size)  # None: the log is not as the last state left it
+            records = [] if since is None or since >= count else list(self._records(tenant, key, log, since, known, locked=True))
             change = check_change(fn(StoredSession(key, old, stored, count, records)), fn)
             if change is None:
                 return stored
             state = change.state
-            offsets = offsets_of(old, count, size) if not change.reset else []
+            offsets = known if not change.reset else []
             if offsets is None:  # written by an older version, or lines came after the last state: index the log once
                 offsets = scan_offsets(log)
             lines: list[bytes] = []
@@ -210,10 +212,11 @@ class JsonlStore(StoreBase):
         if state is not None:
             check_schema(state, str(meta))
         if window and state is not None:
-            records = window_records(log, state)  # record 0 and the window, seeking through the offsets
-            if records is not None:
-                return Snapshot(key, state, records, int(state.get("version", 0)))
-        records = self._records(tenant, key, log, since)
+            seen = window_records(log, state)  # record 0 and the window, seeking through the offsets
+            if seen is not None:
+                return Snapshot(key, state, seen, int(state.get("version", 0)))
+        trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
+        records = self._records(tenant, key, log, since, trusted)
         if state is None and not records:
             return None
         if state is None:
@@ -308,12 +311,15 @@ class JsonlStore(StoreBase):
             recovered(note, 4)
         return state
 
-    def _records(self, tenant: str, key: str, log: Path, since: int = 0, *, locked: bool = False) -> list[dict[str, Any]]:
+    def _records(self, tenant: str, key: str, log: Path, since: int = 0, offsets: list[list[int]] | None = None, *,
+                 locked: bool = False) -> LineRecords:
+        """The records from ``since`` on, decoded when read; ``offsets`` (trusted) let the read seek to ``since``."""
         with paused_gc():
-            return self._decode(tenant, key, log, since, locked)
+            return self._decode(tenant, key, log, since, offsets, locked)
 
-    def _decode(self, tenant: str, key: str, log: Path, since: int, locked: bool) -> list[dict[str, Any]]:
-        records, bad = decode(log, since)
+    def _decode(self, tenant: str, key: str, log: Path, since: int, offsets: list[list[int]] | None,
+                locked: bool) -> LineRecords:
+        records, bad = decode(log, since, offsets)
         if bad:
             self._quarantine(tenant, key, log, bad, locked)
         return records

@@ -31,6 +31,7 @@ from session_graph._base.gc import paused_gc
 from session_graph._base.paths import inside
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_state import is_state_line
+from session_graph.stores.records import LineRecords
 
 logger = logging.getLogger(__name__)
 
@@ -95,21 +96,35 @@ def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
     return count, size
 
 
-def decode(log: Path, since: int) -> tuple[list[dict[str, Any]], list[tuple[int, bytes]]]:
+def decode(log: Path, since: int, offsets: list[list[int]] | None = None) -> tuple[LineRecords, list[tuple[int, bytes]]]:
     """The records of a log from ``seq`` ``since`` on (a reset marker empties what came before),
-    and the lines that are no record, numbered from 0 (the caller quarantines them)."""
+    and the lines that are no record, numbered from 0 (the caller quarantines them).
+
+    ``offsets``: the log's record offsets, when they are known to describe it (the state's
+    ``bytes`` is the log's size): the read then starts at the last offset at or before ``since``
+    instead of the top of the file, so reading what another writer added costs what it added.
+    The records are decoded one at a time when read (``LineRecords``): each line is decoded here
+    only to check it, and its objects are freed before the next line's are made.
+    """
+    seek = max((o for o in offsets or () if o[0] <= since), key=lambda o: o[0], default=None) if since else None
     try:
-        raw = log.read_bytes()
+        if seek is not None:
+            with open(log, "rb") as handle:
+                handle.seek(int(seek[1]))
+                raw = handle.read()
+        else:
+            raw = log.read_bytes()
     except FileNotFoundError:
-        return [], []
+        return LineRecords(b"", _loads), []
     except OSError as error:
         raise StoreError(f"cannot read {log}: {error}") from error
     end = raw.rfind(b"\n") + 1
     if end < len(raw):  # b"" when the file ends with a newline
         recovered(f"{log}: dropping a torn last line (an interrupted write).", 4)
-    records: list[dict[str, Any]] = []
+    records = LineRecords(raw, _loads)
     bad: list[tuple[int, bytes]] = []
-    for number, line in enumerate(_lines(raw, end)):  # one line alive at a time: no list of them to free after
+    for number, (start, stop) in enumerate(_spans(raw, end)):
+        line = raw[start:stop]
         if not line.strip() or is_state_line(line):
             continue
         if since and b'"_type"' not in line:  # skip what the caller holds without decoding it
@@ -124,9 +139,12 @@ def decode(log: Path, since: int) -> tuple[list[dict[str, Any]], list[tuple[int,
             bad.append((number, line))
             continue
         if record.get("_type") == RESET:
-            records = []
+            records.clear()
         else:
-            records.append(record)
+            records.add(start, stop)
+        del record  # freed before the next line is decoded: its memory is reused, not left in holes
+    if bad and seek is not None:  # line numbers count from the top of the file: read it all
+        return decode(log, since)
     return records, bad
 
 
@@ -270,12 +288,12 @@ def scan_offsets(log: Path) -> list[list[int]]:
     return offsets
 
 
-def _lines(raw: bytes, end: int) -> Iterator[bytes]:
-    """The lines of ``raw[:end]`` one by one (``raw.split`` would hold them all at once)."""
+def _spans(raw: bytes, end: int) -> Iterator[tuple[int, int]]:
+    """The (start, stop) of each line of ``raw[:end]``, one by one."""
     start = 0
     while start < end:
         stop = raw.index(b"\n", start)
-        yield raw[start:stop]
+        yield start, stop
         start = stop + 1
 
 

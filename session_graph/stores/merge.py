@@ -19,7 +19,7 @@ by message id, never by position:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from session_graph.stores.codec import snapshot_state
 if TYPE_CHECKING:
     from session_graph.session import Session
 
-__all__ = ["Merged", "adopt", "base_document", "merge_archives", "merge_snapshot", "merge_states", "unfolded_cursor"]
+__all__ = ["Merged", "Order", "adopt", "base_document", "merge_archives", "merge_snapshot", "merge_states", "unfolded_cursor"]
 
 _MISSING = object()
 
@@ -50,7 +50,7 @@ def unfolded_cursor(ids: list[str], folded: set[str]) -> tuple[int, frozenset[st
     return cursor, frozenset(i for i in folded if i in later)
 
 
-def _window(base: list[str], mine: list[str], theirs: list[str], order: dict[str, int]) -> list[str]:
+def _window(base: list[str], mine: list[str], theirs: list[str], order: Order | dict[str, int]) -> list[str]:
     """Theirs, less what mine dropped since the base, plus what mine added.
 
     History messages follow the merged history's order; a message that is not in the history
@@ -72,9 +72,10 @@ def _window(base: list[str], mine: list[str], theirs: list[str], order: dict[str
     return merged
 
 
-def base_document(state: SessionState, document: dict[str, Any]) -> dict[str, Any]:
+def base_document(state: SessionState, document: dict[str, Any], count: int | None = None) -> dict[str, Any]:
     """What a later merge starts from: the stored document as the decoded ``state`` reads it
-    (records written after the document, a crash's or another writer's, counted in)."""
+    (records written after the document, a crash's or another writer's, counted in; ``count``:
+    its messages, when its history list went on to hold more)."""
     return {
         **document,
         "window": [m.id for m in state.current_chat_history],
@@ -85,7 +86,7 @@ def base_document(state: SessionState, document: dict[str, Any]) -> dict[str, An
         "memo_ahead": sorted(state.memo_ahead),
         "fold_records": dict(state.fold_records),
         "settings": state.settings.to_dict(),
-        "message_count": len(state.full_chat_history),
+        "message_count": len(state.full_chat_history) if count is None else count,
         "usage": [dict(record) for record in state.usage],
     }
 
@@ -110,13 +111,55 @@ def merge_archives(base: dict[str, Any], mine: dict[str, Any], theirs: dict[str,
     return out
 
 
+class Order:
+    """Positions in a merged history by message id, without indexing all of it: the first
+    ``shared`` messages (the ones both writers hold, in the same places) through ``prefix``, the
+    caller's own index of its history; the rest through a dict of the tail (what changed)."""
+
+    __slots__ = ("full", "prefix", "shared", "tail")
+
+    def __init__(self, full: Sequence[BaseMessage], shared: int, prefix: Callable[[str], int | None] | None) -> None:
+        self.full, self.shared, self.prefix = full, shared if prefix is not None else 0, prefix
+        self.tail = {m.id or "": i for i, m in enumerate(full[self.shared :], self.shared)}
+
+    def get(self, message_id: str | None) -> int | None:
+        """The position of ``message_id`` in the merged history, or None if it is not there."""
+        position = self.tail.get(message_id or "")
+        if position is None and self.prefix is not None and message_id:
+            found = self.prefix(message_id)
+            position = found if found is not None and found < self.shared else None
+        return position
+
+    def __contains__(self, message_id: object) -> bool:
+        return self.get(message_id) is not None  # type: ignore[arg-type]
+
+    def __getitem__(self, message_id: str) -> int:
+        position = self.get(message_id)
+        if position is None:
+            raise KeyError(message_id)
+        return position
+
+    def id_at(self, position: int) -> str:
+        return self.full[position].id or ""
+
+
+def _folded_parts(history: Sequence[BaseMessage], shared: int, cursor: int, ahead: Iterable[str]) -> tuple[int, set[str]]:
+    """``{*ids[:cursor], *ahead}`` as (a prefix length within the shared part, the other ids):
+    what a merge compares without listing the ids of the shared part."""
+    return min(cursor, shared), {*(m.id or "" for m in history[shared:cursor]), *ahead}
+
+
 def merge_states(
     base: dict[str, Any],
     base_count: int,
     mine: SessionState,
     theirs: SessionState,
-) -> tuple[SessionState, list[BaseMessage], bool]:
-    """The merged state, my messages the store lacks (to append), and whether my fold was dropped.
+    shared: int = 0,
+    prefix: Callable[[str], int | None] | None = None,
+    own_theirs: bool = False,
+) -> tuple[SessionState, list[BaseMessage], bool, Order]:
+    """The merged state, my messages the store lacks (to append), whether my fold was dropped,
+    and the merged history's positions.
 
     Args:
         base: the state document this writer last read or wrote.
@@ -124,30 +167,53 @@ def merge_states(
             another writer cleared the session since (then they stay dropped).
         mine: the session in memory.
         theirs: the state the store holds now (its history includes every stored message).
+        shared: how many first messages both histories hold, the same objects in the same places
+            (the ones this writer read); with ``prefix`` (my index: id -> position) the merge
+            costs O(what changed after them), not O(history).
+        own_theirs: ``theirs`` is the caller's to give away: its history list becomes the merged
+            one (extended in place, no copy of it).
     """
-    theirs_ids = [m.id or "" for m in theirs.full_chat_history]
-    stored = set(theirs_ids)
+    order_prefix = prefix if shared and shared <= base_count else None
+    shared = shared if order_prefix is not None else 0
+    stored = {m.id or "" for m in theirs.full_chat_history[shared:]}  # my messages before `shared` are theirs too
     unsaved = [m for m in mine.full_chat_history[base_count:] if m.id not in stored]
-    full = [*theirs.full_chat_history, *unsaved]
-    ids = [m.id or "" for m in full]
+    if own_theirs and isinstance(theirs.full_chat_history, list):  # handed over: the merged history is built on it
+        full = theirs.full_chat_history
+        full.extend(unsaved)
+    else:
+        full = [*theirs.full_chat_history, *unsaved]
+    order = Order(full, shared, order_prefix)
 
     mine_window = [m.id or "" for m in mine.current_chat_history]
-    order = {message_id: position for position, message_id in enumerate(ids)}
     window_ids = _window(list(base.get("window", [])), mine_window, [m.id or "" for m in theirs.current_chat_history], order)
     by_id = {m.id: m for m in theirs.current_chat_history} | {m.id: m for m in mine.current_chat_history}
-    by_id.update({m.id: m for m in full})
-    window = [by_id[i] for i in window_ids if i in by_id]
+    window = []
+    for message_id in window_ids:
+        position = order.get(message_id)
+        message = full[position] if position is not None else by_id.get(message_id)
+        if message is not None:
+            window.append(message)
 
     base_memo = base.get("memo") or {}
     mine_changed, theirs_changed = mine.memo != base_memo, theirs.memo != base_memo
-    theirs_folded = _folded(theirs_ids, theirs.memo_cursor, theirs.memo_ahead)
-    mine_folded = _folded([m.id or "" for m in mine.full_chat_history], mine.memo_cursor, mine.memo_ahead)
-    dropped_fold = mine_changed and theirs_changed and bool(mine_folded - theirs_folded)
+    theirs_pre, theirs_extra = _folded_parts(theirs.full_chat_history, shared, theirs.memo_cursor, theirs.memo_ahead)
+    mine_pre, mine_extra = _folded_parts(mine.full_chat_history, shared, mine.memo_cursor, mine.memo_ahead)
+
+    def theirs_folded(message_id: str) -> bool:
+        position = order.get(message_id)
+        return message_id in theirs_extra or (position is not None and position < theirs_pre)
+
+    dropped_fold = mine_changed and theirs_changed and (
+        any(order.id_at(k) not in theirs_extra for k in range(theirs_pre, mine_pre))
+        or any(not theirs_folded(i) for i in mine_extra))
     if mine_changed and not theirs_changed:
-        memo, folded = mine.memo, theirs_folded | mine_folded
+        memo, pre, extra = mine.memo, max(theirs_pre, mine_pre), theirs_extra | mine_extra
     else:
-        memo, folded = theirs.memo, theirs_folded
-    cursor, ahead = unfolded_cursor(ids, folded)
+        memo, pre, extra = theirs.memo, theirs_pre, theirs_extra
+    cursor = pre
+    while cursor < len(full) and order.id_at(cursor) in extra:
+        cursor += 1
+    ahead = frozenset(i for i in extra if (position := order.get(i)) is not None and position >= cursor)
     base_records = base.get("fold_records") or {}  # like the memo: the writer that changed them since the base
     mine_records = mine.fold_records != base_records and theirs.fold_records == base_records
     records = mine.fold_records if mine_records else theirs.fold_records
@@ -181,7 +247,7 @@ def merge_states(
         archives=archives,
         fold_records=dict(records),
     )
-    return merged, unsaved, dropped_fold
+    return merged, unsaved, dropped_fold, order
 
 
 
@@ -195,7 +261,8 @@ class Merged:
         unsaved: my messages the store does not hold (to append).
         metadata: theirs, updated with the keys I changed since the base.
         arrived: arrival times of the stored records, by message id.
-        stored: ids of the merged history (window messages outside it are kept inline).
+        stored: the merged history's positions by id (``in``: whether an id is in it; window
+            messages outside it are kept inline).
         dropped_fold: both writers folded into the memo; mine is dropped and refolded later.
     """
 
@@ -204,8 +271,9 @@ class Merged:
     unsaved: list[BaseMessage]
     metadata: dict[str, Any]
     arrived: dict[str, str]
-    stored: set[str | None]
+    stored: Order
     dropped_fold: bool
+    theirs_count: int = -1  # messages in theirs (its history list may be the merged one, extended)
 
 
 def merge_snapshot(
@@ -213,24 +281,31 @@ def merge_snapshot(
 ) -> Merged:
     """Merge what ``snapshot`` holds (its records from ``len(held)`` on) with ``session``'s changes since ``base``.
 
-    ``stored_count``: how many of the session's messages the store held at the base (usually
-    ``len(held)``; more when another writer cleared the session since: those stay dropped).
+    ``held``: the session's first messages the store holds (a list is taken over: the stored
+    history is built on it). ``stored_count``: how many of the session's messages the store held
+    at the base (usually ``len(held)``; more when another writer cleared the session since: those
+    stay dropped).
     Pure: the session is not changed (``adopt`` does that).
     """
-    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held)
-    merged, unsaved, dropped_fold = merge_states(base, stored_count, session.state, theirs)
+    arrived: dict[str, str] = {}
+    shared = len(held)  # a list ``held`` is handed over: theirs is built on it (no copy of the history)
+    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held, arrived=arrived, own=True)
+    theirs_count = len(theirs.full_chat_history)
+    merged, unsaved, dropped_fold, order = merge_states(base, stored_count, session.state, theirs, shared,
+                                                        session._ledger.position, own_theirs=True)  # held: by my index
     base_metadata = base.get("metadata") or {}
     mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
-    arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
-    stored = {m.id for m in merged.full_chat_history}
-    return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, stored, dropped_fold)
+    return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, order, dropped_fold, theirs_count)
 
 
 def adopt(session: Session, result: Merged, late: Sequence[BaseMessage] = ()) -> None:
-    """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top)."""
-    session.restore(result.state)
+    """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top).
+
+    The merged history starts with the session's own first ``result.stored.shared`` messages
+    (the merge built it on them), so only what follows them is indexed again."""
+    session._core.install(result.state, shared=result.stored.shared)  # Session.restore, with what the merge knows
     session.metadata = result.metadata
-    session.arrived_at = {**session.arrived_at, **result.arrived}
+    session.arrived_at.update(result.arrived)  # in place: O(what arrived), not a copy of every stamp
     for message in late:
         if message not in session:
             session.append_message(message)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from langchain_core.messages import BaseMessage
 
 from session_graph._base.gc import paused_gc
+from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
 from session_graph.errors import ConfigurationError, StoreError
 from session_graph.resize.history import prefix
@@ -30,7 +31,7 @@ from session_graph.resize.trace import saved_trace
 from session_graph.retrieval.messages import bind_store
 from session_graph.session import Session
 from session_graph.stores.base import SessionStore, Snapshot, check_key, resets, utc_now
-from session_graph.stores.codec import Middle, record_message, snapshot_state
+from session_graph.stores.codec import Middle, messages_of, record_message, snapshot_state
 from session_graph.stores.flows import Blocking, Call, Operation
 from session_graph.stores.merge import Merged, adopt, base_document, merge_snapshot
 
@@ -150,10 +151,13 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     if snapshot is None:
         return None
     middle = lazy_middle(manager, key, snapshot) if window else None
-    state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle))
+    arrived: dict[str, str] = {}  # filled in the same pass that makes the messages
+    state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle, arrived))
     raced = manager.cache.get(key)
     if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
         return (yield from get_flow(manager, key, progress))
+    if len(snapshot.records) >= TRIM_AFTER:
+        trim_heap()  # what the decode freed outside Python's own allocator goes back to the OS
     log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
              len(state.full_chat_history), time.perf_counter() - started)
     session = entry.session if entry is not None else manager.session_factory(key)
@@ -162,7 +166,6 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
         bind_store(session, manager.store.search_index, manager.tenant)  # Session.search asks the store for the middle
     session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
     session.metadata = metadata
-    arrived = {r.get("id") or "": r.get("ts", "") for r in snapshot.records}
     session.arrived_at = {**session.arrived_at, **arrived} if held else arrived
     remember(manager, key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
                                  snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
@@ -187,8 +190,8 @@ def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
     result = yield Blocking(lambda: merge_with(manager, entry, snapshot, held))
     adopt(session, result)
     session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
-    entry.version, entry.persisted = snapshot.version, len(result.theirs.full_chat_history)
-    entry.base = base_document(result.theirs, snapshot.state)
+    entry.version, entry.persisted = snapshot.version, result.theirs_count
+    entry.base = base_document(result.theirs, snapshot.state, result.theirs_count)
     entry.revision = -1  # our own messages and changes are not stored yet
 
 
@@ -202,7 +205,17 @@ def lazy_middle(manager: Owner, key: str, snapshot: Snapshot) -> Middle:
             stored = store.read(tenant, key, since=1)
             if stored is None or resets(stored.state) != stamp:
                 raise StoreError(f"{where} was cleared or deleted in the store since it was loaded; get it again.")
-            return [record_message(r, where) for r in stored.records if int(r.get("seq", stop)) < stop]
+            records = stored.records
+            del stored  # the records past the middle go now, before the middle's messages are made
+            count = min(stop - 1, len(records))
+            if count and (records[0].get("seq") != 1 or records[count - 1].get("seq") != count):  # not numbered 1, 2, ...
+                return [record_message(r, where) for r in records if int(r.get("seq", stop)) < stop]
+            middle = records[:count]
+            del records
+            messages = messages_of(middle, where)  # one pass, each row let go once decoded
+        if len(messages) >= TRIM_AFTER:
+            trim_heap()  # what the decode freed outside Python's own allocator goes back to the OS
+        return messages
 
     ids = getattr(store, "ids", None)
     return load, (lambda stop: ids(tenant, key, 1, stop)) if ids is not None else None

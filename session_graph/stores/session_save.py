@@ -101,10 +101,13 @@ def saving(manager: Owner, entry: Entry, mine: StoreChange, held: int, now: str,
         result = merge_with(manager, entry, Snapshot(key, stored.state, stored.records, stored.version),
                             prefix(session.full_chat_history, held))
         merged.append(result)
-        stamps = {**session.arrived_at, **result.arrived}
+        arrived, stamps = result.arrived, session.arrived_at  # theirs first; no merged copy of every stamp
         trace = ResizeTrace(session.trace)
         trace.merge(saved_trace(stored.state, f"session {key!r}"))  # the other writer's resizes too
-        document = state_document(result.state, result.metadata, entry.created_at, now, lambda m: m.id in result.stored, trace)
-        return StoreChange(document, [message_record(m, stamps.get(m.id or "", now)) for m in result.unsaved])
+        order = result.stored
+        document = state_document(result.state, result.metadata, entry.created_at, now, lambda m: m.id in order, trace,
+                                  lambda m: order.get(m.id))
+        return StoreChange(document, [message_record(m, arrived[i] if (i := m.id or "") in arrived else stamps.get(i, now))
+                                      for m in result.unsaved])
 
     return change

@@ -23,7 +23,6 @@ import sqlite3
 import threading
 from typing import Any
 
-from session_graph._base.gc import paused_gc
 from session_graph.errors import StoreError
 from session_graph.stores.base import (
     SCHEMA_VERSION,
@@ -38,9 +37,11 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.records import PackedRecords, PackedRows, RowRecords
 from session_graph.stores.search_sql import SQLITE_SEARCH, SqlSearch, SqlSearchDialect
 from session_graph.stores.sql_steps import Exec as _Exec
 from session_graph.stores.sql_steps import Flow
+from session_graph.stores.sql_steps import loads as _loads
 from session_graph.stores.sql_steps import stored_json as _json
 
 __all__ = ["Dialect", "Flow", "SqlStore", "SqliteStore", "adrive_sql", "drive_sql"]
@@ -77,7 +78,12 @@ def drive_sql(cursor: Any, flow: Flow) -> Any:
             cursor.executemany(step.sql, step.params)
         else:
             cursor.execute(step.sql, step.params)
-        reply = cursor.fetchone() if step.fetch == "one" else cursor.fetchall() if step.fetch == "all" else None
+        if step.fetch == "packed":
+            reply = PackedRows()
+            for row in cursor:
+                reply.add(row)
+        else:
+            reply = cursor.fetchone() if step.fetch == "one" else cursor.fetchall() if step.fetch == "all" else None
 
 
 async def adrive_sql(cursor: Any, flow: Flow) -> Any:
@@ -92,7 +98,12 @@ async def adrive_sql(cursor: Any, flow: Flow) -> Any:
             await cursor.executemany(step.sql, step.params)
         else:
             await cursor.execute(step.sql, step.params)
-        reply = await cursor.fetchone() if step.fetch == "one" else await cursor.fetchall() if step.fetch == "all" else None
+        if step.fetch == "packed":
+            reply = PackedRows()
+            async for row in cursor:
+                reply.add(row)
+        else:
+            reply = await cursor.fetchone() if step.fetch == "one" else await cursor.fetchall() if step.fetch == "all" else None
 
 
 class SqlStore(StoreBase):
@@ -166,7 +177,7 @@ class SqlStore(StoreBase):
         if since is not None and since < count:
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
                                  " ORDER BY seq", (tenant, key, since), "all")
-            records = self._records(rows, key)
+            records = list(self._records(rows, key))
         change = check_change(fn(StoredSession(key, stored, version, count, records)), fn)
         if change is None:
             if not version:
@@ -206,11 +217,11 @@ class SqlStore(StoreBase):
         start = int(state.get("window_start", 0) or 0) if window else 0
         if start >= 2:  # record 0 (a system prompt) and the window on: what a lazy load needs
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ?"
-                                 " AND (seq = 0 OR seq >= ?) ORDER BY seq", (tenant, key, start), "all")
+                                 " AND (seq = 0 OR seq >= ?) ORDER BY seq", (tenant, key, start), "packed")
         else:
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
-                                 " ORDER BY seq", (tenant, key, since), "all")
-        records = self._records(rows, key)
+                                 " ORDER BY seq", (tenant, key, since), "packed")
+        records = self._packed(rows, key)
         return Snapshot(key, state, records, int(row[1]))
 
     def _ids_flow(self, tenant: str, key: str, start: int, stop: int) -> Flow:
@@ -218,14 +229,32 @@ class SqlStore(StoreBase):
                              (tenant, key, start, stop), "all")
         return [r[0] for r in rows]
 
-    def _records(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
-        with paused_gc():
-            return self._decode(rows, key)
-
-    def _decode(self, rows: list[Any], key: str) -> list[dict[str, Any]]:
+    def _packed(self, packed: PackedRows, key: str) -> PackedRecords:
+        """Packed rows as records, each decoded when read (``stores.records``: the JSON texts sit in
+        one buffer, never as 100,000 strings at once, and a load makes each message before the
+        next record is decoded)."""
         where = f"{self._where} session {key!r}"
-        return [{"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
-                for seq, id_, ts, role, data in rows]
+
+        def record(head: Any, text: memoryview) -> dict[str, Any]:
+            seq, id_, ts, role = head
+            try:
+                message = _loads(text)
+            except (ValueError, TypeError):  # orjson is stricter than the json module (NaN): let it decide, or name the row
+                message = _json(bytes(text).decode("utf-8", "surrogatepass"), f"{where} message {seq}")
+            return {"seq": seq, "id": id_, "ts": ts, "role": role, "message": message}
+
+        return PackedRecords(packed, record)
+
+    def _records(self, rows: list[Any], key: str) -> RowRecords:
+        """The rows as records, each decoded when read (``stores.records``: a load makes each
+        message before the next row is decoded, so no list of every record is ever held)."""
+        where = f"{self._where} session {key!r}"
+
+        def record(row: Any) -> dict[str, Any]:
+            seq, id_, ts, role, data = row
+            return {"seq": seq, "id": id_, "ts": ts, "role": role, "message": _json(data, f"{where} message {seq}")}
+
+        return RowRecords(rows if isinstance(rows, list) else list(rows), record)
 
     def _version_flow(self, tenant: str, key: str) -> Flow:
         row = yield self._x("SELECT version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, key), "one")

@@ -11,7 +11,7 @@ from typing import Any
 
 from session_graph.errors import StoreError
 
-__all__ = ["Exec", "Flow", "stored_json"]
+__all__ = ["Exec", "Flow", "loads", "stored_json"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Exec:
 
     sql: str
     params: Any = ()
-    fetch: str = ""  # "", "one" or "all"
+    fetch: str = ""  # "", "one", "all" or "packed" (rows one at a time, the last column into one buffer: ``PackedRows``)
     many: bool = False
 
 
@@ -29,15 +29,15 @@ Flow = Generator[Exec, Any, Any]
 
 
 try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
-    from orjson import loads as _loads
+    from orjson import loads
 except ImportError:  # pragma: no cover
-    _loads = json.loads
+    loads = json.loads  # type: ignore[assignment]
 
 
 def stored_json(text: str, where: str) -> Any:
     """A stored JSON column, or a ``StoreError`` naming where it is broken."""
     try:
-        return _loads(text)
+        return loads(text)
     except ValueError:
         pass  # orjson is stricter than the json module (NaN): let json decide
     try:
