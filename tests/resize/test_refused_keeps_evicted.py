@@ -47,7 +47,7 @@ def test_a_refused_compression_keeps_the_lines_of_what_the_same_resize_folds_and
     session = Session(model=IgnoringModel(memo=mode == "memo")).configure(mode=mode, limit={"tokens": 1200})
     session.set_settings("session.summary.reserve_tokens", 150)
     evicted = kept = 0
-    for n in range(200):
+    for n in range(400):
         session.append_message(HumanMessage(content=f"is ticket INC-{n} closed?", id=f"q{n}"))
         session.append_message(AIMessage(content=f"yes, INC-{n} is closed now", id=f"a{n}"))
         before, cursor = {m.id for m in session.current_chat_history}, session.memo_cursor
