@@ -63,3 +63,14 @@ def _postgres_store() -> BaseStore:
     store = PostgresStore(connection)
     store.setup()
     return store
+
+
+class FailingStore(InMemoryStore):
+    """An in-memory store that raises ``failure`` on every call while it is set."""
+
+    failure: BaseException | None = None
+
+    def batch(self, ops: Any) -> Any:
+        if self.failure is not None:
+            raise self.failure
+        return super().batch(ops)

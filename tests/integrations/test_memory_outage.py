@@ -13,7 +13,7 @@ from agents_util import ToolCallingFake
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
+from memory_util import FailingStore as Failing
 import psycopg
 import pytest
 
@@ -21,17 +21,6 @@ from session_graph import Session, StoreError, StoreUnavailableError
 from session_graph.integrations import SessionMiddleware
 from session_graph.memory import MemoryConfig
 from session_graph.memory.recall import remember
-
-
-class Failing(InMemoryStore):
-    """An in-memory store that raises ``failure`` on every call while it is set."""
-
-    failure: BaseException | None = None
-
-    def batch(self, ops: Any) -> Any:
-        if self.failure is not None:
-            raise self.failure
-        return super().batch(ops)
 
 
 def setup(**options: Any) -> tuple[Failing, SessionMiddleware, Any, ToolCallingFake]:

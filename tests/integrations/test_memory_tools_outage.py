@@ -11,7 +11,7 @@ from agents_util import ToolCallingFake
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
+from memory_util import FailingStore as Failing
 import psycopg
 import pytest
 
@@ -19,18 +19,6 @@ from session_graph import Session, StoreError
 from session_graph.integrations import SessionMiddleware
 from session_graph.memory import MemoryConfig, list_memories
 from session_graph.memory.recall import remember
-
-
-class Failing(InMemoryStore):
-    """An in-memory store that raises ``failure`` on every call while it is set."""
-
-    failure: BaseException | None = None
-
-    def batch(self, ops: Any) -> Any:
-        if self.failure is not None:
-            raise self.failure
-        return super().batch(ops)
-
 
 CALLS = [
     {"id": "r", "name": "remember", "args": {"content": "The user prefers tabs.", "category": "preferences", "key": "indent"}},
