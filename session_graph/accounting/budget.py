@@ -115,7 +115,8 @@ def plan_prune(
     moved forward to the next turn (user or system message) so the window opens on a turn.
     The headroom limits are the low-water mark: a prune cuts down to them, so the turns after
     it fit without another resize. Only when opening on the next turn keeps less than
-    ``KEEP_AT_LEAST`` of the low-water mark (the cut fell inside a long turn, and the next
+    ``KEEP_AT_LEAST`` of every low-water mark (tokens, chars, and the message limit: the one
+    that bound the cut is among them; the cut fell inside a long turn, and the next
     turn would drop a whole tool turn that fits), what fits the full limits from a turn
     boundary (what ``trim_messages`` keeps) is kept instead, and the next resize comes sooner.
     The window never opens on a tool result.
@@ -127,15 +128,17 @@ def plan_prune(
     while headroom < n - 1 and roles[headroom] == "tool":
         headroom += 1
     keep_from = headroom
-    low_water = max_tokens if tokens is not None and max_tokens else chars
-    if low_water and (full_chars > chars or full_tokens > max_tokens):
-        # Opening on the next turn dropped most of the low-water mark (the cut fell inside a long
-        # turn): keep instead what fits the full limits from a turn boundary (what trim_messages keeps).
-        measure = tokens if tokens is not None and max_tokens else sizes
-        if sum(measure[headroom:]) < KEEP_AT_LEAST * low_water:
-            fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, messages, full_tokens or max_tokens))
-            if fits < headroom and roles[fits] in BOUNDARY_ROLES:
-                keep_from = fits
+    # each low-water mark with what it measures (the one that bound the cut is among them)
+    marks = [(measure, mark) for measure, mark in ((tokens if max_tokens else None, max_tokens), (sizes, chars))
+             if measure is not None and mark]
+    # Opening on the next turn dropped most of every low-water mark (the cut fell inside a long
+    # turn): keep instead what fits the full limits from a turn boundary (what trim_messages keeps).
+    if (marks and (full_chars > chars or full_tokens > max_tokens)
+            and all(sum(measure[headroom:]) < KEEP_AT_LEAST * mark for measure, mark in marks)
+            and (not messages or n - headroom < KEEP_AT_LEAST * messages)):
+        fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, messages, full_tokens or max_tokens))
+        if fits < headroom and roles[fits] in BOUNDARY_ROLES:
+            keep_from = fits
     while keep_from < n - 1 and roles[keep_from] == "tool":
         keep_from += 1
     if keep_turn:

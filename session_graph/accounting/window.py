@@ -54,14 +54,17 @@ class WindowTotals:
         """Whether a prune could shrink the window for (chars, messages, tokens) limits.
 
         A window that is just its newest unit cannot shrink, so an oversized single message
-        never makes the policy fire on every turn. ``tokens`` is the budget left for the
-        window (after the system prompt, the summary reserve and the reply priming).
+        never makes the policy fire on every turn; under a token budget a prune keeps the
+        current turn whole, so neither does a long turn (every limit then needs more than it).
+        ``tokens`` is the budget left for the window (after the system prompt, the summary
+        reserve and the reply priming).
         """
-        more_than_tail = self.count > self.tail_count
+        kept = max(self.tail_count, self.turn_count) if tokens > 0 else self.tail_count
+        more_than_kept = self.count > kept
         return (
-            bool(chars) and self.chars >= chars and more_than_tail,
-            bool(messages) and self.count > messages and more_than_tail,
-            tokens > 0 and self.tokens > tokens and self.count > max(self.tail_count, self.turn_count),
+            bool(chars) and self.chars >= chars and more_than_kept,
+            bool(messages) and self.count > messages and more_than_kept,
+            tokens > 0 and self.tokens > tokens and more_than_kept,
         )
 
 

@@ -139,7 +139,8 @@ def _ascii_term(word: str) -> str:
 
 
 _KNOWN: dict[str, str] = {}  # ASCII word -> its term: a conversation repeats its words, each stemmed once
-_KNOWN_MAX = 20_000  # then it starts over (bounded: about 2 MB)
+_KNOWN_MAX = 20_000  # then it starts over (bounded: about 2 MB, as only words up to _KNOWN_LONGEST are kept)
+_KNOWN_LONGEST = 40  # a longer word (a sequence, a hex dump, an encoded blob) is stemmed each time, never kept
 _DIGIT = re.compile(r"\d")
 
 
@@ -155,9 +156,11 @@ def terms(text: str) -> list[str]:
                 out.append(term)
             continue
         if word.isascii():
-            if len(known) >= _KNOWN_MAX:
-                known.clear()
-            term = known[word] = _ascii_term(word)
+            term = _ascii_term(word)
+            if len(word) <= _KNOWN_LONGEST:
+                if len(known) >= _KNOWN_MAX:
+                    known.clear()
+                known[word] = term
             if term:
                 out.append(term)
             continue

@@ -45,6 +45,7 @@ class IgnoringModel(SimpleChatModel):
 @pytest.mark.parametrize("mode", ["summary", "memo"])
 def test_a_refused_compression_keeps_the_lines_of_what_the_same_resize_folds_and_evicts(mode: str) -> None:
     session = Session(model=IgnoringModel(memo=mode == "memo")).configure(mode=mode, limit={"tokens": 1200})
+    session.set_settings("session.tokens.prune_to_ratio", 0.8)
     session.set_settings("session.summary.reserve_tokens", 150)
     evicted = kept = 0
     for n in range(400):
