@@ -37,18 +37,14 @@ from session_graph.stores.search_state import TenantState as _Tenant
 from session_graph.stores.search_state import documents_since
 from session_graph.stores.search_terms import (
     HEADER,
-    end_of,
-    entry_line,
-    file_mark,
     header_line,
     key_of_log,
     parse_line,
     record_text,
-    reset_line,
     scan_log,
-    skip_line,
     terms_path,
 )
+from session_graph.stores.search_writes import TermsWriter
 
 
 class IndexedStore(Protocol):
@@ -84,44 +80,30 @@ class JsonlSearch:
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
-        self._ends: dict[Path, tuple[tuple[int, int, int], int]] = {}  # terms file -> (its stat when we wrote it, log end it covers)
+        self.writer = TermsWriter(store)
 
     # -- writing (under the session's lock) -------------------------------------------------------
     def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
-                 records: list[dict[str, Any]], reset: bool) -> None:
-        """Index lines just appended to ``log_path`` at byte ``start`` (called by ``update``).
-
-        Never fails the save: an index that cannot be written is removed, and rebuilt on the
-        next search.
-        """
-        path = terms_path(log_path)
+                 records: list[dict[str, Any]], reset: bool, *, tenant: str | None = None) -> None:
+        """Note lines just appended to ``log_path`` at byte ``start`` (called by ``update``): the
+        terms file is written in batches (``search_writes.TermsWriter``); any search catches a terms
+        file behind its log up first. Never fails the save."""
         self._appends += 1
         search_marker.bump(log_path.parent)
-        known = self._ends.pop(path, None)
-        try:
-            if start == 0:
-                out = [header_line(key)]
-            elif (known[1] if known is not None and known[0] == file_mark(path) else end_of(path)) == start:
-                out = []  # what this store wrote last, untouched since (else read back from the file's end)
-            else:
-                return  # missing or behind: the next search rebuilds or catches up from the log
-            position, seq, texts = start, first_seq, list(records)
-            for index, raw in enumerate(lines):
-                if reset and index == 0:
-                    out.append(reset_line(position, len(raw)))
-                elif seq - first_seq < len(texts):
-                    out.append(entry_line(texts[seq - first_seq], seq, position, len(raw)))
-                    seq += 1
-                else:  # the state line the save ends with: covered, not indexed
-                    out.append(skip_line(position, len(raw)))
-                position += len(raw)
-            with open(path, "wb" if start == 0 else "ab") as handle:
-                handle.write(b"".join(out))
-            self._ends = self._ends if len(self._ends) < 4096 else {}
-            self._ends[path] = (file_mark(path), position)
-        except (OSError, ValueError, TypeError) as error:
-            log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
-            _unlink(path)
+        self.writer.appended(log_path, key, start, lines, tenant)
+
+    def flush(self) -> None:
+        """Write every terms file this store left behind its log (``JsonlStore.close`` calls it)."""
+        self.writer.flush()
+
+    @property
+    def batch_bytes(self) -> int:
+        """How far a save lets a terms file fall behind its log (0: every save indexes)."""
+        return self.writer.batch_bytes
+
+    @batch_bytes.setter
+    def batch_bytes(self, value: int) -> None:
+        self.writer.batch_bytes = value
 
     def deleted(self, log_path: Path) -> None:
         """Drop the terms file of a deleted session and what this process indexed of it (called
