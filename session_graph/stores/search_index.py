@@ -111,6 +111,7 @@ class JsonlSearch:
         next search could not tell it from the old one."""
         self._appends += 1  # the next search checks the files again
         search_marker.bump(log_path.parent)
+        self.writer.forget(log_path)
         _unlink(terms_path(log_path))
         with self._lock:
             for tenant, state in self._tenants.items():

@@ -50,12 +50,16 @@ class TermsWriter:
         # terms file -> (its stat when we wrote or read it, the log end it covers, the next seq there)
         self._ends: dict[Path, tuple[tuple[int, int, int], int, int]] = {}
         self._pending: dict[Path, tuple[str, str]] = {}  # log -> (tenant, key) whose terms file may be behind it
+        self._paths: dict[Path, Path] = {}  # log -> its terms file (named once)
 
     def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], tenant: str | None) -> None:
         """Lines were appended to ``log_path`` at byte ``start`` (under the session's lock): write
         the terms file's batch when the log is far enough ahead. An index that cannot be written is
         removed (the next search rebuilds it); the save never fails for it."""
-        path = terms_path(log_path)
+        path = self._paths.get(log_path)
+        if path is None:
+            self._paths = self._paths if len(self._paths) < 4096 else {}
+            path = self._paths[log_path] = terms_path(log_path)
         end = start + sum(map(len, lines))
         try:
             if start == 0:  # a new (or emptied) log: a header-only terms file, caught up like any other
@@ -64,6 +68,9 @@ class TermsWriter:
                 self._remember(path, 0, 0)
             if tenant is not None:
                 self._pending[log_path] = (tenant, key)
+            known = self._ends.get(path)  # no stat while the batch is not due: a file another writer
+            if known is not None and end - known[1] < self.batch_bytes:  # moved on is only further ahead
+                return
             if end - self._covered(path)[0] >= self.batch_bytes:
                 self._write_batch(log_path)
         except (OSError, ValueError, TypeError) as error:
@@ -82,6 +89,11 @@ class TermsWriter:
                     self._write_batch(log_path)
             except (OSError, ValueError, TypeError, StoreError) as error:
                 log.warning("could not catch up the search index of %s (%s); the next search does", log_path, error)
+
+    def forget(self, log_path: Path) -> None:
+        """A deleted session: nothing of its terms file is known any more, nothing is pending."""
+        self._pending.pop(log_path, None)
+        self._ends.pop(self._paths.pop(log_path, terms_path(log_path)), None)
 
     def _covered(self, path: Path) -> tuple[int, int]:
         """(log byte, next seq) the terms file covers up to; (-1, 0) when missing, damaged or of an older version."""
