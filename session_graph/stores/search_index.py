@@ -1,17 +1,19 @@
 """The JSONL store's search index: one ``<name>.terms`` file next to each ``<name>.jsonl`` log.
 
 Writing: ``JsonlStore.update`` hands each append to ``JsonlSearch.appended`` under the
-session's lock, which adds one line per new log line (its seq, byte offset and length in the
-log, id, role, ts and retrieval terms) to the terms file: O(new messages), no fsync (the
-index can always be derived from the log again). A reset marker gets a reset line.
+session's lock, which notes it; ``search_writes.TermsWriter`` adds the terms lines (one per log
+line: its seq, byte offset and length in the log, id, role, ts and retrieval terms; a reset
+marker gets a reset line) in batches, once the log is ``batch_bytes`` past the terms file, and
+at ``flush`` (``JsonlStore.close``); no fsync (the index can always be derived from the log again).
 
 Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
 query, brings each session up to date from the end of its terms file. The tenant folder's
 mtime is the change marker (every save replaces a file there and bumps it), so a query on an
 unchanged tenant costs one stat, not a listing and a stat per session. Every terms line carries a CRC-32 and the offsets must tile the log without
 gaps, so a damaged, foreign or stale file is never trusted: it is rebuilt from the log, under
-the session's lock, and reported. A terms file behind its log (a crash between the two
-appends, or a log written by an older version) is caught up from the log's tail.
+the session's lock, and reported. A terms file behind its log (a batch not written
+yet, a process that ended without ``close``, a log written by an older version) is caught up
+from the log's tail, under the session's lock.
 
 Hits read their text back from the log (one seek each); nothing else reads the log, so a
 search never pages a session's middle into memory.
