@@ -215,6 +215,7 @@ def test_index_behind_its_log_is_caught_up(tmp_path: Path) -> None:
     root = tmp_path / "j"
     manager = SessionManager(JsonlStore(root))
     fill(manager)
+    manager.close()  # the terms files written up to their logs (a live store writes them in batches)
     path = terms_path(next(root.rglob("trip.jsonl")))
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:-2]))  # a crash between the log append and the index append
@@ -228,6 +229,7 @@ def test_damaged_index_is_rebuilt_never_trusted(tmp_path: Path, caplog: pytest.L
     root = tmp_path / "j"
     manager = SessionManager(JsonlStore(root))
     fill(manager)
+    manager.close()  # the terms files written up to their logs (a live store writes them in batches)
     path = terms_path(next(root.rglob("work.jsonl")))
     good = path.read_bytes()
     path.write_bytes(good.replace(b'"r":"user"', b'"r":"usex"', 1))  # the checksum no longer matches

@@ -1,17 +1,19 @@
 """The JSONL store's search index: one ``<name>.terms`` file next to each ``<name>.jsonl`` log.
 
 Writing: ``JsonlStore.update`` hands each append to ``JsonlSearch.appended`` under the
-session's lock, which adds one line per new log line (its seq, byte offset and length in the
-log, id, role, ts and retrieval terms) to the terms file: O(new messages), no fsync (the
-index can always be derived from the log again). A reset marker gets a reset line.
+session's lock, which notes it; ``search_writes.TermsWriter`` adds the terms lines (one per log
+line: its seq, byte offset and length in the log, id, role, ts and retrieval terms; a reset
+marker gets a reset line) in batches, once the log is ``batch_bytes`` past the terms file, and
+at ``flush`` (``JsonlStore.close``); no fsync (the index can always be derived from the log again).
 
 Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
 query, brings each session up to date from the end of its terms file. The tenant folder's
 mtime is the change marker (every save replaces a file there and bumps it), so a query on an
 unchanged tenant costs one stat, not a listing and a stat per session. Every terms line carries a CRC-32 and the offsets must tile the log without
 gaps, so a damaged, foreign or stale file is never trusted: it is rebuilt from the log, under
-the session's lock, and reported. A terms file behind its log (a crash between the two
-appends, or a log written by an older version) is caught up from the log's tail.
+the session's lock, and reported. A terms file behind its log (a batch not written
+yet, a process that ended without ``close``, a log written by an older version) is caught up
+from the log's tail, under the session's lock.
 
 Hits read their text back from the log (one seek each); nothing else reads the log, so a
 search never pages a session's middle into memory.
@@ -37,18 +39,14 @@ from session_graph.stores.search_state import TenantState as _Tenant
 from session_graph.stores.search_state import documents_since
 from session_graph.stores.search_terms import (
     HEADER,
-    end_of,
-    entry_line,
-    file_mark,
     header_line,
     key_of_log,
     parse_line,
     record_text,
-    reset_line,
     scan_log,
-    skip_line,
     terms_path,
 )
+from session_graph.stores.search_writes import TermsWriter
 
 
 class IndexedStore(Protocol):
@@ -84,44 +82,30 @@ class JsonlSearch:
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
-        self._ends: dict[Path, tuple[tuple[int, int, int], int]] = {}  # terms file -> (its stat when we wrote it, log end it covers)
+        self.writer = TermsWriter(store)
 
     # -- writing (under the session's lock) -------------------------------------------------------
     def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
-                 records: list[dict[str, Any]], reset: bool) -> None:
-        """Index lines just appended to ``log_path`` at byte ``start`` (called by ``update``).
-
-        Never fails the save: an index that cannot be written is removed, and rebuilt on the
-        next search.
-        """
-        path = terms_path(log_path)
+                 records: list[dict[str, Any]], reset: bool, *, tenant: str | None = None) -> None:
+        """Note lines just appended to ``log_path`` at byte ``start`` (called by ``update``): the
+        terms file is written in batches (``search_writes.TermsWriter``); any search catches a terms
+        file behind its log up first. Never fails the save."""
         self._appends += 1
         search_marker.bump(log_path.parent)
-        known = self._ends.pop(path, None)
-        try:
-            if start == 0:
-                out = [header_line(key)]
-            elif (known[1] if known is not None and known[0] == file_mark(path) else end_of(path)) == start:
-                out = []  # what this store wrote last, untouched since (else read back from the file's end)
-            else:
-                return  # missing or behind: the next search rebuilds or catches up from the log
-            position, seq, texts = start, first_seq, list(records)
-            for index, raw in enumerate(lines):
-                if reset and index == 0:
-                    out.append(reset_line(position, len(raw)))
-                elif seq - first_seq < len(texts):
-                    out.append(entry_line(texts[seq - first_seq], seq, position, len(raw)))
-                    seq += 1
-                else:  # the state line the save ends with: covered, not indexed
-                    out.append(skip_line(position, len(raw)))
-                position += len(raw)
-            with open(path, "wb" if start == 0 else "ab") as handle:
-                handle.write(b"".join(out))
-            self._ends = self._ends if len(self._ends) < 4096 else {}
-            self._ends[path] = (file_mark(path), position)
-        except (OSError, ValueError, TypeError) as error:
-            log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
-            _unlink(path)
+        self.writer.appended(log_path, key, start, lines, tenant)
+
+    def flush(self) -> None:
+        """Write every terms file this store left behind its log (``JsonlStore.close`` calls it)."""
+        self.writer.flush()
+
+    @property
+    def batch_bytes(self) -> int:
+        """How far a save lets a terms file fall behind its log (0: every save indexes)."""
+        return self.writer.batch_bytes
+
+    @batch_bytes.setter
+    def batch_bytes(self, value: int) -> None:
+        self.writer.batch_bytes = value
 
     def deleted(self, log_path: Path) -> None:
         """Drop the terms file of a deleted session and what this process indexed of it (called
@@ -129,6 +113,7 @@ class JsonlSearch:
         next search could not tell it from the old one."""
         self._appends += 1  # the next search checks the files again
         search_marker.bump(log_path.parent)
+        self.writer.forget(log_path)
         _unlink(terms_path(log_path))
         with self._lock:
             for tenant, state in self._tenants.items():

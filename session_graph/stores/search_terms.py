@@ -23,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover
     _loads = json.loads
 
-__all__ = ["HEADER", "end_of", "entry_line", "file_mark", "header_line", "key_of_log", "parse_line", "record_text", "reset_line", "scan_log", "skip_line", "terms_path"]
+__all__ = ["HEADER", "entry_line", "file_mark", "header_line", "key_of_log", "line_end", "parse_line", "record_text", "reset_line", "scan_log", "skip_line", "tail_of", "terms_path"]
 
 HEADER = "sg-search-1"
 
@@ -73,9 +73,10 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
-def skip_line(offset: int, size: int) -> bytes:
-    """The line of a log line that holds no message (a state line, a quarantined line): covered, not indexed."""
-    return _line({"skip": 1, "o": offset, "n": size})
+def skip_line(offset: int, size: int, seq: int | None = None) -> bytes:
+    """The line of a log line that holds no message (a state line, a quarantined line): covered,
+    not indexed; ``seq``: the next message's seq (so a writer can resume from the file's end)."""
+    return _line({"skip": 1, "o": offset, "n": size} if seq is None else {"skip": 1, "o": offset, "n": size, "s": seq})
 
 
 def reset_line(offset: int, size: int) -> bytes:
@@ -112,7 +113,7 @@ def scan_log(log_path: Path, start: int, seq: int) -> list[bytes]:
             out.append(entry_line(record, seq, position, len(line)))
             seq += 1
         else:  # a corrupt line the store quarantines: covered, not indexed
-            out.append(skip_line(position, len(line)))
+            out.append(skip_line(position, len(line), seq))
         position += len(line)
     return out
 
@@ -126,8 +127,9 @@ def file_mark(path: Path) -> tuple[int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def end_of(path: Path) -> int | None:
-    """The log byte the terms file covers up to, from its last line (None: missing or damaged)."""
+def tail_of(path: Path) -> tuple[int, int] | None:
+    """(the log byte the terms file covers up to, the next message's seq), from its last line
+    (None: missing, damaged, or a last line that does not say the seq)."""
     try:
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
@@ -144,12 +146,21 @@ def end_of(path: Path) -> int | None:
     except FileNotFoundError:
         return None
     document = parse_line(tail[cut + 1 :])
-    if document is None or not tail.endswith(b"\n"):
-        return None
+    return None if document is None or not tail.endswith(b"\n") else line_end(document)
+
+
+def line_end(document: dict[str, Any]) -> tuple[int, int] | None:
+    """(log end, next seq) after a terms line's document, None when it does not say."""
     if "h" in document:
-        return 0
-    offset, length = document.get("o"), document.get("n")
-    return offset + length if isinstance(offset, int) and isinstance(length, int) else None
+        return 0, 0
+    offset, length, seq = document.get("o"), document.get("n"), document.get("s")
+    if not isinstance(offset, int) or not isinstance(length, int):
+        return None
+    if "reset" in document:
+        return offset + length, 0
+    if not isinstance(seq, int):
+        return None  # a skip line of an older version: the seq is not known here
+    return offset + length, seq if "skip" in document else seq + 1
 
 
 def key_of_log(folder: Path, name: str) -> str:
