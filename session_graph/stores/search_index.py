@@ -46,7 +46,7 @@ from session_graph.stores.search_terms import (
     scan_log,
     terms_path,
 )
-from session_graph.stores.search_writes import TermsWriter
+from session_graph.stores.search_writes import TermsWriter, unlink_index
 
 
 class IndexedStore(Protocol):
@@ -114,7 +114,7 @@ class JsonlSearch:
         self._appends += 1  # the next search checks the files again
         search_marker.bump(log_path.parent)
         self.writer.forget(log_path)
-        _unlink(terms_path(log_path))
+        unlink_index(terms_path(log_path))
         with self._lock:
             for tenant, state in self._tenants.items():
                 if log_path.name in state.sessions and self.store._dir(tenant) == log_path.parent:
@@ -358,12 +358,3 @@ class JsonlSearch:
             state.index.remove_owner(session.key)
             for ref in [r for r in state.where if r[0] == session.key]:
                 del state.where[ref]
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-    except OSError as error:
-        log.warning("could not remove the search index %s: %s", path, error)

@@ -29,7 +29,7 @@ from session_graph.stores.search_terms import (
     terms_path,
 )
 
-__all__ = ["BATCH_BYTES", "TermsWriter"]
+__all__ = ["BATCH_BYTES", "TermsWriter", "unlink_index"]
 
 log = logging.getLogger(__name__)
 BATCH_BYTES = 64 * 1024  # how far a save lets a terms file fall behind its log: a batch (and a search catching up)
@@ -77,7 +77,7 @@ class TermsWriter:
         except (OSError, ValueError, TypeError) as error:
             log.warning("could not update the search index %s (%s); the next search rebuilds it", path, error)
             self._ends.pop(path, None)
-            _unlink(path)
+            unlink_index(path)
 
     def flush(self) -> None:
         """Write every terms file this store left behind its log (under each session's lock)."""
@@ -131,7 +131,8 @@ class TermsWriter:
         self._ends[path] = (file_mark(path), covered, seq)
 
 
-def _unlink(path: Path) -> None:
+def unlink_index(path: Path) -> None:
+    """Remove a terms file; a missing one is fine, another failure is a warning (it is caught up or rebuilt)."""
     try:
         path.unlink()
     except FileNotFoundError:
