@@ -50,9 +50,11 @@ def arranged_view(view: Any, how: str, measure: Callable[[BaseMessage], int], fi
     messages = view.messages
     if how == "keep" or not any(isinstance(m, SystemMessage) for m in messages[1:]):
         return view
-    arranged = arrange_system_messages(list(messages), how)
+    arranged = arrange_system_messages(messages, how)
+    if len(arranged) == len(messages):  # moved, not merged: the same messages cost what the view says
+        return dataclasses.replace(view, messages=arranged)
     total = sum(measure(m) for m in arranged) + fixed
     if view.budget and total > view.budget:
-        arranged = arrange_system_messages(list(messages), "front")
+        arranged = arrange_system_messages(messages, "front")
         total = view.tokens
     return dataclasses.replace(view, messages=arranged, tokens=total)

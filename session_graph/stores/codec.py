@@ -169,21 +169,18 @@ def state_document(
     created_at: str,
     updated_at: str,
     in_history: Callable[[Any], bool],
-    trace: ResizeTrace | None = None,
-    index_of: Callable[[BaseMessage], int | None] | None = None,
+    trace: ResizeTrace | None,
+    index_of: Callable[[BaseMessage], int | None],
 ) -> dict[str, Any]:
     """The state document of a state; window messages ``in_history`` refuses are kept inline;
     the newest ``SAVED_TRACE`` records of ``trace`` go with it. ``window_start`` is where a lazy
     load starts reading (see ``history.py``): the window's first message, or the memo's cursor
-    when a fold still has to read from before it."""
+    when a fold still has to read from before it. O(window): ``index_of`` (the history's index)
+    places each window message once, for both the inline messages and ``window_start``."""
     window = state.current_chat_history
-    if index_of is not None:  # one lookup per window message serves both the inline messages and window_start
-        positions = [index_of(m) for m in window]
-        inline = {m.id: message_to_dict(m) for m, p in zip(window, positions, strict=True) if p is None and not in_history(m)}
-        start = _window_start(state, min((p for p in positions if p is not None), default=len(state.full_chat_history)))
-    else:
-        inline = {m.id: message_to_dict(m) for m in window if not in_history(m)}
-        start = window_start(state)
+    positions = [index_of(m) for m in window]
+    inline = {m.id: message_to_dict(m) for m, p in zip(window, positions, strict=True) if p is None and not in_history(m)}
+    start = _window_start(state, min((p for p in positions if p is not None), default=len(state.full_chat_history)))
     return {
         "schema": SCHEMA_VERSION,
         "key": state.id,
@@ -206,18 +203,8 @@ def state_document(
     }
 
 
-def window_start(state: SessionState, index_of: Callable[[BaseMessage], int | None] | None = None) -> int:
-    """The first position a session in this state reads on its next turns (window, memo cursor)."""
-    full = state.full_chat_history
-    if index_of is None:
-        ids = {m.id for m in state.current_chat_history}
-        positions = [i for i, m in enumerate(full) if m.id in ids][:1]
-    else:
-        positions = [p for p in (index_of(m) for m in state.current_chat_history) if p is not None]
-    return _window_start(state, min(positions, default=len(full)))
-
-
 def _window_start(state: SessionState, start: int) -> int:
+    """``start`` (the window's first position), or the memo's cursor when a fold still reads from before it."""
     limits = state.settings.resolved()
     if limits.memo_enabled or limits.summary_enabled:
         start = min(start, state.memo_cursor)

@@ -194,7 +194,7 @@ class JsonlStore(StoreBase):
                 if self.fsync and sync:
                     os.fsync(handle.fileno())
                 size = handle.tell()  # the log's end after this append (a stat of the path costs more)
-            self.search_index.appended(log, key, start, lines, count - len(change.records), change.records, change.reset, tenant=tenant)
+            self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
             if mine and not change.reset and size - on_disk < _META_LAG:  # the log's state lines say the rest

@@ -25,6 +25,8 @@ __all__ = ["LineRecords", "PackedRecords", "PackedRows", "Records", "RowRecords"
 
 Record = dict[str, Any]
 
+_SPENT = "these stored records were already read once (drain); read the session from the store again."
+
 
 class Records(Sequence[Record]):
     """A sequence of records decoded on read (``==`` a list of the same records)."""
@@ -118,7 +120,7 @@ class LineRecords(Records):
 
     def _decode(self, index: int) -> Record:
         if self._spent:
-            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
+            raise StoreError(_SPENT)
         record: Record = self._loads(self._buffer[self._starts[index] : self._ends[index]])  # a line's copy, freed at once
         return record
 
@@ -134,16 +136,20 @@ class RowRecords(Records):
 
     def __init__(self, rows: list[Any], decode: Callable[[Any], Record]) -> None:
         self._rows: list[Any] = rows
-        self._decode_row = decode
+        self._decode_row: Callable[..., Record] = decode
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def _decode(self, index: int) -> Record:
+    def _row(self, index: int) -> Any:
+        """The raw row at ``index`` (``StoreError`` once ``drain`` let it go)."""
         row = self._rows[index]
         if row is None:
-            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
-        return self._decode_row(row)
+            raise StoreError(_SPENT)
+        return row
+
+    def _decode(self, index: int) -> Record:
+        return self._decode_row(self._row(index))
 
     def _release(self, index: int) -> None:
         self._rows[index] = None
@@ -171,11 +177,11 @@ class PackedRows:
         self.rows.append(row[:-1])
 
 
-class PackedRecords(Records):
+class PackedRecords(RowRecords):
     """Records of ``PackedRows``: ``decode(head, text)`` makes one from a row's other columns and
     its text (a memoryview of the buffer)."""
 
-    __slots__ = ("_decode_row", "_ends", "_rows", "_starts", "_view")
+    __slots__ = ("_ends", "_starts", "_view")
 
     def __init__(self, packed: PackedRows, decode: Callable[[Any, memoryview], Record],
                  rows: list[Any] | None = None, starts: array[int] | None = None, ends: array[int] | None = None) -> None:
@@ -189,17 +195,8 @@ class PackedRecords(Records):
         self._ends: array[int] = ends if ends is not None else array("q")
         self._decode_row = decode
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
     def _decode(self, index: int) -> Record:
-        row = self._rows[index]
-        if row is None:
-            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
-        return self._decode_row(row, self._view[self._starts[index] : self._ends[index]])
-
-    def _release(self, index: int) -> None:
-        self._rows[index] = None
+        return self._decode_row(self._row(index), self._view[self._starts[index] : self._ends[index]])
 
     def _finish(self) -> None:
         self._view.release()  # the buffer goes with the last view of it

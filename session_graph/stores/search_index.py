@@ -85,8 +85,7 @@ class JsonlSearch:
         self.writer = TermsWriter(store)
 
     # -- writing (under the session's lock) -------------------------------------------------------
-    def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], first_seq: int,
-                 records: list[dict[str, Any]], reset: bool, *, tenant: str | None = None) -> None:
+    def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], *, tenant: str | None = None) -> None:
         """Note lines just appended to ``log_path`` at byte ``start`` (called by ``update``): the
         terms file is written in batches (``search_writes.TermsWriter``); any search catches a terms
         file behind its log up first. Never fails the save."""
