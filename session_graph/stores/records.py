@@ -34,6 +34,11 @@ class Records(Sequence[Record]):
     def _decode(self, index: int) -> Record:
         raise NotImplementedError
 
+    @staticmethod
+    def _drained() -> StoreError:
+        """The error for reading records ``drain`` already let go."""
+        return StoreError("these stored records were already read once (drain); read the session from the store again.")
+
     def _release(self, index: int) -> None:
         """Let the raw item at ``index`` go (after ``drain`` decoded it)."""
 
@@ -118,7 +123,7 @@ class LineRecords(Records):
 
     def _decode(self, index: int) -> Record:
         if self._spent:
-            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
+            raise self._drained()
         record: Record = self._loads(self._buffer[self._starts[index] : self._ends[index]])  # a line's copy, freed at once
         return record
 
@@ -127,7 +132,26 @@ class LineRecords(Records):
         return LineRecords(self._buffer, self._loads, starts, ends)
 
 
-class RowRecords(Records):
+class _RowsRecords(Records):
+    """Records kept as a list of rows (``_rows``), a row set to ``None`` once ``drain`` let it go."""
+
+    __slots__ = ()
+    _rows: list[Any]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def _row(self, index: int) -> Any:
+        row = self._rows[index]
+        if row is None:
+            raise self._drained()
+        return row
+
+    def _release(self, index: int) -> None:
+        self._rows[index] = None
+
+
+class RowRecords(_RowsRecords):
     """Records that are rows of a query, each decoded by ``decode(row)``."""
 
     __slots__ = ("_decode_row", "_rows")
@@ -136,17 +160,8 @@ class RowRecords(Records):
         self._rows: list[Any] = rows
         self._decode_row = decode
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
     def _decode(self, index: int) -> Record:
-        row = self._rows[index]
-        if row is None:
-            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
-        return self._decode_row(row)
-
-    def _release(self, index: int) -> None:
-        self._rows[index] = None
+        return self._decode_row(self._row(index))
 
     def _slice(self, indices: range) -> Records:
         return RowRecords([self._rows[i] for i in indices], self._decode_row)
@@ -171,7 +186,7 @@ class PackedRows:
         self.rows.append(row[:-1])
 
 
-class PackedRecords(Records):
+class PackedRecords(_RowsRecords):
     """Records of ``PackedRows``: ``decode(head, text)`` makes one from a row's other columns and
     its text (a memoryview of the buffer)."""
 
@@ -189,17 +204,8 @@ class PackedRecords(Records):
         self._ends: array[int] = ends if ends is not None else array("q")
         self._decode_row = decode
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
     def _decode(self, index: int) -> Record:
-        row = self._rows[index]
-        if row is None:
-            raise StoreError("these stored records were already read once (drain); read the session from the store again.")
-        return self._decode_row(row, self._view[self._starts[index] : self._ends[index]])
-
-    def _release(self, index: int) -> None:
-        self._rows[index] = None
+        return self._decode_row(self._row(index), self._view[self._starts[index] : self._ends[index]])
 
     def _finish(self) -> None:
         self._view.release()  # the buffer goes with the last view of it
