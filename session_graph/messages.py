@@ -27,7 +27,7 @@ from langchain_core.messages import (
 from session_graph._base.ids import new_id
 from session_graph.errors import MessageError
 
-__all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "role_of", "to_message"]
+__all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "part_text", "role_of", "to_message"]
 
 MAX_DEPTH = 64
 """How deeply a message's content and fields may nest (JSON objects and lists)."""
@@ -72,6 +72,14 @@ def content_parts(message: BaseMessage) -> list[str | dict[str, Any]]:
     if isinstance(content, str):
         return [content] if content else []
     return list(content)
+
+
+def part_text(part: str | dict[str, Any]) -> str | None:
+    """The text of a content part (a string, or a ``{"type": "text", "text": str}`` block); None for any other part."""
+    if isinstance(part, str):
+        return part
+    text = part.get("text") if part.get("type") == "text" else None
+    return text if isinstance(text, str) else None
 
 
 def to_message(value: MessageInput, *, where: str = "message") -> BaseMessage:

@@ -10,6 +10,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 import pytest
+from recall_util import fold_away
 
 from session_graph import Session, SessionManager
 from session_graph.errors import ConfigurationError
@@ -32,16 +33,8 @@ def folded(mode: str = "memo") -> Session:
     session = Session(memo_update_handler=lambda memo, messages, attachments, settings: {"topics": ["travel"]},
                       summary_handler=lambda summary, messages, settings: "We talked about travel and small talk about the weather.")
     session.configure(mode=mode) if mode != "lite" else None
-    session.set_settings("session.limit", {"messages": 6})
-    session.append_message({"role": "user", "content": FACT})
-    session.append_message({"role": "assistant", "content": "Noted."})
-    for i in range(8):
-        session.append_message({"role": "user", "content": f"small talk {i} about the weather"})
-        session.append_message({"role": "assistant", "content": f"reply {i}"})
-    session.resize(force=True)
-    session.append_message({"role": "user", "content": "When does my passport expire?"})
-    assert session.full_chat_history[0] not in session.current_chat_history
-    return session
+    return fold_away(session, [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Noted."}],
+                     "When does my passport expire?", 8, talk="small talk {i} about the weather")
 
 
 def test_automatic_recall_puts_the_evicted_fact_into_the_context_message() -> None:

@@ -33,6 +33,17 @@ def oversize_tool_turn(session: Session, chars: int = 120_000) -> None:
     resize(session)
 
 
+class BrokenMemoModel:
+    """A memo model whose provider is down: every call raises (and is counted)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
+        self.calls += 1
+        raise RuntimeError("provider unavailable")
+
+
 class SmallContextSummarizer:
     """A summariser whose context holds 32,000 characters: above it, it raises (as a provider would)."""
 
@@ -116,17 +127,12 @@ def test_a_failing_summariser_backs_off_in_turns_the_window_stays_bounded_and_th
 
 
 def test_a_failing_memo_model_under_a_char_limit_backs_off_and_the_prompt_stays_bounded() -> None:
-    calls = [0]
-
-    def broken(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
-        calls[0] += 1
-        raise RuntimeError("provider unavailable")
-
+    broken = BrokenMemoModel()
     session = Session(memo_update_handler=broken).use_memo(chars=600)
     for i in range(60):
         turn(session, i, size=40)
         assert sum(len(m.text) for m in session.view().messages) <= 2 * 600
-    assert calls[0] <= 10
+    assert broken.calls <= 10
 
 
 def test_the_back_off_doubles_in_turns_a_forced_resize_retries_and_the_record_survives_a_save(tmp_path: Any) -> None:
@@ -278,17 +284,12 @@ def test_a_system_message_added_mid_conversation_can_be_moved_to_the_front_or_me
 
 
 def test_a_failing_memo_model_under_a_message_limit_keeps_the_window_to_its_count() -> None:
-    calls = [0]
-
-    def broken(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
-        calls[0] += 1
-        raise RuntimeError("provider unavailable")
-
+    broken = BrokenMemoModel()
     session = Session(memo_update_handler=broken).use_memo(messages=10)
     for i in range(60):
         turn(session, i, size=20)
         assert len(session.current_chat_history) <= 2 * 10
-    assert calls[0] <= 10 and session.memo_cursor == 0 and len(session.full_chat_history) == 120  # nothing lost
+    assert broken.calls <= 10 and session.memo_cursor == 0 and len(session.full_chat_history) == 120  # nothing lost
 
 
 def test_the_async_path_folds_an_oversize_message_in_pieces_and_backs_off_the_same() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from recall_util import fold_away
 from stores_util import fresh_tenant, make_store
 
 from session_graph import DenseIndex, Session, SessionManager
@@ -122,15 +123,8 @@ def datetime_of(ts: str):  # type: ignore[no-untyped-def]
 def _evicted(memo: dict) -> Session:  # type: ignore[type-arg]
     session = Session(memo_update_handler=lambda old, messages, attachments, settings: memo)
     session.configure(mode="memo")
-    session.set_settings("session.limit", {"messages": 6})
-    session.append_message({"role": "user", "content": 'The code is "alpha-7"\nand the door is blue.'})
-    for i in range(6):
-        session.append_message({"role": "user", "content": f"small talk {i}"})
-        session.append_message({"role": "assistant", "content": f"reply {i}"})
-    session.resize(force=True)
-    session.append_message({"role": "user", "content": "what is the code of the door"})
-    assert session.full_chat_history[0] not in session.current_chat_history
-    return session
+    return fold_away(session, [{"role": "user", "content": 'The code is "alpha-7"\nand the door is blue.'}],
+                     "what is the code of the door", 6)
 
 
 def test_recall_skips_a_hit_the_memo_already_holds_even_with_quotes_and_newlines() -> None:

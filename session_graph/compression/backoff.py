@@ -31,33 +31,33 @@ MAX_WAIT = 64
 """The longest back-off, in turns."""
 
 
-def _record(memo: dict[str, Any]) -> dict[str, Any] | None:
-    record = memo.get(FOLD_FAILURE)
+def _record(records: dict[str, Any]) -> dict[str, Any] | None:
+    record = records.get(FOLD_FAILURE)
     return record if isinstance(record, dict) else None
 
 
-def failed(memo: dict[str, Any], cursor: int, turn: int) -> dict[str, Any]:
-    """The failure record after a fold failed at ``cursor`` in ``turn`` (``memo``: before the run)."""
-    previous = _record(memo)
+def failed(records: dict[str, Any], cursor: int, turn: int) -> dict[str, Any]:
+    """The failure record after a fold failed at ``cursor`` in ``turn`` (``records``: the fold records before the run)."""
+    previous = _record(records)
     count = int(previous.get("count", 0)) + 1 if previous is not None else 1
     wait = 0 if count == 1 else min(MAX_WAIT, 2 ** (count - 1))
     return {"cursor": cursor, "count": count, "turn": turn, "retry": turn + wait}
 
 
-def cleared(memo: dict[str, Any], old_cursor: int, new_cursor: int) -> dict[str, Any]:
-    """``memo`` without its failure record once a fold without error moved the cursor (else as it is)."""
-    if FOLD_FAILURE in memo and new_cursor > old_cursor:
-        return {key: value for key, value in memo.items() if key != FOLD_FAILURE}
-    return memo
+def cleared(records: dict[str, Any], old_cursor: int, new_cursor: int) -> dict[str, Any]:
+    """``records`` (the fold records) without the failure record once a fold without error moved the cursor (else as it is)."""
+    if FOLD_FAILURE in records and new_cursor > old_cursor:
+        return {key: value for key, value in records.items() if key != FOLD_FAILURE}
+    return records
 
 
-def fold_suspended(memo: dict[str, Any], turns: int, force: Any) -> bool:
+def fold_suspended(records: dict[str, Any], turns: int, force: Any) -> bool:
     """Whether an automatic resize skips the fold: a back-off is running (``force`` retries)."""
-    record = _record(memo)
+    record = _record(records)
     return record is not None and force in (False, None) and turns < int(record.get("retry", 0))
 
 
-def prune_unpinned(memo: dict[str, Any]) -> bool:
+def prune_unpinned(records: dict[str, Any]) -> bool:
     """Whether the prune cuts to the limits past the cursor: the fold failed twice or more."""
-    record = _record(memo)
+    record = _record(records)
     return record is not None and int(record.get("count", 0)) >= 2

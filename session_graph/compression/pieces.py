@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from session_graph.messages import content_parts
+from session_graph.messages import content_parts, part_text
 
 __all__ = ["MAX_PIECES", "completed", "fold_batches", "pieces"]
 
@@ -35,10 +35,9 @@ def _split(message: BaseMessage) -> tuple[str, list[Any]]:
     texts: list[str] = []
     others: list[Any] = []
     for part in content_parts(message):
-        if isinstance(part, str):
-            texts.append(part)
-        elif part.get("type") == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
+        text = part_text(part)
+        if text is not None:
+            texts.append(text)
         else:
             others.append(part)
     return "\n".join(texts), others

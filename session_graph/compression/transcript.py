@@ -17,7 +17,7 @@ import json
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from session_graph.accounting.attachments import summarize_part
-from session_graph.messages import content_parts, role_of
+from session_graph.messages import content_parts, part_text, role_of
 
 __all__ = ["LEAN_LEGEND", "transcript", "transcript_line"]
 
@@ -28,10 +28,9 @@ _LEAN = {"user": "U", "assistant": "A", "system": "S", "tool": "T"}
 def _text(message: BaseMessage) -> str:
     pieces: list[str] = []
     for part in content_parts(message):
-        if isinstance(part, str):
-            pieces.append(part)
-        elif part.get("type") == "text" and isinstance(part.get("text"), str):
-            pieces.append(part["text"])
+        text = part_text(part)
+        if text is not None:
+            pieces.append(text)
         else:
             summary = summarize_part(part)
             pieces.append(f"[{summary['type']} {summary['ref'] or ''}]".replace(" ]", "]"))

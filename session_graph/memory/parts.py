@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -59,32 +59,25 @@ _RESULT_STATUS = {"completed": "success", "error": "error"}
 class TextPart:
     """Plain text."""
 
+    type: ClassVar[str] = "text"  # the part's kind, as OpenViking names it (so for each part)
     text: str = ""
-
-    @property
-    def type(self) -> str:
-        """``"text"``: the part's kind, as OpenViking names it."""
-        return "text"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ContextPart:
     """A reference to a memory, resource or skill the message draws on; the model sees its abstract."""
 
+    type: ClassVar[str] = "context"
     uri: str
     context_type: ContextType = "memory"
     abstract: str = ""
-
-    @property
-    def type(self) -> str:
-        """``"context"``: the part's kind, as OpenViking names it."""
-        return "context"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ToolPart:
     """A tool call of an assistant message and, once it ran, its output and status."""
 
+    type: ClassVar[str] = "tool"
     tool_id: str
     tool_name: str
     tool_input: dict[str, Any] | None = None
@@ -93,11 +86,6 @@ class ToolPart:
     tool_uri: str = ""
     skill_uri: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def type(self) -> str:
-        """``"tool"``: the part's kind, as OpenViking names it."""
-        return "tool"
 
 
 Part = TextPart | ContextPart | ToolPart

@@ -25,8 +25,6 @@ __all__ = ["LineRecords", "PackedRecords", "PackedRows", "Records", "RowRecords"
 
 Record = dict[str, Any]
 
-_SPENT = "these stored records were already read once (drain); read the session from the store again."
-
 
 class Records(Sequence[Record]):
     """A sequence of records decoded on read (``==`` a list of the same records)."""
@@ -35,6 +33,11 @@ class Records(Sequence[Record]):
 
     def _decode(self, index: int) -> Record:
         raise NotImplementedError
+
+    @staticmethod
+    def _drained() -> StoreError:
+        """The error for reading records ``drain`` already let go."""
+        return StoreError("these stored records were already read once (drain); read the session from the store again.")
 
     def _release(self, index: int) -> None:
         """Let the raw item at ``index`` go (after ``drain`` decoded it)."""
@@ -120,7 +123,7 @@ class LineRecords(Records):
 
     def _decode(self, index: int) -> Record:
         if self._spent:
-            raise StoreError(_SPENT)
+            raise self._drained()
         record: Record = self._loads(self._buffer[self._starts[index] : self._ends[index]])  # a line's copy, freed at once
         return record
 
@@ -129,30 +132,36 @@ class LineRecords(Records):
         return LineRecords(self._buffer, self._loads, starts, ends)
 
 
-class RowRecords(Records):
+class _RowsRecords(Records):
+    """Records kept as a list of rows (``_rows``), a row set to ``None`` once ``drain`` let it go."""
+
+    __slots__ = ()
+    _rows: list[Any]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def _row(self, index: int) -> Any:
+        row = self._rows[index]
+        if row is None:
+            raise self._drained()
+        return row
+
+    def _release(self, index: int) -> None:
+        self._rows[index] = None
+
+
+class RowRecords(_RowsRecords):
     """Records that are rows of a query, each decoded by ``decode(row)``."""
 
     __slots__ = ("_decode_row", "_rows")
 
     def __init__(self, rows: list[Any], decode: Callable[[Any], Record]) -> None:
         self._rows: list[Any] = rows
-        self._decode_row: Callable[..., Record] = decode
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def _row(self, index: int) -> Any:
-        """The raw row at ``index`` (``StoreError`` once ``drain`` let it go)."""
-        row = self._rows[index]
-        if row is None:
-            raise StoreError(_SPENT)
-        return row
+        self._decode_row = decode
 
     def _decode(self, index: int) -> Record:
         return self._decode_row(self._row(index))
-
-    def _release(self, index: int) -> None:
-        self._rows[index] = None
 
     def _slice(self, indices: range) -> Records:
         return RowRecords([self._rows[i] for i in indices], self._decode_row)
@@ -177,11 +186,11 @@ class PackedRows:
         self.rows.append(row[:-1])
 
 
-class PackedRecords(RowRecords):
+class PackedRecords(_RowsRecords):
     """Records of ``PackedRows``: ``decode(head, text)`` makes one from a row's other columns and
     its text (a memoryview of the buffer)."""
 
-    __slots__ = ("_ends", "_starts", "_view")
+    __slots__ = ("_decode_row", "_ends", "_rows", "_starts", "_view")
 
     def __init__(self, packed: PackedRows, decode: Callable[[Any, memoryview], Record],
                  rows: list[Any] | None = None, starts: array[int] | None = None, ends: array[int] | None = None) -> None:
