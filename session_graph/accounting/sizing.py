@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from session_graph.accounting.attachments import is_inline_binary, summarize_part
-from session_graph.messages import role_of
+from session_graph.messages import part_text, role_of
 
 __all__ = ["SizeCache", "content_chars", "message_chars"]
 
@@ -30,10 +30,8 @@ def content_chars(content: str | list[Any]) -> int:
         return len(content)
     total = 0
     for part in content:
-        if isinstance(part, str):
-            total += len(part)
-        elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-            total += len(part["text"])
+        if (text := part_text(part) if isinstance(part, str | dict) else None) is not None:
+            total += len(text)
         elif is_inline_binary(part):
             total += _json_len(summarize_part(part))
         else:

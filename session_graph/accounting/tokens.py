@@ -30,7 +30,7 @@ from tiktoken_ext import openai_public
 
 from session_graph.accounting.attachments import is_inline_binary, summarize_part
 from session_graph.accounting.sizing import message_chars
-from session_graph.messages import content_parts, role_of
+from session_graph.messages import content_parts, part_text, role_of
 
 __all__ = [
     "BUNDLED_ENCODINGS",
@@ -275,10 +275,8 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
         return message_chars(message)
     total = rules.per_message + _role_tokens(counter, role_of(message))
     for part in content_parts(message):
-        if isinstance(part, str):
-            total += counter.count_text(part)
-        elif part.get("type") == "text" and isinstance(part.get("text"), str):
-            total += counter.count_text(part["text"])
+        if (text := part_text(part)) is not None:
+            total += counter.count_text(text)
         elif _is_image(part):
             total += image_tokens(part, rules)
         elif is_inline_binary(part):
