@@ -88,10 +88,6 @@ def recall_or_outage(memory: MemoryConfig, query: str, k: int = 5) -> tuple[list
     """
     try:
         return recall(memory, query, k), None
-    except SessionGraphError as error:
-        if isinstance(error, StoreUnavailableError):
-            return [], error
-        raise
     except Exception as error:
         return [], store_outage(error, "recall from the memory store")
 
@@ -102,7 +98,12 @@ def store_outage(error: Exception, doing: str) -> StoreUnavailableError:
 
     Raises:
         StoreError: the store failed otherwise (a real data error), ``error`` attached.
+        SessionGraphError: ``error`` itself, when it is one of ours other than an outage.
     """
+    if isinstance(error, StoreUnavailableError):
+        return error
+    if isinstance(error, SessionGraphError):
+        raise error
     down = unavailable(error)
     if down is None and isinstance(error, ConnectionError | TimeoutError):
         down = StoreUnavailableError(f"the memory store could not be reached ({type(error).__name__}: {error}); "
