@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import sys
 import time
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -13,6 +14,7 @@ import pytest
 
 from session_graph import ConfigurationError, Session
 from session_graph.memory import MemoryConfig, expire, export_memories, forget, list_memories, memory_history
+from session_graph.memory.items import expired
 from session_graph.memory.prefilter import prefilter
 from session_graph.memory.recall import format_memories, recall, remember
 
@@ -48,6 +50,16 @@ def test_events_expire(memory: MemoryConfig) -> None:
     assert expire(short, now="2000-01-01T00:00:00+00:00") == []
     assert expire(short, now=later) == [event["uri"]]
     assert list_memories(short, ["events"]) == [] and memory_history(short, event["uri"])[-1]["status"] == "forgotten"
+
+
+def test_recall_leaves_out_an_event_past_its_expiry_before_expire_runs(memory: MemoryConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    short = MemoryConfig(store=memory.memory_store, user="alice", agent="coder", event_ttl=3600)
+    remember(short, "Dentist appointment on 2026-03-04.", "events")
+    remember(short, "Dentist prefers morning appointments.", key="dentist time")
+    assert len(recall(short, "dentist appointment")) == 2
+    recall_module = sys.modules["session_graph.memory.recall"]  # the module: the package's ``recall`` is the function
+    monkeypatch.setattr(recall_module, "expired", lambda value, now=None: expired(value, "2999-01-01T00:00:00+00:00"))
+    assert [v["category"] for v in recall(short, "dentist appointment")] == ["preferences"]
 
 
 def test_export_as_json_and_in_openviking_layout(memory: MemoryConfig, tmp_path: Path) -> None:

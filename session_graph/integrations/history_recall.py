@@ -24,7 +24,7 @@ from session_graph.errors import ConfigurationError
 from session_graph.retrieval.hits import SearchHit
 from session_graph.session import Session
 
-__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "recall_text", "recall_view"]
+__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "newest_user_text", "recall_text", "recall_view"]
 
 RECALL_HEADER = "Earlier messages of this conversation that may be relevant (not in the window above):\n"
 
@@ -122,7 +122,8 @@ def _in_memo(text: str, memo: list[str]) -> bool:
     return bool(probe) and any(probe in value for value in memo)
 
 
-def _newest_user_text(session: Session) -> str:
+def newest_user_text(session: Session) -> str:
+    """The newest user message in the window ("" when none): the query every recall runs."""
     return next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
 
 
@@ -134,7 +135,7 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
         return ""
     if len(session.full_chat_history) <= len(session.current_chat_history):
         return ""  # nothing was evicted: nothing to recall (and no index to build)
-    query = _newest_user_text(session)
+    query = newest_user_text(session)
     if not query.strip():
         return ""
     window = {m.id for m in session.current_chat_history}

@@ -28,7 +28,7 @@ import logging
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from session_graph.errors import ConfigurationError, SessionGraphError, StoreUnavailableError
+from session_graph.errors import ConfigurationError
 from session_graph.memory.categories import CATEGORIES, parse_uri
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.manage import forget
@@ -110,9 +110,7 @@ def _refused(answer: str, doing: str, error: Exception) -> str:
     model; anything else raised (a real data error as ``StoreError``)."""
     if isinstance(error, ConfigurationError):
         return f"{answer}: {error}"
-    if isinstance(error, SessionGraphError) and not isinstance(error, StoreUnavailableError):
-        raise error
-    down = error if isinstance(error, StoreUnavailableError) else store_outage(error, f"{doing} in the memory store")
+    down = store_outage(error, f"{doing} in the memory store")  # raises what is not an outage
     log.warning("%s skipped, the memory store is unavailable: %s", doing, down)
     return f"{answer}: the memory store is unavailable right now; try again later. ({down})"
 

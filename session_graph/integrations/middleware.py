@@ -27,7 +27,13 @@ from langgraph.types import Overwrite
 from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.integrations.binding import BindingOptions, SessionBinding
-from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, history_tools, recall_text
+from session_graph.integrations.history_recall import (
+    DEFAULT_RECALL,
+    HistoryRecall,
+    history_tools,
+    newest_user_text,
+    recall_text,
+)
 from session_graph.integrations.memory_tools import memory_tools
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.recall import format_memories, recall_or_outage
@@ -142,7 +148,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         earlier = recall_text(session, self.history)
         if self.memory is None or not self.recall_k:
             return earlier
-        query = next((m.text for m in reversed(session.current_chat_history) if isinstance(m, HumanMessage)), "")
+        query = newest_user_text(session)
         runtime = getattr(request, "runtime", None)
         memory = self.memory.for_run(context=getattr(runtime, "context", None))
         values, outage = recall_or_outage(memory, query, self.recall_k)

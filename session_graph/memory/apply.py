@@ -32,6 +32,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
+from session_graph._base.files import lock_file, unlock_file
 from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, normalize
 from session_graph.memory.changes import bump
 from session_graph.memory.items import INDEX_FIELDS, add_sources, applied, new_value, record_op
@@ -74,8 +75,6 @@ def _shared_lock(store: BaseStore, owner: tuple[str, str]) -> Iterator[None]:
         if path is None:  # an in-memory database is one process's
             yield
             return
-        from session_graph._base.files import lock_file, unlock_file  # on use: the stores package imports this module
-
         with open(f"{path}.session_graph-{name[:16]}.lock", "a") as handle:
             lock_file(handle)
             try:

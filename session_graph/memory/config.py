@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 import os
 from typing import Any
 
@@ -16,6 +17,7 @@ from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
+from session_graph.memory.categories import CATEGORIES, memory_namespace, parse_uri
 from session_graph.memory.filestore import FileMemoryStore
 
 __all__ = ["MemoryConfig", "expiry", "run_owners", "unavailable"]
@@ -125,8 +127,6 @@ class MemoryConfig:
     def namespace(self, category: str) -> tuple[str, str, str, str]:
         """Where this user's (or agent's) memories of ``category`` live: the one derivation every
         reader and writer uses (never a namespace read from stored data or a message)."""
-        from session_graph.memory.categories import memory_namespace
-
         return memory_namespace(category, self.user, self.agent)
 
     def place_of(self, uri: str) -> tuple[tuple[str, str, str, str], str] | None:
@@ -135,8 +135,6 @@ class MemoryConfig:
         and OpenViking's ``viking://user/memories/profile.md``,
         ``viking://user/memories/preferences/k.md`` (the config's user; ``agent/`` likewise) and
         ``viking://user/alice/memories/preferences/k.md``."""
-        from session_graph.memory.categories import CATEGORIES, parse_uri
-
         place = parse_uri(uri)
         if place is None and uri.startswith("viking://"):
             parts = [p for p in uri[len("viking://") :].split("/") if p]
@@ -208,6 +206,4 @@ def expiry(memory: MemoryConfig, category: str, now: str) -> str | None:
     """The ``expires_at`` a new item of ``category`` written at ``now`` gets (events with a TTL)."""
     if category != "events" or memory.event_ttl is None:
         return None
-    from datetime import datetime, timedelta
-
     return (datetime.fromisoformat(now.replace("Z", "+00:00")) + timedelta(seconds=memory.event_ttl)).isoformat()

@@ -29,6 +29,7 @@ from session_graph.memory.apply import owner_lock
 from session_graph.memory.categories import CATEGORIES, history_namespace, parse_uri
 from session_graph.memory.changes import bump
 from session_graph.memory.config import MemoryConfig
+from session_graph.memory.filestore import FileMemoryStore
 from session_graph.memory.items import expired
 
 __all__ = ["expire", "expired", "export_memories", "forget", "list_memories", "memory_history"]
@@ -129,8 +130,6 @@ def export_memories(memory: MemoryConfig, path: str | os.PathLike[str] | None = 
     if format != "openviking" or path is None:
         raise ConfigurationError(f"export_memories: format must be 'json' or 'openviking' (with a path), got {format!r}"
                                  + ("" if path is not None else " without a path") + ".")
-    from session_graph.memory.filestore import FileMemoryStore
-
     target = FileMemoryStore(path)
     for value in values:
         namespace, key = parse_uri(value["uri"]) or (memory.namespace(value["category"]), value["key"])

@@ -42,25 +42,39 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     lexical: list[tuple[str, float]] = []
     variants: list[tuple[str, float]] = []  # character grams: "allergy" finds "allergic"
     semantic: list[tuple[str, float]] | None = None
-    values: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, Any] | None] = {}
     for category in CATEGORIES:
         namespace = memory.namespace(category)
         index = _index(memory.memory_store, namespace)
-        current = dict(index.values)  # one copy: another thread may refresh the shared index meanwhile
-        live = {key for key, value in current.items() if not expired(value)}
-        values.update({f"{category}/{key}": current[key] for key in live})
-        lexical += [(f"{category}/{key}", score) for key, score in index.bm25.search(query, limit=depth) if key in live]
-        variants += [(f"{category}/{key}", score) for key, score in index.grams.search(query, limit=depth) if key in live]
+        current = index.values  # read per hit: another thread may refresh the shared index meanwhile
+        lexical += _live(index.bm25.search(query, limit=depth), category, current, values)
+        variants += _live(index.grams.search(query, limit=depth), category, current, values)
         near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
         if near is not None:
-            semantic = (semantic or []) + [(f"{category}/{key}", score) for key, score in near if key in live]
+            semantic = (semantic or []) + _live(near, category, current, values)
     rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth],
                 sorted(variants, key=lambda pair: (-pair[1], pair[0]))[:depth]]
     weights = [1.0, GRAMS_WEIGHT]
     if semantic is not None:
         rankings.append(sorted(semantic, key=lambda pair: (-pair[1], pair[0]))[:depth])
         weights.append(1.0)
-    return [values[ref] for ref, score in fuse(rankings, k, weights=weights) if score > 0]
+    return [value for ref, score in fuse(rankings, k, weights=weights) if score > 0 and (value := values[ref]) is not None]
+
+
+def _live(hits: list[tuple[Any, float]], category: str, current: dict[str, dict[str, Any]],
+          values: dict[str, dict[str, Any] | None]) -> list[tuple[str, float]]:
+    """``hits`` of one category that are still active and not expired, as ``category/key`` refs;
+    each one's value goes into ``values`` (None: expired or gone). Only the hits are looked at,
+    so a recall costs what its rankings' depth costs, not a pass over every stored memory."""
+    out = []
+    for key, score in hits:
+        ref = f"{category}/{key}"
+        if ref not in values:
+            value = current.get(key)
+            values[ref] = value if value is not None and not expired(value) else None
+        if values[ref] is not None:
+            out.append((ref, score))
+    return out
 
 
 def recall_or_outage(memory: MemoryConfig, query: str, k: int = 5) -> tuple[list[dict[str, Any]], StoreUnavailableError | None]:
@@ -74,10 +88,6 @@ def recall_or_outage(memory: MemoryConfig, query: str, k: int = 5) -> tuple[list
     """
     try:
         return recall(memory, query, k), None
-    except SessionGraphError as error:
-        if isinstance(error, StoreUnavailableError):
-            return [], error
-        raise
     except Exception as error:
         return [], store_outage(error, "recall from the memory store")
 
@@ -88,7 +98,12 @@ def store_outage(error: Exception, doing: str) -> StoreUnavailableError:
 
     Raises:
         StoreError: the store failed otherwise (a real data error), ``error`` attached.
+        SessionGraphError: ``error`` itself, when it is one of ours other than an outage.
     """
+    if isinstance(error, StoreUnavailableError):
+        return error
+    if isinstance(error, SessionGraphError):
+        raise error
     down = unavailable(error)
     if down is None and isinstance(error, ConnectionError | TimeoutError):
         down = StoreUnavailableError(f"the memory store could not be reached ({type(error).__name__}: {error}); "
