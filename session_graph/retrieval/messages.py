@@ -110,6 +110,22 @@ class MessageSource:
     def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
         return [((self.key, p), m.id, self._ts(p)) for p, m in sorted(self._held.items())]
 
+    @property
+    def vector_scope(self) -> str:
+        """What a dense index keeps one set of vectors for (``retrieval.dense``): this session."""
+        return self.key
+
+    def documents_since(self, tenant: str, mark: Any = None) -> tuple[Any, list[tuple[Ref, str | None, str]] | None]:
+        """``(the mark now, the messages indexed since mark)``, as the JSONL store's index answers
+        (``stores.search_state.documents_since``): None for the messages when ``mark`` is None,
+        of another index (the history was replaced), or messages were removed since."""
+        index = self.index
+        now = (weakref.ref(index), index.ids, index.ids - len(index))
+        if mark is None or mark[0]() is not index or mark[2] != now[2] or mark[1] > now[1]:
+            return now, None
+        return now, [(ref, message.id, self._ts(ref[1])) for ref in index.keys_since(mark[1])  # type: ignore[index]
+                     if (message := self._held.get(ref[1])) is not None]  # type: ignore[index]
+
 
 class PooledSource(MessageSource):
     """The messages a session holds and a store index's best candidates for the part it does not
@@ -142,6 +158,10 @@ class PooledSource(MessageSource):
             elif ref in held:
                 hits.append(held[ref])
         return hits
+
+    documents_since = None  # type: ignore[assignment]
+    """Made per search from what the store's index found: a dense index is handed its documents
+    (``DenseIndex.search``, which embeds only those it does not hold)."""
 
     def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
         stored = [((self.key, p), h.message_id, h.ts) for p, h in self._stored.items()]

@@ -137,7 +137,7 @@ def _ranked(source: Source, tenant: str, query: str, k: int, keys: list[str] | N
             def text_of(refs: list[Ref]) -> dict[Ref, str]:
                 return {(h.key, h.seq): h.text for h in source.fetch(tenant, refs, {})}
 
-            dense = options.dense.search(query, documents, pool, text_of, tenant=tenant)
+            dense = options.dense.search(query, documents, pool, text_of, tenant=tenant, scope=getattr(source, "vector_scope", None))
         ranked = fuse_scores([lexical, dense], weights=[1.0, options.dense_weight]) if lexical else dense
     if options.reranker is not None and ranked:
         head = [ref for ref, _ in ranked[:pool]]

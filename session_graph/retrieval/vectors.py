@@ -27,7 +27,7 @@ overwritten (or freed and reused), nothing rebuilt, and a query that does not re
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 import math
 import threading
 from typing import TYPE_CHECKING, Any
@@ -233,16 +233,22 @@ class VectorIndex:
             self._slot[members] = np.arange(len(members))
         self._trained_at = len(rows)
 
-    def search(self, query: str, limit: int) -> list[tuple[Hashable, float]]:
-        """The best ``limit`` keys by cosine similarity to ``query`` (score > 0), best first."""
+    def search(self, query: str, limit: int, among: Iterable[Hashable] | None = None) -> list[tuple[Hashable, float]]:
+        """The best ``limit`` keys by cosine similarity to ``query`` (score > 0), best first;
+        ``among``: only these keys (exact over their rows)."""
         with self._lock:
             if self._pending:
                 self._flush()
             live = len(self._row)
             if not live or limit <= 0:
                 return []
+            rows = None if among is None else np.fromiter((self._row[k] for k in among if k in self._row), dtype=np.int64)
+            if rows is not None and not len(rows):
+                return []
             vector = normalised([self.embeddings.embed_query(query)], 1, self.embeddings)[0]
-            if live <= self.exact_up_to:
+            if rows is not None:
+                scores = row_scores(self._matrix[rows], vector)
+            elif live <= self.exact_up_to:
                 rows = np.arange(self._used)
                 scores = row_scores(self._matrix[: self._used], vector)
                 scores[~self._alive[: self._used]] = -np.inf

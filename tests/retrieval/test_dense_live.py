@@ -107,3 +107,35 @@ def test_tenants_keep_their_own_vectors(tmp_path: Path) -> None:
     dense = DenseIndex(Topics())
     assert {h.text for h in bob.search("guitar lessons", k=5, dense=dense, bridge=0)} == {"bob plays no guitar"}
     assert all(h.text.startswith("note") for h in alice.search("guitar lessons", k=5, dense=dense, bridge=0))
+
+
+def test_an_in_memory_session_embeds_only_new_messages_and_is_not_listed_per_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    from session_graph import Session
+    from session_graph.retrieval.messages import MessageSource
+
+    listed = []
+    real = MessageSource.documents
+    monkeypatch.setattr(MessageSource, "documents", lambda self, *a, **k: listed.append(1) or real(self, *a, **k))
+    model, session = Topics(), Session()
+    for n in range(20):
+        session.append_message({"role": "user", "content": f"note {n} about {TOPICS[n % len(TOPICS)]}"})
+    dense = DenseIndex(model)
+    assert all("porto" in h.text for h in session.search("porto trip", k=3, dense=dense, bridge=0))
+    assert len(listed) == 1 and len(model.embedded) == 20
+    session.append_message({"role": "user", "content": "guitar lessons on friday"})
+    assert session.search("guitar lessons", k=1, dense=dense, bridge=0)[0].text == "guitar lessons on friday"
+    assert len(listed) == 1 and model.embedded[20:] == ["guitar lessons on friday"]  # what is new, nothing listed
+    session.search("cat food", k=2, dense=dense)
+    assert len(listed) == 1 and len(model.embedded) == 21 and len(dense) == 21
+
+
+def test_a_search_of_some_sessions_reads_the_vectors_the_whole_tenant_search_keeps(manager: SessionManager) -> None:
+    model = Topics()
+    dense = DenseIndex(model)
+    fill(manager, "a", 12)
+    fill(manager, "b", 12, start=50)
+    manager.search("tax return", k=3, dense=dense, bridge=0)
+    assert len(model.embedded) == 24 and len(dense) == 24
+    hits = manager.search("tax return", k=3, key="b", dense=dense, bridge=0)  # one session: its documents, handed over
+    assert all(h.key == "b" for h in hits) and sorted(h.text for h in hits[:2]) == ["note b52 about tax return", "note b58 about tax return"]
+    assert len(model.embedded) == 24 and len(dense) == 24  # one vector store: nothing embedded again
