@@ -57,7 +57,6 @@ def test_fusion_keeps_a_list_s_first_hit_in_the_top_five() -> None:
 def test_fusion_by_score_and_by_reciprocal_rank() -> None:
     lexical, semantic = [("a", 9.0), ("b", 1.0)], [("b", 0.9), ("c", 0.8)]
     assert [key for key, _ in fuse([lexical, semantic], 3)] == ["b", "a", "c"]  # b: 1/9 + 1; a: 1; c: 0.89
-    assert fuse([lexical, semantic], 3, k=2) == [("b", 1 / 3 + 1 / 2), ("a", 0.5), ("c", 1 / 3)]  # rank from 0
     assert fuse([[("x", 1.0)], [("y", 1.0)]], 0) == []
 
 

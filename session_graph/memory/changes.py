@@ -19,9 +19,9 @@ import threading
 from typing import Any
 import weakref
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp
 
-__all__ = ["FEED_ROOT", "KEEP", "bump", "changed_since", "meta_namespace"]
+__all__ = ["FEED_ROOT", "KEEP", "bump", "changed_since", "changed_since_many", "meta_namespace"]
 
 KEEP = 512
 FEED_ROOT = "memory_changes"
@@ -42,19 +42,28 @@ _lock = threading.Lock()
 
 
 def _feed(store: BaseStore, namespace: tuple[str, ...]) -> tuple[Any, bool]:
-    """(the feed's item or None, whether it was found at the old location). The old location is
-    read until it is found empty once per store and namespace in this process."""
-    item = store.get(meta_namespace(namespace), "changes")
-    if item is not None:
-        return item, False
+    """(the feed's item or None, whether it was found at the old location)."""
+    return _feeds(store, [namespace])[0]
+
+
+def _feeds(store: BaseStore, namespaces: list[tuple[str, ...]]) -> list[tuple[Any, bool]]:
+    """``_feed`` of several namespaces in one ``batch`` (one round trip on a database store). The
+    old location is read (a second batch) until it is found empty once per store and namespace
+    in this process."""
+    items = store.batch([GetOp(meta_namespace(namespace), "changes") for namespace in namespaces])
     with _lock:
-        if namespace in _no_legacy.get(store, ()):
-            return None, False
-    old = store.get(_legacy_namespace(namespace), "changes")
-    if old is None:
-        with _lock:
-            _no_legacy.setdefault(store, set()).add(namespace)
-    return old, old is not None
+        absent = _no_legacy.get(store, set())
+        legacy = [n for n, (namespace, item) in enumerate(zip(namespaces, items, strict=True))
+                  if item is None and namespace not in absent]
+    found: list[tuple[Any, bool]] = [(item, False) for item in items]
+    if legacy:
+        olds = store.batch([GetOp(_legacy_namespace(namespaces[n]), "changes") for n in legacy])
+        for n, old in zip(legacy, olds, strict=True):
+            found[n] = (old, old is not None)
+            if old is None:
+                with _lock:
+                    _no_legacy.setdefault(store, set()).add(namespaces[n])
+    return found
 
 
 def bump(store: BaseStore, namespace: tuple[str, ...], key: str) -> None:
@@ -72,8 +81,17 @@ def bump(store: BaseStore, namespace: tuple[str, ...], key: str) -> None:
 def changed_since(store: BaseStore, namespace: tuple[str, ...], seq: int | None) -> tuple[int, list[str] | None]:
     """(the counter now, the keys written since ``seq``); None for the keys when the feed does
     not reach back that far (or ``seq`` is None): the reader must list the namespace."""
-    item, _ = _feed(store, namespace)
-    value: dict[str, Any] = item.value if item is not None else {"seq": 0, "recent": []}
+    return changed_since_many(store, [namespace], [seq])[0]
+
+
+def changed_since_many(store: BaseStore, namespaces: list[tuple[str, ...]],
+                       seqs: list[int | None]) -> list[tuple[int, list[str] | None]]:
+    """``changed_since`` of several namespaces (an owner's categories) in one read of their feeds."""
+    return [_since(item.value if item is not None else {"seq": 0, "recent": []}, seq)
+            for (item, _), seq in zip(_feeds(store, namespaces), seqs, strict=True)]
+
+
+def _since(value: dict[str, Any], seq: int | None) -> tuple[int, list[str] | None]:
     now = int(value.get("seq", 0))
     if seq is None or now < seq:
         return now, None
