@@ -30,7 +30,7 @@ from typing import Any
 from session_graph.errors import ConfigurationError
 from session_graph.retrieval.vectors import VectorIndex
 
-__all__ = ["LIVE_EXACT_UP_TO", "DenseIndex"]
+__all__ = ["FETCH_CHUNK", "LIVE_EXACT_UP_TO", "DenseIndex", "fetch_texts"]
 LIVE_EXACT_UP_TO = 20_000
 """Up to this many messages of a tenant are ranked exactly (one matrix-vector product); beyond,
 through an inverted file (approximate; see ``retrieval.vectors``)."""
@@ -96,9 +96,22 @@ class DenseIndex:
                     vectors.remove(gone)
             changed = [(ref, (mid, ts)) for ref, mid, ts in added if not vectors.holds(ref, (mid, ts))]
             if changed:
-                texts = {(h.key, h.seq): h.text for h in source.fetch(tenant, [ref for ref, _ in changed], {})}
+                texts = fetch_texts(source, tenant, [ref for ref, _ in changed])
                 for ref, tag in changed:
                     vectors.set(ref, texts.get(ref, ""), tag)
             found = vectors.search(query, limit)
             self._marks[(tenant, scope)] = mark  # only once all went well: a failure lists again next time
             return found
+
+
+FETCH_CHUNK = 200
+"""Refs per ``fetch`` when texts are read for embedding (a SQL store reads each fetch in one
+statement: SQLite allows at most 500 parts in a compound SELECT)."""
+
+
+def fetch_texts(source: Any, tenant: str, refs: list[Any]) -> dict[Any, str]:
+    """The texts of ``refs`` in ``source``, by ref, fetched ``FETCH_CHUNK`` at a time."""
+    texts: dict[Any, str] = {}
+    for start in range(0, len(refs), FETCH_CHUNK):
+        texts.update({(h.key, h.seq): h.text for h in source.fetch(tenant, refs[start : start + FETCH_CHUNK], {})})
+    return texts

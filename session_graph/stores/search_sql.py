@@ -293,8 +293,11 @@ class SqlSearch:
         if not grown:
             return now, []
         one = "SELECT key, seq, id, ts FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
-        found = yield self.store._x(" UNION ALL ".join([one] * len(grown)),  # one round trip, each a primary-key range
-                                    tuple(v for key, (count, _, _) in grown for v in (tenant, key, max(0, count - 1))), "all")
+        found = []
+        for start in range(0, len(grown), 200):  # each a primary-key range; SQLite takes 500 parts per compound SELECT
+            part = grown[start : start + 200]
+            found += (yield self.store._x(" UNION ALL ".join([one] * len(part)),
+                                          tuple(v for key, (count, _, _) in part for v in (tenant, key, max(0, count - 1))), "all"))
         last = {key: old for key, old in grown}
         added = []
         for key, seq, id_, ts in found:

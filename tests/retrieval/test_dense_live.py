@@ -157,3 +157,12 @@ def test_a_reset_session_that_grew_past_its_old_length_is_embedded_again(manager
     hits = manager.search("porto trip", k=3, dense=dense, bridge=0)
     assert all("porto" not in h.text for h in hits)  # no vector of a message that is gone ranks a new one
     assert sorted(model.embedded[before:]) == sorted(f"fresh {n} about cat food" for n in range(9)) and len(dense) == 9
+
+
+def test_a_first_dense_search_of_many_messages_reads_their_texts_in_bounded_fetches(manager: SessionManager) -> None:
+    model = Topics()
+    fill(manager, "big", 600)  # SQLite takes at most 500 parts per compound SELECT: one fetch of 600 refs failed
+    hits = manager.search("guitar lessons", k=3, dense=DenseIndex(model), bridge=0)
+    assert len(model.embedded) == 600 and all("guitar" in h.text for h in hits)
+    hits = manager.search("guitar lessons", k=3, key="big", dense=DenseIndex(model), bridge=0)  # the documents path too
+    assert len(model.embedded) == 1200 and all("guitar" in h.text for h in hits)
