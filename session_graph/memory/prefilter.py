@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 import heapq
 import threading
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 import weakref
 
 from langgraph.store.base import BaseStore
@@ -29,8 +29,8 @@ from session_graph.memory.items import expired, searchable_text
 from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.vectors import VectorIndex
 
-__all__ = ["GRAMS_WEIGHT", "NamespaceIndex", "VectorIndexedStore", "active_items", "fuse", "hit_of", "indexes", "key_catalogue",
-           "nearest", "prefilter"]
+__all__ = ["GRAMS_WEIGHT", "NamespaceIndex", "VectorIndexedStore", "active_items", "fuse", "hit_of", "indexed_by_meaning", "indexes",
+           "key_catalogue", "nearest", "prefilter"]
 
 _LIMIT = 1_000_000
 _lock = threading.Lock()
@@ -181,13 +181,19 @@ class VectorIndexedStore(Protocol):
     index_config: Any
 
 
+def indexed_by_meaning(store: Any) -> TypeGuard[VectorIndexedStore]:
+    """Whether ``store`` has ``VectorIndexedStore``'s capability with an index configured (the
+    attribute read directly: a runtime Protocol ``isinstance`` costs ~9 us, per category per recall)."""
+    return bool(getattr(store, "index_config", None))
+
+
 def nearest(index: NamespaceIndex, text: str, depth: int, embeddings: Any, store: BaseStore | None,
             namespace: tuple[str, ...] | None) -> list[tuple[str, float]] | None:
     """The nearest active items of ``index`` (``namespace``'s) by meaning: the store's own vector
     index when it is a ``VectorIndexedStore`` with an index configured (``store.search(query=...)``:
     nothing embedded twice), else ``embeddings`` (kept per index, current by the change feed);
     None: neither."""
-    if store is not None and namespace is not None and isinstance(store, VectorIndexedStore) and store.index_config:
+    if store is not None and namespace is not None and indexed_by_meaning(store):
         found = store.search(namespace, query=text, filter={"status": "active"}, limit=depth)
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:

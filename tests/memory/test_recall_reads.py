@@ -15,7 +15,7 @@ from session_graph.memory.apply import apply_op
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.filestore import FileMemoryStore
 from session_graph.memory.plan import create_plan
-from session_graph.memory.prefilter import VectorIndexedStore
+from session_graph.memory.prefilter import VectorIndexedStore, indexed_by_meaning
 from session_graph.memory.recall import recall
 
 
@@ -52,6 +52,7 @@ def memory_categories() -> list[str]:
 
 def test_a_store_s_own_vector_index_is_a_declared_capability(tmp_path: Path) -> None:
     indexed = InMemoryStore(index={"embed": lambda texts: [[1.0, 0.0] for _ in texts], "dims": 2})
-    assert isinstance(indexed, VectorIndexedStore) and indexed.index_config
-    assert not InMemoryStore().index_config  # has the attribute, no index: ranked by our own vectors
+    assert isinstance(indexed, VectorIndexedStore) and indexed_by_meaning(indexed)
+    assert not indexed_by_meaning(InMemoryStore())  # the attribute, no index: ranked by our own vectors
     assert not isinstance(FileMemoryStore(tmp_path), VectorIndexedStore)  # its search(query=) is BM25
+    assert not indexed_by_meaning(FileMemoryStore(tmp_path))
