@@ -1,5 +1,6 @@
 """What a recall reads (issue 22, item 4): the change feeds of the user's categories in one
-``batch`` per recall (one round trip on a database store, not one per category), nothing more
+``batch`` per recall, one namespace per owner (one query each on a database store, not one per
+category), nothing more
 when nothing changed; a store's own vector index recognised by a declared capability
 (``VectorIndexedStore``), not by what else the store happens to have."""
 
@@ -40,8 +41,10 @@ def test_a_recall_reads_every_category_s_feed_in_one_batch() -> None:
     recall(memory, "dark mode", 3)  # the first one lists each category once
     store.batches.clear()
     assert [value["content"] for value in recall(memory, "dark mode", 1)] == ["The user prefers dark mode."]
-    feeds = [ops for ops in store.batches if all(isinstance(op, GetOp) and op.key == "changes" for op in ops)]
+    feeds = [ops for ops in store.batches if all(isinstance(op, GetOp) and op.key.startswith("changes-") for op in ops)]
     assert len(store.batches) == 1 and len(feeds) == 1 and len(feeds[0]) == len(memory_categories())
+    owners = {op.namespace for op in feeds[0]}  # a database store runs one query per namespace of a batch
+    assert owners == {("memory_changes", "user", "alice"), ("memory_changes", "agent", "coder")}
 
 
 def memory_categories() -> list[str]:
