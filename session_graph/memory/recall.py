@@ -22,7 +22,7 @@ from session_graph.memory.categories import CATEGORIES, content_hash
 from session_graph.memory.config import MemoryConfig, expiry, unavailable
 from session_graph.memory.items import expired
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
-from session_graph.memory.prefilter import GRAMS_WEIGHT, _index, _semantic, fuse, prefilter
+from session_graph.memory.prefilter import GRAMS_WEIGHT, fuse, indexes, nearest, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
@@ -43,13 +43,13 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     variants: list[tuple[str, float]] = []  # character grams: "allergy" finds "allergic"
     semantic: list[tuple[str, float]] | None = None
     values: dict[str, dict[str, Any] | None] = {}
-    for category in CATEGORIES:
-        namespace = memory.namespace(category)
-        index = _index(memory.memory_store, namespace)
+    namespaces = [memory.namespace(category) for category in CATEGORIES]
+    held = indexes(memory.memory_store, namespaces)  # one read of the categories' change feeds
+    for category, namespace, index in zip(CATEGORIES, namespaces, held, strict=True):
         current = index.values  # read per hit: another thread may refresh the shared index meanwhile
         lexical += _live(index.bm25.search(query, limit=depth), category, current, values)
         variants += _live(index.grams.search(query, limit=depth), category, current, values)
-        near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
+        near = nearest(index, query, depth, memory.embeddings, memory.memory_store, namespace)
         if near is not None:
             semantic = (semantic or []) + _live(near, category, current, values)
     rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth],

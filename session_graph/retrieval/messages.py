@@ -28,6 +28,7 @@ __all__ = ["MessageSource", "PooledSource", "bind_store", "message_text", "sessi
 Ref = tuple[str, int]
 _sources: weakref.WeakKeyDictionary[Any, MessageSource] = weakref.WeakKeyDictionary()
 _stores: weakref.WeakKeyDictionary[Any, tuple[Any, str]] = weakref.WeakKeyDictionary()
+_pools: weakref.WeakKeyDictionary[MessageSource, PooledSource] = weakref.WeakKeyDictionary()  # by the session's held source
 _lock = threading.Lock()
 
 
@@ -110,21 +111,74 @@ class MessageSource:
     def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
         return [((self.key, p), m.id, self._ts(p)) for p, m in sorted(self._held.items())]
 
+    @property
+    def vector_scope(self) -> str:
+        """What a dense index keeps one set of vectors for (``retrieval.dense``): this session."""
+        return self.key
+
+    def documents_since(self, tenant: str, mark: Any = None) -> tuple[Any, list[tuple[Ref, str | None, str]] | None]:
+        """``(the mark now, the messages indexed since mark)``, as the JSONL store's index answers
+        (``stores.search_state.documents_since``): None for the messages when ``mark`` is None,
+        of another index (the history was replaced), or messages were removed since."""
+        index = self.index
+        now = (weakref.ref(index), index.ids, index.ids - len(index))
+        if mark is None or mark[0]() is not index or mark[2] != now[2] or mark[1] > now[1]:
+            return now, None
+        return now, [(ref, message.id, self._ts(ref[1])) for ref in index.keys_since(mark[1])  # type: ignore[index]
+                     if (message := self._held.get(ref[1])) is not None]  # type: ignore[index]
+
 
 class PooledSource(MessageSource):
     """The messages a session holds and a store index's best candidates for the part it does not
     hold, in one BM25 index, so every score comes from the same statistics (one ranking: a
-    store's scores and an in-memory index's are not comparable, their corpora differ)."""
+    store's scores and an in-memory index's are not comparable, their corpora differ).
 
-    def __init__(self, held: MessageSource, candidates: list[SearchHit]) -> None:
+    Kept per session (``session_search``) and brought up to date by ``refresh``: a held message
+    is indexed again only when it is another message than before, a candidate only when it is
+    new to the pool (its terms cached by message id and text), and one that left the pool is
+    removed (the index's statistics stay those of a rebuilt one), so a search costs what changed.
+    """
+
+    def __init__(self, held: MessageSource, candidates: list[SearchHit] | None = None) -> None:
         super().__init__(held.key)
+        self.lock = threading.Lock()  # refresh and the search that reads it, one search at a time
+        self._mirrored: Any = None  # the held source's index this pool follows
+        self._stored: dict[int, SearchHit] = {}
+        self._words: dict[tuple[str | None, str], list[str]] = {}
+        self.refresh(held, candidates or [])
+
+    def _terms(self, message_id: str | None, text: str) -> list[str]:
+        words = self._words.get((message_id, text))
+        if words is None:
+            words = self._words[(message_id, text)] = terms(text)
+        return words
+
+    def refresh(self, held: MessageSource, candidates: list[SearchHit]) -> None:
+        """Index what ``held`` holds now and these store ``candidates`` (nothing else)."""
+        if held.index is not self._mirrored or self.index.ids > 2 * len(self.index) + 256:
+            # another history, or many removals: a new index from the cached terms
+            self.index, self._held, self._stored, self._mirrored = Bm25Index(), {}, {}, held.index
+            if len(self._words) > 4 * (len(held._held) + len(candidates)) + 256:
+                self._words = {}
         self._times = held._times
-        self._stored = {hit.seq: hit for hit in candidates if hit.seq not in held._held}
-        for position, message in sorted(held._held.items()):
-            self.index.add((self.key, position), terms(message_text(message)), owner=self.key)
-            self._held[position] = message
-        for position, hit in self._stored.items():
-            self.index.add((self.key, position), terms(hit.text), owner=self.key)
+        for position in [p for p in self._held if p not in held._held]:
+            self.index.remove((self.key, position))
+            del self._held[position]
+        for position, message in held._held.items():
+            if self._held.get(position) is not message:
+                self._stored.pop(position, None)
+                self.index.add((self.key, position), self._terms(message.id, message_text(message)), owner=self.key)
+                self._held[position] = message
+        wanted = {hit.seq: hit for hit in candidates if hit.seq not in held._held}
+        for position, old in list(self._stored.items()):
+            new = wanted.get(position)
+            if new is None or (new.message_id, new.text) != (old.message_id, old.text):
+                self.index.remove((self.key, position))
+                del self._stored[position]
+        for position, hit in wanted.items():
+            if position not in self._stored:
+                self.index.add((self.key, position), self._terms(hit.message_id, hit.text), owner=self.key)
+            self._stored[position] = hit  # this search's hit (its neighbours, its time)
 
     def _ts(self, position: int) -> str:
         hit = self._stored.get(position)
@@ -142,6 +196,10 @@ class PooledSource(MessageSource):
             elif ref in held:
                 hits.append(held[ref])
         return hits
+
+    documents_since = None  # type: ignore[assignment]
+    """Made per search from what the store's index found: a dense index is handed its documents
+    (``DenseIndex.search``, which embeds only those it does not hold)."""
 
     def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
         stored = [((self.key, p), h.message_id, h.ts) for p, h in self._stored.items()]
@@ -171,7 +229,14 @@ def session_search(session: Any, query: str, k: int = 10, options: SearchOptions
         depth = max(2 * k, options.candidates)
         found = search(index, tenant, query, depth + len(history) - start + 1, keys=[session.id],
                        options=SearchOptions(around=options.around, since=options.since, until=options.until, bridge=options.bridge))
-        return search(PooledSource(source, [h for h in found if 1 <= h.seq < start][:depth]), "", query, k, options=options)
+        candidates = [h for h in found if 1 <= h.seq < start][:depth]
+        with _lock:
+            pool = _pools.get(source)
+            if pool is None:
+                pool = _pools[source] = PooledSource(source)
+        with pool.lock:
+            pool.refresh(source, candidates)
+            return search(pool, "", query, k, options=options)
     return search(source, "", query, k, options=options)
 
 

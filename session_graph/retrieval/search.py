@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from session_graph.errors import ConfigurationError
 from session_graph.retrieval.aggregate import rank_sessions
-from session_graph.retrieval.dense import DenseIndex
+from session_graph.retrieval.dense import DenseIndex, fetch_texts
 from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.rerank import Reranker, rerank_scores
@@ -135,9 +135,9 @@ def _ranked(source: Source, tenant: str, query: str, k: int, keys: list[str] | N
                          if (since is None or d[2] >= since) and (until is None or d[2] < until)]
 
             def text_of(refs: list[Ref]) -> dict[Ref, str]:
-                return {(h.key, h.seq): h.text for h in source.fetch(tenant, refs, {})}
+                return fetch_texts(source, tenant, refs)
 
-            dense = options.dense.search(query, documents, pool, text_of, tenant=tenant)
+            dense = options.dense.search(query, documents, pool, text_of, tenant=tenant, scope=getattr(source, "vector_scope", None))
         ranked = fuse_scores([lexical, dense], weights=[1.0, options.dense_weight]) if lexical else dense
     if options.reranker is not None and ranked:
         head = [ref for ref, _ in ranked[:pool]]

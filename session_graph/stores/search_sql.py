@@ -281,6 +281,44 @@ class SqlSearch:
         """``((key, seq), message id, ts)`` of every message of a tenant (for a dense index)."""
         return [] if self.store._empty else self.store._run(self._documents_flow(tenant, keys))
 
+    def _since_flow(self, tenant: str, mark: dict[str, tuple[int, Any, Any]] | None) -> Flow:
+        # each session's count and last message (a primary-key lookup each): O(sessions), not O(messages)
+        rows = yield self.store._x(
+            "SELECT s.key, s.message_count, m.id, m.ts FROM sg_sessions s LEFT JOIN sg_messages m ON m.tenant = s.tenant"
+            " AND m.key = s.key AND m.seq = s.message_count - 1 WHERE s.tenant = ?", (tenant,), "all")
+        now = {str(key): (int(count), id_, ts) for key, count, id_, ts in rows}
+        if mark is None or any(key not in now or now[key][0] < mark[key][0] for key in mark):
+            return now, None  # first look, or a session deleted or shortened: list the tenant once
+        grown = [(key, mark.get(key, (0, None, None))) for key in sorted(now) if now[key] != mark.get(key)]
+        if not grown:
+            return now, []
+        one = "SELECT key, seq, id, ts FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
+        found = []
+        for start in range(0, len(grown), 200):  # each a primary-key range; SQLite takes 500 parts per compound SELECT
+            part = grown[start : start + 200]
+            found += (yield self.store._x(" UNION ALL ".join([one] * len(part)),
+                                          tuple(v for key, (count, _, _) in part for v in (tenant, key, max(0, count - 1))), "all"))
+        last = {key: old for key, old in grown}
+        added = []
+        for key, seq, id_, ts in found:
+            count, old_id, old_ts = last[key]
+            if int(seq) == count - 1:  # the message last seen there must still be there, else the session was reset
+                if (id_, ts) != (old_id, old_ts):
+                    return now, None
+                continue
+            added.append(((str(key), int(seq)), id_, ts))
+        return now, sorted(added)
+
+    def documents_since(self, tenant: str, mark: Any = None) -> tuple[Any, list[tuple[Ref, str | None, str]] | None]:
+        """``(the mark now, ((key, seq), message id, ts) of the messages stored since mark)``, what a dense
+        index kept up to date needs (``retrieval.dense``): one read of the tenant's sessions (each one's
+        count and last message) and one of the new messages, never a listing of the tenant's messages;
+        None for the messages when ``mark`` is None or a session was deleted, shortened or reset since
+        (the caller lists the tenant once)."""
+        if self.store._empty:
+            return {}, None
+        return self.store._run(self._since_flow(tenant, mark))
+
     def count(self, tenant: str) -> int:
         """How many messages of a tenant are indexed."""
         if self.store._empty:

@@ -14,7 +14,7 @@ from session_graph.memory import MemoryConfig
 from session_graph.memory.apply import apply_op
 from session_graph.memory.manage import forget
 from session_graph.memory.plan import create_plan
-from session_graph.memory.prefilter import _index, prefilter
+from session_graph.memory.prefilter import indexes, prefilter
 from session_graph.memory.recall import remember
 
 PREFS = ("user", "alice", "memories", "preferences")
@@ -51,11 +51,11 @@ def setup() -> tuple[MemoryConfig, Interleaving]:
     memory = MemoryConfig(store=store, user="alice", agent="coder")
     for n in range(6):
         put(store, f"The user wants the aisle printer number {n} when printing.", f"printer_{n}")
-    _index(store, PREFS)  # the shared index is current
+    indexes(store, [PREFS])  # the shared index is current
 
     def another_writer() -> None:  # forgets the best lexical match and refreshes the shared index
         forget(memory, "printer_0", "preferences")
-        _index(store, PREFS)
+        indexes(store, [PREFS])
 
     embeddings.meanwhile = another_writer
     return memory, embeddings

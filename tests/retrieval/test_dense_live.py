@@ -10,6 +10,7 @@ import random
 
 from langchain_core.embeddings import Embeddings
 import pytest
+from stores_util import fresh_tenant, make_store
 
 from session_graph import DenseIndex, SessionManager
 from session_graph.stores.jsonl import JsonlStore
@@ -42,9 +43,10 @@ def fill(manager: SessionManager, key: str, count: int, start: int = 0) -> None:
     manager.save(session)
 
 
-@pytest.fixture
-def manager(tmp_path: Path) -> SessionManager:
-    return SessionManager(JsonlStore(tmp_path), tenant="alice")
+@pytest.fixture(params=["jsonl", "sqlite", "postgres"])
+def manager(request: pytest.FixtureRequest, tmp_path: Path) -> SessionManager:
+    # SQL stores: documents_since from the sessions' counts and last messages
+    return SessionManager(make_store(request.param, tmp_path), tenant=fresh_tenant())
 
 
 def test_new_messages_are_embedded_once_and_the_tenant_is_not_listed_per_query(manager: SessionManager,
@@ -72,10 +74,10 @@ def test_the_kept_vectors_rank_as_the_full_listing_does(manager: SessionManager)
     source = manager.store.search_index  # type: ignore[attr-defined]
     live, listed = DenseIndex(Topics()), DenseIndex(Topics())
     for query in ("sofa shopping", "cat food tax", "moving house porto trip"):
-        kept = live.search_source(query, source, "alice", 10)
-        documents = source.documents("alice")
-        full = listed.search(query, documents, 10, lambda refs: {(h.key, h.seq): h.text for h in source.fetch("alice", refs, {})},
-                             tenant="alice")
+        kept = live.search_source(query, source, manager.tenant, 10)
+        documents = source.documents(manager.tenant)
+        full = listed.search(query, documents, 10, lambda refs: {(h.key, h.seq): h.text for h in source.fetch(manager.tenant, refs, {})},
+                             tenant=manager.tenant)
         assert [ref for ref, _ in kept] == [ref for ref, _ in full]
         assert [score for _, score in kept] == pytest.approx([score for _, score in full], abs=1e-5)
 
@@ -107,3 +109,60 @@ def test_tenants_keep_their_own_vectors(tmp_path: Path) -> None:
     dense = DenseIndex(Topics())
     assert {h.text for h in bob.search("guitar lessons", k=5, dense=dense, bridge=0)} == {"bob plays no guitar"}
     assert all(h.text.startswith("note") for h in alice.search("guitar lessons", k=5, dense=dense, bridge=0))
+
+
+def test_an_in_memory_session_embeds_only_new_messages_and_is_not_listed_per_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    from session_graph import Session
+    from session_graph.retrieval.messages import MessageSource
+
+    listed = []
+    real = MessageSource.documents
+    monkeypatch.setattr(MessageSource, "documents", lambda self, *a, **k: listed.append(1) or real(self, *a, **k))
+    model, session = Topics(), Session()
+    for n in range(20):
+        session.append_message({"role": "user", "content": f"note {n} about {TOPICS[n % len(TOPICS)]}"})
+    dense = DenseIndex(model)
+    assert all("porto" in h.text for h in session.search("porto trip", k=3, dense=dense, bridge=0))
+    assert len(listed) == 1 and len(model.embedded) == 20
+    session.append_message({"role": "user", "content": "guitar lessons on friday"})
+    assert session.search("guitar lessons", k=1, dense=dense, bridge=0)[0].text == "guitar lessons on friday"
+    assert len(listed) == 1 and model.embedded[20:] == ["guitar lessons on friday"]  # what is new, nothing listed
+    session.search("cat food", k=2, dense=dense)
+    assert len(listed) == 1 and len(model.embedded) == 21 and len(dense) == 21
+
+
+def test_a_search_of_some_sessions_reads_the_vectors_the_whole_tenant_search_keeps(manager: SessionManager) -> None:
+    model = Topics()
+    dense = DenseIndex(model)
+    fill(manager, "a", 12)
+    fill(manager, "b", 12, start=50)
+    manager.search("tax return", k=3, dense=dense, bridge=0)
+    assert len(model.embedded) == 24 and len(dense) == 24
+    hits = manager.search("tax return", k=3, key="b", dense=dense, bridge=0)  # one session: its documents, handed over
+    assert all(h.key == "b" for h in hits) and sorted(h.text for h in hits[:2]) == ["note b52 about tax return", "note b58 about tax return"]
+    assert len(model.embedded) == 24 and len(dense) == 24  # one vector store: nothing embedded again
+
+
+def test_a_reset_session_that_grew_past_its_old_length_is_embedded_again(manager: SessionManager) -> None:
+    model = Topics()
+    dense = DenseIndex(model)
+    fill(manager, "a", 6)
+    manager.search("porto trip", k=3, dense=dense, bridge=0)
+    session = manager.get_or_create("a")
+    session.clear()  # the stored messages are replaced (a reset), then more than before are written
+    for n in range(9):
+        session.append_message({"role": "user", "content": f"fresh {n} about cat food"})
+    manager.save(session)
+    before = len(model.embedded)
+    hits = manager.search("porto trip", k=3, dense=dense, bridge=0)
+    assert all("porto" not in h.text for h in hits)  # no vector of a message that is gone ranks a new one
+    assert sorted(model.embedded[before:]) == sorted(f"fresh {n} about cat food" for n in range(9)) and len(dense) == 9
+
+
+def test_a_first_dense_search_of_many_messages_reads_their_texts_in_bounded_fetches(manager: SessionManager) -> None:
+    model = Topics()
+    fill(manager, "big", 600)  # SQLite takes at most 500 parts per compound SELECT: one fetch of 600 refs failed
+    hits = manager.search("guitar lessons", k=3, dense=DenseIndex(model), bridge=0)
+    assert len(model.embedded) == 600 and all("guitar" in h.text for h in hits)
+    hits = manager.search("guitar lessons", k=3, key="big", dense=DenseIndex(model), bridge=0)  # the documents path too
+    assert len(model.embedded) == 1200 and all("guitar" in h.text for h in hits)

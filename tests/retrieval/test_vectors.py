@@ -113,3 +113,36 @@ def test_the_prefilter_embeds_only_what_changed() -> None:
     assert len(model.embedded) == 9 and "new laptop" in model.embedded[-1]
     assert any(h["key"] == "item_3" for h in hits.values())
     assert np.isfinite(VectorIndex(model).search("x", 3) or [0.0]).all()  # an empty index answers nothing
+
+
+class Mixed(Axes):
+    """``Axes`` spread over 64 dimensions by a fixed mixing: wide vectors whose energy lies in
+    8 directions, so the inverted file's lists hold them projected."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mix = np.random.default_rng(3).standard_normal((len(AXES), 64))
+
+    def _vector(self, text: str) -> list[float]:
+        return (np.asarray(super()._vector(text)) @ self.mix).tolist()
+
+
+def test_a_projected_inverted_file_returns_exact_cosines_of_what_the_exact_search_finds() -> None:
+    rng = random.Random(5)
+    texts = {n: " ".join(rng.choice(AXES) for _ in range(3)) for n in range(600)}
+    exact, approximate = VectorIndex(Mixed()), VectorIndex(Mixed(), exact_up_to=100, probes=12)
+    for n, text in texts.items():
+        exact.set(n, text)
+        approximate.set(n, text)
+    for query in ("coffee", "seat seat theme", "dog team", "laptop city"):
+        want, got = exact.search(query, 10), approximate.search(query, 10)
+        assert len(got) == 10 and all(g >= w - 0.02 for (_, g), (_, w) in zip(got, want, strict=True))
+        truth = dict(exact.search(query, 600))
+        assert all(abs(score - truth[key]) < 1e-5 for key, score in got)  # re-ranked by the whole vectors
+    assert approximate._projection is not None and approximate._projection.shape[0] < 64
+    blocks = [block[:size] for block, size in zip(approximate._blocks, approximate._sizes, strict=True)]
+    assert all(block.flags.c_contiguous and block.dtype == np.float32 for block in blocks)
+    approximate.remove(7)
+    approximate.set("late", "coffee coffee coffee coffee seat")  # joins its list, projected
+    assert approximate.search("coffee coffee coffee coffee seat", 1)[0][0] == "late"
+    assert 7 not in {key for key, _ in approximate.search("coffee", 600)}
