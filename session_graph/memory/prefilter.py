@@ -3,7 +3,10 @@
 Per candidate, in its own owner and category: the item at its deterministic key, the items
 with its content hash, then the most similar active items by BM25 fused (reciprocal rank,
 small ``k``) with the nearest by meaning: the store's own vector index when it has one, else
-the config's ``Embeddings``; plus earlier candidates of the same batch that share its key or
+the config's ``Embeddings``, and with the retrieval terms the extraction model wrote (``terms``:
+other names, synonyms, translations) on both sides: the candidate's text and terms against each
+item's text and the terms kept with it (query and document expansion by the model's world
+knowledge, one more lexical list; absent when neither side has terms); plus earlier candidates of the same batch that share its key or
 content hash. Superseded items are never hits; each hit is shown as stored now.
 
 Indexes are kept per (store, namespace) in the process and brought up to date through the
@@ -25,7 +28,7 @@ from langgraph.store.base import BaseStore
 from session_graph.memory.bm25 import Bm25, grams, terms
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since
-from session_graph.memory.items import expired, searchable_text
+from session_graph.memory.items import expired, searchable_text, terms_text
 from session_graph.retrieval.fusion import fuse_ranks, fuse_scores
 from session_graph.retrieval.vectors import VectorIndex
 
@@ -44,6 +47,8 @@ class _Index:
         self.bm25 = Bm25()
         self.grams = Bm25(analyzer=grams)  # character 4-grams: morphological variants the stemmer leaves apart
         self.keys = Bm25(analyzer=_key_terms)  # merge keys alone: a candidate's own key is evidence of its topic
+        self.expanded = Bm25()  # text and retrieval terms: what the model knows the fact is also called
+        self.termed: set[str] = set()  # the items with terms (none: the expanded list is the word list, left out)
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
         self.dense: VectorIndex | None = None  # the config's embeddings' vectors, by key (kept current by set)
@@ -57,6 +62,8 @@ class _Index:
             self.bm25.remove(key)
             self.grams.remove(key)
             self.keys.remove(key)
+            self.expanded.remove(key)
+            self.termed.discard(key)
         if value is None or value.get("status") != "active":
             if self.dense is not None:
                 self.dense.remove(key)
@@ -67,6 +74,10 @@ class _Index:
         self.bm25.add(key, text)
         self.grams.add(key, text)
         self.keys.add(key, key.replace("_", " "))
+        extra = terms_text(value)
+        self.expanded.add(key, f"{text} {extra}")
+        if extra:
+            self.termed.add(key)
         if self.dense is not None:
             self.dense.set(key, text, value.get("hash"))  # the same hash: the vector stays
 
@@ -183,15 +194,18 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
     return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
 
 
+TERMS_WEIGHT = 1.0
+"""The expanded (text + retrieval terms) list's weight in the fusion."""
 GRAMS_WEIGHT = 0.5
 """The character-gram list's weight in the fusion (the word list's is 1): it finds variants the
 stemmer misses, and is noisier than whole words."""
 
 
 def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
-             namespace: tuple[str, ...] | None = None, merge_key: str | None = None) -> list[tuple[str, float]]:
+             namespace: tuple[str, ...] | None = None, merge_key: str | None = None, terms: str = "") -> list[tuple[str, float]]:
     """The most similar active items: word BM25, character-gram BM25, the candidate's own merge
-    key against stored keys (when it has one) and the nearest by meaning, fused by score."""
+    key against stored keys (when it has one), text and retrieval terms against items' text and
+    terms (when either side has terms) and the nearest by meaning, fused by score."""
     depth = max(top_k * 4, 20)
     rankings = [[(str(k), s) for k, s in index.bm25.search(text, limit=depth)],
                 [(str(k), s) for k, s in index.grams.search(text, limit=depth)]]
@@ -199,6 +213,9 @@ def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseS
     if merge_key:
         rankings.append([(str(k), s) for k, s in index.keys.search(merge_key.replace("_", " "), limit=depth)])
         weights.append(1.0)
+    if terms or index.termed:
+        rankings.append([(str(k), s) for k, s in index.expanded.search(f"{text} {terms}", limit=depth)])
+        weights.append(TERMS_WEIGHT)
     semantic = _semantic(index, text, depth, embeddings, store, namespace)
     if semantic is not None:
         rankings.append(semantic)
@@ -214,7 +231,7 @@ def prefilter(
 
     Args:
         store: the memory store.
-        candidates: dicts with ``category``, ``key``, ``abstract``, ``content``.
+        candidates: dicts with ``category``, ``key``, ``abstract``, ``content`` (and optional ``terms``).
         namespaces: each candidate's namespace.
         top_k: similar items per candidate (besides exact key and hash matches).
         embeddings: a LangChain ``Embeddings`` to fuse with BM25, or None.
@@ -237,7 +254,8 @@ def prefilter(
         kinds = {k: ("key" if k == key else "hash") for k in found}
         text = f"{candidate.get('key') or ''} {candidate['abstract']} {candidate['content']}"
         scores: dict[str, float] = {}
-        for other, score in _similar(index, text, top_k, embeddings, store, namespace, candidate.get("key")):
+        for other, score in _similar(index, text, top_k, embeddings, store, namespace, candidate.get("key"),
+                                     terms_text(candidate)):
             value = index.values.get(other)
             if other not in found and value is not None and len(found) < top_k + 2 and not expired(value):
                 found[other], kinds[other], scores[other] = value, "similar", round(score, 4)
