@@ -20,9 +20,9 @@ from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
 from session_graph.memory.config import MemoryConfig, expiry, unavailable
-from session_graph.memory.items import expired
+from session_graph.memory.items import clean_terms, expired
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
-from session_graph.memory.prefilter import GRAMS_WEIGHT, _index, _semantic, fuse, prefilter
+from session_graph.memory.prefilter import GRAMS_WEIGHT, TERMS_WEIGHT, _index, _semantic, fuse, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
@@ -35,12 +35,16 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     One BM25 ranking and one ranking by meaning (when the store has a vector index or the
     config embeddings) over every category, fused once (``prefilter.fuse``: retrieval's score
     fusion, each list's first hit kept), so a category's best is not taken for the best overall.
+    Where memories keep retrieval terms (other names, synonyms, translations the extraction model
+    gave), one more BM25 ranking over their text and terms: a query in other words finds them.
     """
     if not query.strip() or k <= 0:
         return []
     depth = max(k * 4, 20)
     lexical: list[tuple[str, float]] = []
     variants: list[tuple[str, float]] = []  # character grams: "allergy" finds "allergic"
+    expanded: list[tuple[str, float]] = []  # text and retrieval terms
+    termed = False
     semantic: list[tuple[str, float]] | None = None
     values: dict[str, dict[str, Any] | None] = {}
     for category in CATEGORIES:
@@ -49,12 +53,18 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         current = index.values  # read per hit: another thread may refresh the shared index meanwhile
         lexical += _live(index.bm25.search(query, limit=depth), category, current, values)
         variants += _live(index.grams.search(query, limit=depth), category, current, values)
+        if index.termed:
+            termed = True
+            expanded += _live(index.expanded.search(query, limit=depth), category, current, values)
         near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
         if near is not None:
             semantic = (semantic or []) + _live(near, category, current, values)
     rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth],
                 sorted(variants, key=lambda pair: (-pair[1], pair[0]))[:depth]]
     weights = [1.0, GRAMS_WEIGHT]
+    if termed:
+        rankings.append(sorted(expanded, key=lambda pair: (-pair[1], pair[0]))[:depth])
+        weights.append(TERMS_WEIGHT)
     if semantic is not None:
         rankings.append(sorted(semantic, key=lambda pair: (-pair[1], pair[0]))[:depth])
         weights.append(1.0)
@@ -147,13 +157,17 @@ def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None
 
 
 def _remember(memory: MemoryConfig, content: str, category: str = "preferences", key: str | None = None,
-              abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None) -> Flow[str]:
+              abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None,
+              terms: Any = None) -> Flow[str]:
     """Store one fact as a commit would: the same prefilter, then the decide model (``model``, else
     ``memory.model``) on what it found, then a compare-and-set write (decided again if the store
     moved meanwhile). Without a model, a conservative rule: the same text is a SKIP; the same key, or
     (when no key is given) a stored fact of the same mergeable category sharing at least half
     the words of the shorter of the two (its key's words count, and two at least), is
     rewritten (its old text kept in the item's history); anything else is a new item.
+    ``terms``: retrieval terms to keep with the fact (other names, synonyms, translations), as a
+    commit's extraction gives them; without them the fact is found by its own words (and by the
+    terms kept with the stored memories it is compared with).
 
     Returns:
         what happened: ``created``, ``updated``, ``merged`` or ``skipped``.
@@ -167,7 +181,8 @@ def _remember(memory: MemoryConfig, content: str, category: str = "preferences",
     if not isinstance(content, str) or not content.strip():
         raise ConfigurationError("remember() needs the fact to store as non-empty text.")
     decider = model if model is not None else memory.model
-    candidate = {"category": category, "key": key, "abstract": abstract or content[:80], "overview": "", "content": content}
+    candidate = {"category": category, "key": key, "abstract": abstract or content[:80], "overview": "", "content": content,
+                 "terms": clean_terms(terms)}
     namespace = memory.namespace(category)
     store = memory.memory_store
     ref = f"{source}/{new_id()}"
