@@ -14,7 +14,8 @@ patterns      agent    yes        ``slug(name)``
 Mergeable categories take CREATE, UPDATE, MERGE and SKIP; events and cases are never
 modified after creation (CREATE or SKIP only). Namespaces follow OpenViking's tree:
 ``(owner_kind, owner_id, "memories", category)``; replaced texts are kept under
-``(owner_kind, owner_id, "memories_history", category)``.
+``(owner_kind, owner_id, "memories_history", category)``. A tenant's owners are
+``tenant~id`` (``tenant_owner``): tenants never share a namespace.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import hashlib
 import re
 from typing import Literal
 import unicodedata
+from urllib.parse import quote
 
 __all__ = [
     "CATEGORIES",
@@ -38,6 +40,7 @@ __all__ = [
     "normalize",
     "parse_uri",
     "slug",
+    "tenant_owner",
 ]
 
 Category = Literal["profile", "preferences", "entities", "events", "cases", "patterns"]
@@ -109,10 +112,19 @@ def item_key(category: str, merge_key: str | None, content: str) -> str:
     return slug(merge_key or content[:60])
 
 
-def memory_namespace(category: str, user: str, agent: str) -> tuple[str, str, str, str]:
-    """Where a category's items live for this user and agent."""
+def memory_namespace(category: str, user: str, agent: str, tenant: str | None = None) -> tuple[str, str, str, str]:
+    """Where a category's items live for this user and agent (of ``tenant``: see ``tenant_owner``)."""
     rule = CATEGORIES[category]
-    return (rule.owner, user if rule.owner == "user" else agent, "memories", category)
+    return (rule.owner, tenant_owner(tenant, user if rule.owner == "user" else agent), "memories", category)
+
+
+def tenant_owner(tenant: str | None, owner: str) -> str:
+    """The owner label of a tenant's user or agent: ``acme~bob``; the tenant percent-encoded (so
+    any tenant key, ``org/42`` or ``acme.com``, makes a valid label, and no tenant holds ``~``);
+    user and agent ids never hold ``~``: two tenants never share a label. No tenant: the id."""
+    if tenant is None:
+        return owner
+    return f"{quote(tenant, safe='').replace('.', '%2E').replace('~', '%7E')}~{owner}"
 
 
 def history_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
