@@ -137,3 +137,15 @@ def test_a_resumed_tenant_journal_keeps_its_plan_and_usage_and_drops_another_ten
     assert reasons == [] and kept["plan"] == journal["plan"] and kept["usage"] == [{"uri": uri}]
     other, reasons = trusted_journal(journal, acme.memory_store, "alice", "coder", tenant="globex")
     assert "plan" not in other and other["usage"] == [] and len(reasons) == 2
+
+
+def test_skill_usage_counts_are_per_tenant() -> None:
+    from session_graph import Session
+
+    acme = MemoryConfig(store=InMemoryStore(), user="alice", agent="coder", tenant="acme")
+    session = Session("s", memory=acme)
+    session.append_message({"role": "user", "content": "hi"})
+    session.used(skill={"uri": "viking://agent/skills/code-search", "success": True})
+    assert session.commit()["skills_used"] == 1
+    assert acme.memory_store.get(("agent", "acme~coder", "skills"), "viking_agent_skills_code_search").value["uses"] == 1
+    assert acme.memory_store.get(("agent", "coder", "skills"), "viking_agent_skills_code_search") is None

@@ -62,8 +62,9 @@ def link_usage(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str,
 
 def _count_skills(store: Any, ctx: CommitContext, records: list[dict[str, Any]], state: CommitState) -> list[str]:
     """``uses``, ``successes`` and ``failures`` of each skill ``used(skill=...)`` named, on an item
-    at ``("agent", agent, "skills")`` / ``slug(uri)``; each record counted once (its id is kept)."""
-    namespace = ("agent", ctx.memory.agent, "skills")
+    at ``("agent", agent, "skills")`` / ``slug(uri)`` (the agent's label derived like its memories':
+    a tenant's own); each record counted once (its id is kept)."""
+    namespace = (*ctx.memory.namespace("cases")[:2], "skills")
     counted = []
     with owner_lock(store, (namespace[0], namespace[1])):
         for record in records:
