@@ -97,7 +97,12 @@ def _index(store: BaseStore, namespace: tuple[str, ...]) -> _Index:
     changed, one per changed key otherwise, a full listing only the first time (or after more
     changes than the feed keeps)."""
     with _lock:
-        index = _indexes.setdefault(store, {}).setdefault(namespace, _Index())
+        per_store = _indexes.get(store)
+        if per_store is None:
+            per_store = _indexes[store] = {}
+        index = per_store.get(namespace)
+        if index is None:  # made only when missing (not one thrown away per call)
+            index = per_store[namespace] = _Index()
         seq, keys = changed_since(store, namespace, index.seq)
         if keys is None:
             fresh = _Index()
@@ -194,6 +199,8 @@ def _semantic(index: _Index, text: str, depth: int, embeddings: Any, store: Base
     return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
 
 
+BATCH_HITS = 3
+"""The most earlier candidates of the same batch one candidate is shown (the newest with its key or text)."""
 TERMS_WEIGHT = 1.0
 """The expanded (text + retrieval terms) list's weight in the fusion."""
 GRAMS_WEIGHT = 0.5
@@ -238,8 +245,11 @@ def prefilter(
     """
     out: list[dict[str, dict[str, Any]]] = []
     batch: dict[tuple[tuple[str, ...], str], list[int]] = {}  # (namespace, key or hash) -> earlier candidates
+    indexes: dict[tuple[str, ...], _Index] = {}  # each namespace brought up to date once per batch
     for position, (candidate, namespace) in enumerate(zip(candidates, namespaces, strict=True)):
-        index = _index(store, namespace)
+        index = indexes.get(namespace)
+        if index is None:
+            index = indexes[namespace] = _index(store, namespace)
         key = item_key(candidate["category"], candidate.get("key"), candidate["content"])
         digest = content_hash(candidate["content"])
         # another thread may refresh the shared index meanwhile (a writer forgot an item): read each
@@ -265,7 +275,10 @@ def prefilter(
             if item is not None and item.value.get("status") == "active":
                 value = item.value
             hits[f"m{n + 1}"] = hit_of(other, value, kinds[other], scores.get(other))
-        earlier = sorted({*batch.get((namespace, "k:" + key), []), *batch.get((namespace, "h:" + digest), [])})
+        # the newest few earlier candidates with its key or text (each of them was shown the ones before it):
+        # bounded, so a reply of n candidates on one topic costs O(n), not O(n^2) hits and prompt lines
+        same_key, same_text = batch.get((namespace, "k:" + key), []), batch.get((namespace, "h:" + digest), [])
+        earlier = sorted({*same_key[-BATCH_HITS:], *same_text[-BATCH_HITS:]})[-BATCH_HITS:]
         for number in earlier:
             before = candidates[number]
             hits[f"c{number}"] = {"key": None, "kind": "batch", "score": None, "abstract": before["abstract"],
