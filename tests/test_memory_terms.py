@@ -153,3 +153,24 @@ def test_the_remember_tool_takes_terms_as_a_list_or_a_string_and_needs_none() ->
     stored = active(memory.memory_store, PREFS)
     assert stored["laptop"]["terms"] == ["Lenovo", "notebook"] and stored["coffee"]["terms"] == ["coffee", "3"]
     assert "terms" not in stored["home"]
+
+
+def test_terms_survive_when_candidates_or_updates_are_folded_together() -> None:
+    from session_graph.commit.nodes.extract import _once
+    from session_graph.memory.fold import fold_updates
+
+    first = {"category": "preferences", "key": "laptop", "abstract": "a", "content": "ThinkPad.", "terms": ["Lenovo"]}
+    again = {**first, "content": "A ThinkPad X1.", "terms": ["notebook"]}
+    (kept,) = _once([first, again])
+    assert kept["content"] == "A ThinkPad X1." and kept["terms"] == ["notebook", "Lenovo"]
+    store = InMemoryStore()
+    put(store, "- Lives in Munich.\n- Has a dog.", "home")
+    stored = store.get(PREFS, "home").value
+    ops = []
+    for index, (content, terms) in enumerate([("- Lives in Berlin.\n- Has a dog.", ["Berlin"]),
+                                               ("- Lives in Munich.\n- Has two dogs.", ["pets"])]):
+        (op,) = create_plan([{"category": "preferences", "key": "home", "abstract": "x", "content": content, "terms": terms}],
+                            [list(PREFS)])
+        ops.append({**op, "index": index, "op": "update", "targets": ["home"], "seen": {"home": 1}})
+    assert fold_updates(ops, set(), {(*PREFS, "home"): stored}) == {1: 0}
+    assert ops[0]["content"] == "- Lives in Berlin.\n- Has two dogs." and ops[0]["terms"] == ["pets", "Berlin"]
