@@ -4,7 +4,7 @@ Both sets of ``memory_recall_data`` (the original and the held-out one) are stor
 namespace with 100 filler memories; each restatement and each update is a candidate, sent
 once without a merge key (text only) and once with the key a model would name it by without
 the catalogue (``model key``). Recall@5: the share of probes whose stored memory is among the
-prefilter's hits. Printed per set x language, BM25 alone and fused with ``OfflineEmbeddings``,
+prefilter's hits; recall@1 (all probes): the share where it is the first hit shown. Printed per set x language, BM25 alone and fused with ``OfflineEmbeddings``,
 with every miss named.
 
 ``+ the model's retrieval terms (scripted)``: every text (stored, restated, updated, filler) has
@@ -71,7 +71,7 @@ def recall_embeddings_bench() -> None:
             continue
         for key_mode, with_key, stored_terms, sent_terms in modes:
             store = stores[stored_terms]
-            cells, misses, spent, probes = [], [], 0.0, 0
+            cells, misses, spent, probes, firsts = [], [], 0.0, 0, []
             for set_name, cases in (("original", ORIGINAL), ("held-out", HELD_OUT)):
                 found: dict[str, list[bool]] = {"English": [], "Chinese": []}
                 for key, _stored, restated, updated, own_key in cases:
@@ -82,12 +82,15 @@ def recall_embeddings_bench() -> None:
                         (hits,) = prefilter(store, [candidate], [namespace], top_k=5, embeddings=embeddings)
                         spent += time.process_time() - start
                         probes += 1
-                        hit = slug(key) in [h["key"] for h in hits.values()]
+                        ranked = [h["key"] for h in hits.values()]
+                        hit = slug(key) in ranked
+                        firsts.append(ranked[:1] == [slug(key)])
                         found[_language(probe)].append(hit)
                         if not hit:
                             misses.append(f"{set_name}: {probe!r}")
                 cells.append(f"{set_name} English {statistics.mean(found['English']):.2f} Chinese "
                              f"{statistics.mean(found['Chinese']):.2f}")
-            print(f"    {label}, {key_mode}: {'; '.join(cells)} ({spent / probes * 1e3:.2f} ms CPU per probe)")
+            print(f"    {label}, {key_mode}: {'; '.join(cells)}; recall@1 all {statistics.mean(firsts):.2f} "
+                  f"({spent / probes * 1e3:.2f} ms CPU per probe)")
             if misses:
                 print(f"      misses ({len(misses)}): " + ", ".join(misses))
