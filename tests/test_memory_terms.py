@@ -174,3 +174,16 @@ def test_terms_survive_when_candidates_or_updates_are_folded_together() -> None:
         ops.append({**op, "index": index, "op": "update", "targets": ["home"], "seen": {"home": 1}})
     assert fold_updates(ops, set(), {(*PREFS, "home"): stored}) == {1: 0}
     assert ops[0]["content"] == "- Lives in Berlin.\n- Has two dogs." and ops[0]["terms"] == ["pets", "Berlin"]
+
+
+def test_the_terms_index_is_made_only_when_terms_appear_then_kept_current() -> None:
+    from session_graph.memory.prefilter import _index
+
+    store = seeded()
+    hit_keys(store)  # no terms anywhere: the word lists alone
+    assert _index(store, PREFS).expanded is None
+    assert "laptop" in hit_keys(store, terms=["ThinkPad"])  # a candidate with terms: made from what is indexed
+    put(store, "The user's phone is a Pixel 8.", "phone", ["smartphone", "Android"])
+    index = _index(store, PREFS)
+    assert index.expanded is not None and index.termed == {"phone"}
+    assert index.with_terms().search("smartphone", limit=1)[0][0] == "phone"

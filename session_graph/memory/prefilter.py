@@ -47,7 +47,7 @@ class _Index:
         self.bm25 = Bm25()
         self.grams = Bm25(analyzer=grams)  # character 4-grams: morphological variants the stemmer leaves apart
         self.keys = Bm25(analyzer=_key_terms)  # merge keys alone: a candidate's own key is evidence of its topic
-        self.expanded = Bm25()  # text and retrieval terms: what the model knows the fact is also called
+        self.expanded: Bm25 | None = None  # text and retrieval terms (made when first needed: ``with_terms``)
         self.termed: set[str] = set()  # the items with terms (none: the expanded list is the word list, left out)
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
@@ -62,7 +62,8 @@ class _Index:
             self.bm25.remove(key)
             self.grams.remove(key)
             self.keys.remove(key)
-            self.expanded.remove(key)
+            if self.expanded is not None:
+                self.expanded.remove(key)
             self.termed.discard(key)
         if value is None or value.get("status") != "active":
             if self.dense is not None:
@@ -75,11 +76,22 @@ class _Index:
         self.grams.add(key, text)
         self.keys.add(key, key.replace("_", " "))
         extra = terms_text(value)
-        self.expanded.add(key, f"{text} {extra}")
+        if self.expanded is not None:
+            self.expanded.add(key, f"{text} {extra}")
         if extra:
             self.termed.add(key)
         if self.dense is not None:
             self.dense.set(key, text, value.get("hash"))  # the same hash: the vector stays
+
+    def with_terms(self) -> Bm25:
+        """The index of items' text and retrieval terms, made from the indexed values the first time
+        (a store whose memories have no terms, probed without terms, never pays for it), then kept by ``set``."""
+        if self.expanded is None:
+            expanded = Bm25()
+            for key, value in dict(self.values).items():  # a copy: another thread may refresh the index meanwhile
+                expanded.add(key, f"{searchable_text(value)} {terms_text(value)}")
+            self.expanded = expanded
+        return self.expanded
 
 
 def _key_terms(text: str) -> list[str]:
@@ -221,7 +233,7 @@ def _similar(index: _Index, text: str, top_k: int, embeddings: Any, store: BaseS
         rankings.append([(str(k), s) for k, s in index.keys.search(merge_key.replace("_", " "), limit=depth)])
         weights.append(1.0)
     if terms or index.termed:
-        rankings.append([(str(k), s) for k, s in index.expanded.search(f"{text} {terms}", limit=depth)])
+        rankings.append([(str(k), s) for k, s in index.with_terms().search(f"{text} {terms}", limit=depth)])
         weights.append(TERMS_WEIGHT)
     semantic = _semantic(index, text, depth, embeddings, store, namespace)
     if semantic is not None:

@@ -55,7 +55,7 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         variants += _live(index.grams.search(query, limit=depth), category, current, values)
         if index.termed:
             termed = True
-            expanded += _live(index.expanded.search(query, limit=depth), category, current, values)
+            expanded += _live(index.with_terms().search(query, limit=depth), category, current, values)
         near = _semantic(index, query, depth, memory.embeddings, memory.memory_store, namespace)
         if near is not None:
             semantic = (semantic or []) + _live(near, category, current, values)
