@@ -8,6 +8,7 @@ never fails a commit."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -187,3 +188,12 @@ def test_the_terms_index_is_made_only_when_terms_appear_then_kept_current() -> N
     index = _index(store, PREFS)
     assert index.expanded is not None and index.termed == {"phone"}
     assert index.with_terms().search("smartphone", limit=1)[0][0] == "phone"
+
+
+def test_the_file_store_s_query_search_finds_an_item_by_its_terms(tmp_path: Path) -> None:
+    from session_graph.memory import FileMemoryStore
+
+    store = FileMemoryStore(tmp_path / "memory", fsync=False)
+    put(store, LAPTOP, "laptop", ["Lenovo", "notebook"])
+    put(store, "The user lives in Munich.", "home")
+    assert [item.key for item in store.search(PREFS, query="Lenovo notebook")] == ["laptop"]
