@@ -149,3 +149,24 @@ def test_skill_usage_counts_are_per_tenant() -> None:
     assert session.commit()["skills_used"] == 1
     assert acme.memory_store.get(("agent", "acme~coder", "skills"), "viking_agent_skills_code_search").value["uses"] == 1
     assert acme.memory_store.get(("agent", "coder", "skills"), "viking_agent_skills_code_search") is None
+
+
+def test_an_agent_run_of_a_tenant_remembers_and_recalls_for_that_tenant_s_user(tmp_path: Path) -> None:
+    from agents_util import ToolCallingFake
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from session_graph import Session
+    from session_graph.integrations import SessionMiddleware
+
+    acme, globex = managers(tmp_path, "acme", "globex")
+    assert acme.memory is not None and globex.memory is not None
+    call = {"id": "r1", "name": "remember", "args": {"content": "Bob drinks green tea.", "key": "drink", "terms": "tea, 绿茶"}}
+    llm = ToolCallingFake(messages=iter([AIMessage(content="", tool_calls=[call]), AIMessage(content="ok")]))
+    agent = create_agent(llm, tools=[], middleware=[SessionMiddleware(Session(), memory=acme.memory, recall_k=0)],
+                         checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage(content="remember my drink")]}, {"configurable": {"thread_id": "t", **RUN_BOB["configurable"]}})
+    (stored,) = list_memories(acme.memory.for_user("bob"))
+    assert stored["terms"] == ["tea", "绿茶"] and stored["uri"] == "memory://user/acme~bob/preferences/drink"
+    assert list_memories(globex.memory.for_user("bob")) == [] and list_memories(acme.memory) == []
