@@ -91,8 +91,7 @@ def test_any_tenant_key_a_manager_takes_gets_memory_of_its_own(tmp_path: Path, t
 
 
 def test_owner_labels_cannot_collide_across_tenants() -> None:
-    with pytest.raises(ConfigurationError, match="'~'"):
-        MemoryConfig(user="acme~bob")  # would read as tenant acme's bob
+    assert MemoryConfig(user="acme~bob").namespace("preferences")[1] == "acme%7Ebob"  # not tenant acme's bob
     a = MemoryConfig(user="b", tenant="a~x").namespace("preferences")
     b = MemoryConfig(user="b", tenant="a").namespace("preferences")
     assert a != b and a[1] == "a%7Ex~b" and MemoryConfig(user="b").namespace("preferences")[1] == "b"

@@ -15,7 +15,9 @@ Mergeable categories take CREATE, UPDATE, MERGE and SKIP; events and cases are n
 modified after creation (CREATE or SKIP only). Namespaces follow OpenViking's tree:
 ``(owner_kind, owner_id, "memories", category)``; replaced texts are kept under
 ``(owner_kind, owner_id, "memories_history", category)``. A tenant's owners are
-``tenant~id`` (``tenant_owner``): tenants never share a namespace.
+``tenant~id`` (``tenant_owner``): tenants never share a namespace. Ids and tenants of any text are
+encoded into labels (``encode_label``), reversibly; an id without ``.``, ``/``, ``~``, NUL or a
+``%XX`` is its own label, as it always was.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import hashlib
 import re
 from typing import Literal
 import unicodedata
-from urllib.parse import quote
 
 __all__ = [
     "CATEGORIES",
@@ -33,11 +34,14 @@ __all__ = [
     "Category",
     "CategoryRule",
     "content_hash",
+    "decode_label",
+    "encode_label",
     "history_namespace",
     "item_key",
     "memory_namespace",
     "memory_uri",
     "normalize",
+    "owner_of_label",
     "parse_uri",
     "slug",
     "tenant_owner",
@@ -118,13 +122,36 @@ def memory_namespace(category: str, user: str, agent: str, tenant: str | None = 
     return (rule.owner, tenant_owner(tenant, user if rule.owner == "user" else agent), "memories", category)
 
 
+_ESCAPE = re.compile(r"[./~\x00]|%(?=[0-9A-Fa-f]{2})")  # no label holds . (LangGraph), / (paths), ~ (the tenant join), NUL
+_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def encode_label(text: str) -> str:
+    """``text`` as a namespace label, reversibly (``decode_label``): ``.``, ``/``, ``~``, NUL and a
+    ``%`` that would read as an escape become ``%XX``; everything else is kept as it is, so
+    ``bob@example.com`` is ``bob@example%2Ecom`` and an id without those characters is its own label
+    (the labels stores written before hold). The one encoding of user, agent and tenant ids."""
+    return _ESCAPE.sub(lambda found: f"%{ord(found.group()):02X}", text)
+
+
+def decode_label(label: str) -> str:
+    """The text ``encode_label`` made ``label`` from."""
+    return _ESCAPED.sub(lambda found: chr(int(found.group(1), 16)), label)
+
+
 def tenant_owner(tenant: str | None, owner: str) -> str:
-    """The owner label of a tenant's user or agent: ``acme~bob``; the tenant percent-encoded (so
-    any tenant key, ``org/42`` or ``acme.com``, makes a valid label, and no tenant holds ``~``);
-    user and agent ids never hold ``~``: two tenants never share a label. No tenant: the id."""
+    """The owner label of a user or agent id: ``encode_label(id)``; of a tenant's, ``acme~bob``
+    (both encoded: no encoded text holds ``~``, so two tenants or a tenant and a tenant-less id
+    never share a label). ``owner_of_label`` reads it back."""
     if tenant is None:
-        return owner
-    return f"{quote(tenant, safe='').replace('.', '%2E').replace('~', '%7E')}~{owner}"
+        return encode_label(owner)
+    return f"{encode_label(tenant)}~{encode_label(owner)}"
+
+
+def owner_of_label(label: str) -> tuple[str | None, str]:
+    """(tenant or None, id) of an owner label (``tenant_owner``'s inverse)."""
+    tenant, joined, owner = label.partition("~")
+    return (decode_label(tenant), decode_label(owner)) if joined else (None, decode_label(label))
 
 
 def history_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 import os
 from typing import Any
+from urllib.parse import quote
 
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
-from session_graph.memory.categories import CATEGORIES, memory_namespace, parse_uri
+from session_graph.memory.categories import CATEGORIES, encode_label, memory_namespace, parse_uri
 from session_graph.memory.filestore import FileMemoryStore
 
 __all__ = ["MemoryConfig", "expiry", "run_owners", "unavailable"]
@@ -50,12 +51,20 @@ AGENT_KEYS = ("agent_id", "assistant_id")
 
 
 def _check_owner(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value or any(ch in value for ch in "./~\x00"):
+    if not isinstance(value, str) or not value or not _utf8(value):
         raise ConfigurationError(
-            f"MemoryConfig {what} must be a non-empty string without '.', '/', '~' or NUL (it names a store "
-            f"namespace and a directory; '~' joins a tenant to it), got {value!r}."
+            f"MemoryConfig {what} must be a non-empty string (any text: an email, a path, unicode; it is encoded "
+            f"into a store namespace), got {value!r:.80}."
         )
     return value
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no store can keep it
+        return False
+    return True
 
 
 def _check_tenant(value: Any) -> str | None:
@@ -78,8 +87,11 @@ class MemoryConfig:
             ``check=ConnectionPool.check_connection``, not one connection: a single connection
             never reconnects after a drop (a commit then raises ``StoreUnavailableError``,
             retryable, until the store is rebuilt); a pool replaces a dropped connection.
-        user: the user id memories of profile, preferences, entities and events belong to.
-        agent: the agent id cases and patterns belong to.
+        user: the user id memories of profile, preferences, entities and events belong to: any
+            non-empty text (an email, ``org/42``, unicode), encoded into the namespace label
+            reversibly (``categories.encode_label``: ``bob@example%2Ecom``; an id without ``.``,
+            ``/``, ``~``, NUL or ``%XX`` is its own label).
+        agent: the agent id cases and patterns belong to (the same rules).
         embeddings: a LangChain ``Embeddings`` for the prefilter (fused with BM25); None: BM25 only.
         path: the root of the default file store.
         model: a chat model for commits, or a name init_chat_model accepts ("openai:gpt-4o-mini");
@@ -148,7 +160,8 @@ class MemoryConfig:
         URI that names no memory or another owner's. Reads ``memory://user/alice/preferences/k``
         and OpenViking's ``viking://user/memories/profile.md``,
         ``viking://user/memories/preferences/k.md`` (the config's user; ``agent/`` likewise) and
-        ``viking://user/alice/memories/preferences/k.md``."""
+        ``viking://user/alice/memories/preferences/k.md`` (the id as it is, as its label
+        ``bob@example%2Ecom``, or percent-encoded ``bob%40example.com``)."""
         place = parse_uri(uri)
         if place is None and uri.startswith("viking://"):
             parts = [p for p in uri[len("viking://") :].split("/") if p]
@@ -160,7 +173,8 @@ class MemoryConfig:
                 parts = [parts[0], "memories", "profile", "profile.md"]
             if len(parts) == 4 and parts[1] == "memories" and parts[2] in CATEGORIES and parts[3].endswith(".md"):
                 namespace = self.namespace(parts[2])
-                if namespace[0] == parts[0] and owner in (None, self.user if parts[0] == "user" else self.agent):
+                wanted = self.user if parts[0] == "user" else self.agent  # the id, its label, or the id percent-encoded
+                if namespace[0] == parts[0] and owner in (None, wanted, encode_label(wanted), quote(wanted, safe="")):
                     return namespace, parts[3][: -len(".md")]
             return None
         if place is None or place[0] != self.namespace(place[0][3]):
