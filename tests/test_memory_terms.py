@@ -197,3 +197,22 @@ def test_the_file_store_s_query_search_finds_an_item_by_its_terms(tmp_path: Path
     put(store, LAPTOP, "laptop", ["Lenovo", "notebook"])
     put(store, "The user lives in Munich.", "home")
     assert [item.key for item in store.search(PREFS, query="Lenovo notebook")] == ["laptop"]
+
+
+@pytest.mark.parametrize(("stored_terms", "given_terms"), [
+    (["Lenovo", "notebook", "computer"], None),  # the stored fact's terms name the restatement's words
+    (None, ["ThinkPad", "laptop", "computer"]),  # the restatement's terms name the stored fact's words
+])
+def test_remember_without_a_model_reads_terms_when_it_compares_a_restatement(stored_terms: Any, given_terms: Any) -> None:
+    memory = MemoryConfig(store=InMemoryStore(), user="alice", agent="coder")  # no model: the conservative rule
+    assert remember(memory, "Works on a ThinkPad laptop.", terms=stored_terms) == "created"
+    assert remember(memory, "Works on a Lenovo notebook.", terms=given_terms) == "updated"  # one word in common: terms decide
+    (value,) = active(memory.memory_store, PREFS).values()
+    assert value["content"] == "Works on a Lenovo notebook."
+
+
+def test_remember_without_a_model_keeps_facts_apart_when_their_terms_do_not_meet() -> None:
+    memory = MemoryConfig(store=InMemoryStore(), user="alice", agent="coder")
+    assert remember(memory, "Works on a ThinkPad laptop.", terms=["Lenovo", "notebook"]) == "created"
+    assert remember(memory, "Works on the billing service.", terms=["payments", "invoices"]) == "created"
+    assert len(active(memory.memory_store, PREFS)) == 2
