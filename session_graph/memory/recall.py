@@ -21,6 +21,7 @@ from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
 from session_graph.memory.config import MemoryConfig, expiry, unavailable
 from session_graph.memory.items import clean_terms, expired, terms_text
+from session_graph.memory.migrate import warn_unmigrated
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
 from session_graph.memory.prefilter import GRAMS_WEIGHT, TERMS_WEIGHT, _index, _semantic, fuse, prefilter
 from session_graph.memory.prompts import decide_prompt
@@ -40,6 +41,7 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     """
     if not query.strip() or k <= 0:
         return []
+    warn_unmigrated(memory)  # a tenant's user with memories only at their place before tenancy: said once
     depth = max(k * 4, 20)
     lexical: list[tuple[str, float]] = []
     variants: list[tuple[str, float]] = []  # character grams: "allergy" finds "allergic"
@@ -181,6 +183,7 @@ def _remember(memory: MemoryConfig, content: str, category: str = "preferences",
         raise ConfigurationError(f"unknown memory category {category!r}; the categories are {', '.join(CATEGORIES)}.")
     if not isinstance(content, str) or not content.strip():
         raise ConfigurationError("remember() needs the fact to store as non-empty text.")
+    warn_unmigrated(memory)
     decider = model if model is not None else memory.model
     candidate = {"category": category, "key": key, "abstract": abstract or content[:80], "overview": "", "content": content,
                  "terms": clean_terms(terms)}
