@@ -58,8 +58,8 @@ def test_a_dry_run_lists_then_the_move_keeps_items_history_and_citations(store: 
     assert moved.keys() == before.keys() and list_memories(old) == [] and memory_history(old, "drink", "preferences") == []
     assert moved["drink"]["uri"] == "memory://user/acme~bob/preferences/drink"
     assert moved["drink"]["sources"] == before["drink"]["sources"] and moved["drink"]["version"] == 2
-    assert [v["content"] for v in memory_history(acme, "drink", "preferences")] == [
-        "Bob drinks green tea.", "Bob now drinks black coffee."]
+    assert [(v["content"], v["uri"]) for v in memory_history(acme, "drink", "preferences")] == [
+        ("Bob drinks green tea.", moved["drink"]["uri"]), ("Bob now drinks black coffee.", moved["drink"]["uri"])]
     assert recall(acme, "black coffee")[0]["key"] == "drink"  # the tenant's index saw the move (change feed)
     assert remember(acme, "Bob now drinks black coffee.", key="drink") == "skipped"
     assert migrate_to_tenant(acme, "acme") == []  # idempotent: nothing more to move

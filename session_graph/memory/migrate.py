@@ -83,9 +83,9 @@ def _move(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], category
         if tuple(item.namespace) != old:
             continue
         value = dict(item.value)
-        if kind == "item":  # what the value says of its place follows it (readers never trust it)
-            value.update((name, place) for name, place in (("owner", f"{new[0]}/{new[1]}"), ("uri", memory_uri(new, item.key)))
-                         if name in value)
+        # what the value says of its place follows it (readers never trust it); a past version names its item
+        place = {"owner": f"{new[0]}/{new[1]}", "uri": memory_uri(new, str(value.get("key") or item.key.split("@v")[0]))}
+        value.update((name, text) for name, text in place.items() if name in value)
         there = store.get(new, item.key)
         action = "move" if there is None else "same" if _same(there.value, value) else "conflict"
         report.append({"kind": kind, "category": category, "key": item.key, "from": "/".join(old), "to": "/".join(new),
