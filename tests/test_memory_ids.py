@@ -126,3 +126,23 @@ def test_exports_and_a_commit_of_an_email_user(tmp_path: Path) -> None:
     assert export_memories(memory)[0]["content"] == "Prefers Vim."
     out = export_memories(memory, tmp_path / "ov", format="openviking")
     assert [v["content"] for v in list_memories(MemoryConfig(path=out, user="bob@example.com"))] == ["Prefers Vim."]
+
+
+def test_an_agent_run_naming_an_email_user_remembers_for_that_user(tmp_path: Path) -> None:
+    from agents_util import ToolCallingFake
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from session_graph.integrations import SessionMiddleware
+
+    memory = MemoryConfig(store=InMemoryStore(), user="default", agent="coder", tenant="acme.com")
+    call = {"id": "r1", "name": "remember", "args": {"content": "Bob drinks green tea.", "key": "drink"}}
+    llm = ToolCallingFake(messages=iter([AIMessage(content="", tool_calls=[call]), AIMessage(content="ok")]))
+    agent = create_agent(llm, tools=[], middleware=[SessionMiddleware(Session(), memory=memory, recall_k=0)],
+                         checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage(content="remember my drink")]},
+                 {"configurable": {"thread_id": "t", "user_id": "bob.smith@example.com"}})
+    (stored,) = list_memories(memory.for_user("bob.smith@example.com"))
+    assert stored["uri"] == "memory://user/acme%2Ecom~bob%2Esmith@example%2Ecom/preferences/drink"
+    assert list_memories(memory) == []
