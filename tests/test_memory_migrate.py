@@ -18,6 +18,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 import pytest
 
+from session_graph import ConfigurationError
 from session_graph.memory import FileMemoryStore, MemoryConfig, list_memories, memory_history
 from session_graph.memory.categories import encode_label
 from session_graph.memory.migrate import migrate_to_tenant
@@ -134,5 +135,26 @@ def test_the_cli_dry_run_then_move_on_a_file_store_and_a_sqlite_store(tmp_path: 
         moved = MemoryConfig(store=backend, user="bob@example.com", tenant="acme")
         assert len(list_memories(moved)) == 2
     conn.close()
+    files = str(tmp_path / "files")
+    FileMemoryStore(files, fsync=False).put(("user", "x~y", "memories", "events"), "ev_1",
+                                            {"category": "events", "content": "Flew.", "status": "active", "version": 1})
+    code, out, _ = run(capsys, "memory", "migrate-tenant", "--memory", files, "--user", "x~y", "--from-label", "x~y")
+    assert code == 0 and "move\titem\tevents/ev_1\tuser/x~y/memories/events -> user/x%7Ey/memories/events" in out
+    code, _, err = run(capsys, "memory", "migrate-tenant", "--memory", files, "--user", "b")
+    assert code == 1 and "needs the tenant" in err
     code, _, err = run(capsys, "memory", "migrate-tenant", "--memory", str(tmp_path / "nowhere"), "--tenant", "a", "--user", "b")
     assert code == 1 and "no memory store directory" in err and not (tmp_path / "nowhere").exists()
+
+
+def test_an_id_whose_label_changed_is_relabelled_by_its_old_label(store: object, capsys: pytest.CaptureFixture[str]) -> None:
+    store.put(("user", "x~y", "memories", "preferences"), "theme",  # type: ignore[attr-defined]
+              {"category": "preferences", "key": "theme", "content": "Prefers dark mode.", "status": "active", "version": 1})
+    user = MemoryConfig(store=store, user="x~y")  # type: ignore[arg-type]
+    assert user.namespace("preferences")[1] == "x%7Ey" and list_memories(user) == []  # written as the id, now encoded
+    assert [r["action"] for r in migrate_to_tenant(user, None, from_label="x~y")] == ["move"]
+    assert [v["content"] for v in list_memories(user)] == ["Prefers dark mode."]
+    assert list_memories(MemoryConfig(store=store, user="y", tenant="x")) == []  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="tenant"):
+        migrate_to_tenant(user, None)
+    with pytest.raises(ConfigurationError, match="not both"):
+        migrate_to_tenant(user, "acme", from_user="x", from_label="x~y")

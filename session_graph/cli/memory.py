@@ -3,7 +3,7 @@ under a tenant (``memory.migrate.migrate_to_tenant``), with ``--dry-run`` listin
 
 ::
 
-    session-graph memory migrate-tenant --tenant T --user U [--from-user OLD] [--dry-run] [--json]
+    session-graph memory migrate-tenant --tenant T --user U [--from-user OLD | --from-label LABEL] [--dry-run] [--json]
                                         [--memory DIR | FILE.db | sqlite:///FILE | postgresql://...]
 
 The memory store is a ``FileMemoryStore`` directory (default ``$SESSION_GRAPH_MEMORY`` or
@@ -47,11 +47,14 @@ def add_memory_parser(commands: Any) -> None:
     migrate.add_argument("--memory", default=os.environ.get("SESSION_GRAPH_MEMORY", ".session_graph/memory"),
                          help="the memory store: a FileMemoryStore directory, a SqliteStore .db file or sqlite:/// URL, "
                               "or a postgresql:// DSN (default: $SESSION_GRAPH_MEMORY or .session_graph/memory)")
-    migrate.add_argument("--tenant", required=True, help="the tenant to move the memories under")
+    migrate.add_argument("--tenant", default=None, help="the tenant to move the memories under (required unless --from-label)")
     migrate.add_argument("--user", required=True, help="the user id they belong to within the tenant")
     migrate.add_argument("--from-user", default=None,
                          help="the id whose tenant-less place holds them (default: --user; the tenant's id for what "
                               "SessionManager.for_tenant(tenant) wrote as its user before tenancy)")
+    migrate.add_argument("--from-label", default=None,
+                         help="instead of --from-user, the old place's owner label as stored: for an id holding '~' or "
+                              "a '%%XX', written before as the id itself (without --tenant: moved to the id's own label)")
     migrate.add_argument("--dry-run", action="store_true", help="list what would move; change nothing")
     migrate.add_argument("--json", action="store_true", help="the records as JSON")
 
@@ -60,7 +63,7 @@ def memory_command(args: argparse.Namespace) -> int:
     """``session-graph memory ...``; returns the exit status (errors propagate to ``cli.main``)."""
     with _open(args.memory) as store:
         report = migrate_to_tenant(MemoryConfig(store=store, user=args.user), args.tenant, from_user=args.from_user,
-                                   dry_run=args.dry_run)
+                                   from_label=args.from_label, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=1))
         return 0

@@ -7,7 +7,9 @@ own ids (``("user", "bob", ...)``, the same place for bob in every tenant: that 
 memories belong to which tenant only the operator knows, so nothing moves by itself:
 :func:`migrate_to_tenant` moves one user's old-place memories (their items, their version history)
 under a tenant the operator names, and lists what it would move with ``dry_run=True``
-(``python3 -m session_graph memory migrate-tenant``). Run again, it moves nothing more; an item
+(``python3 -m session_graph memory migrate-tenant``). The same step moves the memories of an
+id whose label the encoding changed (one holding ``~`` or a ``%XX``, written before as the id
+itself: ``from_label``) to its label now. Run again, it moves nothing more; an item
 whose key the tenant already holds with other content is left where it was and reported
 (``conflict``), never overwritten. The agent's memories (cases, patterns) are not moved: before
 tenancy every tenant wrote them to one place, so they cannot be told apart.
@@ -29,7 +31,7 @@ from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import index_fields, owner_lock
-from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, memory_uri
+from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, memory_uri, tenant_owner
 from session_graph.memory.changes import bump
 from session_graph.memory.config import MemoryConfig
 
@@ -40,11 +42,15 @@ _LIMIT = 1_000_000
 _USER_CATEGORIES = [name for name, rule in CATEGORIES.items() if rule.owner == "user"]
 
 
-def migrate_to_tenant(memory: MemoryConfig, tenant: str, *, from_user: str | None = None,
-                      dry_run: bool = False) -> list[dict[str, Any]]:
+def migrate_to_tenant(memory: MemoryConfig, tenant: str | None, *, from_user: str | None = None,
+                      from_label: str | None = None, dry_run: bool = False) -> list[dict[str, Any]]:
     """Move the memories kept at ``from_user``'s tenant-less place (default: ``memory.user``'s own;
     the tenant's id for what ``for_tenant(tenant)`` wrote as its user) into ``memory.user``'s
     namespaces within ``tenant``, with their history, in ``memory``'s store.
+
+    ``from_label``: instead of ``from_user``, the old place's owner label exactly as stored, for
+    an id whose label the encoding changed (written before as the id itself: one holding ``~`` or a
+    ``%XX``); with ``tenant=None`` its memories move to the user's own label without a tenant.
 
     Returns:
         one record per item or history entry, ``{"kind": "item"|"history", "category", "key",
@@ -53,16 +59,24 @@ def migrate_to_tenant(memory: MemoryConfig, tenant: str, *, from_user: str | Non
         ``"conflict"`` (the tenant holds other content at that key: left in place).
 
     Raises:
-        ConfigurationError: no tenant, or a source that is the target itself.
+        ConfigurationError: no tenant (and no ``from_label``), both ``from_user`` and
+            ``from_label``, a label no store holds, or a source that is the target itself.
     """
-    if not isinstance(tenant, str) or not tenant:
-        raise ConfigurationError(f"migrate_to_tenant needs the tenant to move memories under, got {tenant!r}.")
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise ConfigurationError(f"migrate_to_tenant: the tenant must be a non-empty string, got {tenant!r}.")
+    if from_label is not None and (from_user is not None or not isinstance(from_label, str) or not from_label
+                                   or any(ch in from_label for ch in "./\x00")):
+        raise ConfigurationError(f"migrate_to_tenant: give from_label (a stored owner label: no '.', '/' or NUL) or "
+                                 f"from_user, not both; got from_label={from_label!r:.80}, from_user={from_user!r:.80}.")
+    if tenant is None and from_label is None:
+        raise ConfigurationError("migrate_to_tenant needs the tenant to move memories under (or from_label to relabel).")
     target = memory.for_tenant(tenant)
-    source = memory.for_tenant(None).for_user(from_user if from_user is not None else memory.user)
+    old_owner = from_label if from_label is not None else tenant_owner(None, from_user if from_user is not None else memory.user)
     store = memory.memory_store
     report: list[dict[str, Any]] = []
     for category in _USER_CATEGORIES:
-        old, new = source.namespace(category), target.namespace(category)
+        new = target.namespace(category)
+        old = (new[0], old_owner, *new[2:])
         if old == new:
             raise ConfigurationError(f"migrate_to_tenant: {old} is already the target; name another from_user.")
         with contextlib.ExitStack() as locks:
