@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 import random
 from types import SimpleNamespace
+from typing import Any
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.store.memory import InMemoryStore
+from memory_util import MEMORY_BACKENDS, make_memory_store
 import pytest
 
 from session_graph import ConfigurationError, Session
@@ -24,26 +26,26 @@ ODD_IDS = ["bob@example.com", "a.b", "org/42/alice", "with space", "李雷", "a~
            "%2E", "x\x00y", "Zoë.Ünïcode@例子.公司"]
 
 
-def stores(tmp_path: Path) -> list:
-    return [InMemoryStore(), FileMemoryStore(tmp_path / "files", fsync=False)]
+@pytest.fixture(params=MEMORY_BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    return make_memory_store(request.param, tmp_path)
 
 
 @pytest.mark.parametrize("user", ODD_IDS)
-def test_any_user_id_text_remembers_recalls_and_forgets(tmp_path: Path, user: str) -> None:
-    for store in stores(tmp_path):
-        memory = MemoryConfig(store=store, user=user, agent=user)
-        assert remember(memory, "Prefers dark mode in the editor.", key="theme") == "created"
-        assert remember(memory, "Fixed the flaky CI with strict mode.", "cases") == "created"
-        assert [v["content"] for v in recall(memory, "dark mode editor")][:1] == ["Prefers dark mode in the editor."]
-        assert remember(memory, "Now prefers light mode in the editor.", key="theme") == "updated"
-        assert len(memory_history(memory, "theme", "preferences")) == 2
-        namespace = memory.namespace("preferences")
-        assert all("." not in label and "/" not in label and "\x00" not in label for label in namespace)
-        assert all("." not in label for label in meta_namespace(namespace))  # the change feed's place too
-        assert owner_of_label(namespace[1]) == (None, user)
-        uri = memory_uri(namespace, "theme")
-        assert memory.place_of(uri) == (namespace, "theme")  # the URI parses back to its place
-        assert forget(memory, uri) and list_memories(memory, ["preferences"]) == []
+def test_any_user_id_text_remembers_recalls_and_forgets(store: Any, user: str) -> None:
+    memory = MemoryConfig(store=store, user=user, agent=user)
+    assert remember(memory, "Prefers dark mode in the editor.", key="theme") == "created"
+    assert remember(memory, "Fixed the flaky CI with strict mode.", "cases") == "created"
+    assert [v["content"] for v in recall(memory, "dark mode editor")][:1] == ["Prefers dark mode in the editor."]
+    assert remember(memory, "Now prefers light mode in the editor.", key="theme") == "updated"
+    assert len(memory_history(memory, "theme", "preferences")) == 2
+    namespace = memory.namespace("preferences")
+    assert all("." not in label and "/" not in label and "\x00" not in label for label in namespace)
+    assert all("." not in label for label in meta_namespace(namespace))  # the change feed's place too
+    assert owner_of_label(namespace[1]) == (None, user)
+    uri = memory_uri(namespace, "theme")
+    assert memory.place_of(uri) == (namespace, "theme")  # the URI parses back to its place
+    assert forget(memory, uri) and list_memories(memory, ["preferences"]) == []
 
 
 def test_labels_never_collide() -> None:
@@ -69,18 +71,17 @@ def test_the_encoding_is_reversible_and_injective_on_random_text() -> None:
 
 
 @pytest.mark.parametrize("user", ["alice", "alice smith", "李雷", "100%", "50%off", "user:42", "a@b", "O'Brien"])
-def test_ids_valid_before_keep_their_label_and_their_stored_memories(tmp_path: Path, user: str) -> None:
+def test_ids_valid_before_keep_their_label_and_their_stored_memories(store: Any, user: str) -> None:
     assert encode_label(user) == user
-    for store in stores(tmp_path):
-        # written as the code before wrote it: the id itself as the namespace label
-        store.put(("user", user, "memories", "preferences"), "theme",
-                  {"category": "preferences", "key": "theme", "abstract": "Dark mode", "content": "Prefers dark mode.",
-                   "status": "active", "version": 1})
-        memory = MemoryConfig(store=store, user=user)
-        assert [v["content"] for v in list_memories(memory)] == ["Prefers dark mode."]
-        assert [v["content"] for v in recall(memory, "dark mode")] == ["Prefers dark mode."]
-        assert remember(memory, "Prefers dark mode, always.", key="theme") != "created"  # the stored item, found
-        assert len(list_memories(memory)) == 1
+    # written as the code before wrote it: the id itself as the namespace label
+    store.put(("user", user, "memories", "preferences"), "theme",
+              {"category": "preferences", "key": "theme", "abstract": "Dark mode", "content": "Prefers dark mode.",
+               "status": "active", "version": 1})
+    memory = MemoryConfig(store=store, user=user)
+    assert [v["content"] for v in list_memories(memory)] == ["Prefers dark mode."]
+    assert [v["content"] for v in recall(memory, "dark mode")] == ["Prefers dark mode."]
+    assert remember(memory, "Prefers dark mode, always.", key="theme") != "created"  # the stored item, found
+    assert len(list_memories(memory)) == 1
 
 
 def test_a_file_store_directory_written_before_is_read(tmp_path: Path) -> None:

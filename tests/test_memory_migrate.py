@@ -16,6 +16,7 @@ import sqlite3
 from cli_util import run
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
+from memory_util import MEMORY_BACKENDS, make_memory_store
 import pytest
 
 from session_graph import ConfigurationError
@@ -38,9 +39,9 @@ def written_before(store: object, user: str = "bob") -> MemoryConfig:
     return old
 
 
-@pytest.fixture(params=["inmemory", "file"])
+@pytest.fixture(params=MEMORY_BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> object:
-    return InMemoryStore() if request.param == "inmemory" else FileMemoryStore(tmp_path / "memory", fsync=False)
+    return make_memory_store(request.param, tmp_path)
 
 
 def test_a_dry_run_lists_then_the_move_keeps_items_history_and_citations(store: object) -> None:
