@@ -214,11 +214,11 @@ def test_tenants_never_share_memory(tmp_path: Path) -> None:
     memory = MemoryConfig(store=make_memory_store("inmemory", tmp_path), user="alice", agent="coder", model=model)
     alice = SessionManager(tmp_path / "sessions", memory=memory)
     bob = alice.for_tenant("bob")
-    assert bob.memory is not None and (bob.memory.user, bob.memory.store) == ("bob", memory.store)
+    assert bob.memory is not None and (bob.memory.tenant, bob.memory.store) == ("bob", memory.store)
     session = bob.get_or_create("s1")
     session.append_message({"role": "user", "content": "facts"})
     assert bob.commit(session)["status"] == "committed"
-    assert active(memory.memory_store, ("user", "bob", "memories", "preferences"))
+    assert active(memory.memory_store, ("user", "bob~alice", "memories", "preferences"))  # tenant bob's own namespace
     assert not active(memory.memory_store, PREFS)  # nothing written into alice's memories
 
 

@@ -15,6 +15,7 @@
     session-graph sessions import FILE [--key KEY] [--skip-existing | --replace]   (a json/yaml export)
     session-graph sessions import-nanobot PATH [--skip-existing | --replace] [--key-map FILE]
     session-graph sessions import-openviking PATH [--skip-existing | --replace]
+    session-graph memory migrate-tenant --tenant T --user U [--from-user OLD] [--dry-run] [--memory STORE]
 
 The store is a directory (JSONL, default ``./.session_graph``), a ``.db``/``sqlite:///`` path,
 or a ``postgresql://`` DSN; ``SESSION_GRAPH_STORE`` sets the default. Read commands never
@@ -24,7 +25,7 @@ naming its module's logger (``session_graph.stores.manager``...). Output piped i
 ends quietly.
 
 This package parses the command line and opens the store; each ``sessions`` sub-command is a
-function in ``cli/commands.py``.
+function in ``cli/commands.py``; the ``memory`` sub-commands live in ``cli/memory.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import time
 from typing import Any
 
 from session_graph.cli.commands import key_map, run
+from session_graph.cli.memory import add_memory_parser, memory_command
 from session_graph.errors import SessionGraphError
 from session_graph.stores.base import check_key
 from session_graph.stores.dsn import redact
@@ -76,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
         description="session_graph: keep an LLM agent's conversation inside its context budget. "
                     "Without a command, runs the offline demo.",
     )
-    commands = top.add_subparsers(dest="area", metavar="{demo,sessions}")
+    commands = top.add_subparsers(dest="area", metavar="{demo,sessions,memory}")
     add_arguments(commands.add_parser("demo", help="the offline demo (the default): resizes in four modes, one line each"))
     common = _common()
     sessions = commands.add_parser("sessions", parents=[common], help="look after stored sessions: list, show, export...",
@@ -122,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
     nanobot.add_argument("path")
     _again(nanobot)
     nanobot.add_argument("--key-map", metavar="FILE", help="JSON {file name: key} for 0.1.x files, which hold no key")
+    add_memory_parser(commands)
     return top
 
 
@@ -173,6 +176,15 @@ def sessions(args: argparse.Namespace) -> int:
             logging.getLogger("session_graph").setLevel(handler.previous_level)  # type: ignore[attr-defined]
 
 
+def _memory(args: argparse.Namespace) -> int:
+    """``session-graph memory ...``: errors are one line on stderr and status 1, as for ``sessions``."""
+    try:
+        return memory_command(args)
+    except (SessionGraphError, ValueError, OSError) as error:
+        print(f"session-graph: {error}", file=sys.stderr)
+        return 1
+
+
 def _verbose() -> logging.Handler:
     """``-v``: every package logger (children of ``session_graph``) on stderr, each line naming its logger."""
     handler = logging.StreamHandler(sys.stderr)
@@ -205,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         args: Any = parser().parse_args(argv)
         if args.area == "sessions":
             code = sessions(args)
+        elif args.area == "memory":
+            code = _memory(args)
         else:
             from session_graph.demo import run
 

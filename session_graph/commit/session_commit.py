@@ -21,6 +21,7 @@ from session_graph.commit.graph import COMMIT_NODES
 from session_graph.display.viz import GraphDrawing, draw
 from session_graph.errors import ConfigurationError
 from session_graph.memory.config import MemoryConfig
+from session_graph.memory.migrate import warn_unmigrated
 from session_graph.resize.state import SessionState
 from session_graph.settings import SessionSettings
 
@@ -163,6 +164,7 @@ def commit_context(memory: MemoryConfig | None, model: Runnable | None, settings
             "or SessionManager(..., memory=MemoryConfig(...))."
         )
     memory = memory.for_run()  # a commit inside a LangGraph run: that run's user and agent
+    warn_unmigrated(memory)  # a tenant's user whose memories are still at their place before tenancy: said once
     return CommitContext(memory=memory, model=memory.model or model, dry_run=dry_run, wait=wait, now=utc_now(),
                          checkpoint=None if dry_run else adopt, top_k=_setting(settings, "top_k", 5),
                          profile=(_setting(settings, "profile.max_items", 30), _setting(settings, "profile.max_chars", 2000)),

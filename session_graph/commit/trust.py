@@ -27,12 +27,12 @@ from session_graph.memory.categories import CATEGORIES, item_key, memory_namespa
 __all__ = ["trusted_journal"]
 
 
-def _owner_ok(uri: Any, user: str, agent: str) -> bool:
+def _owner_ok(uri: Any, user: str, agent: str, tenant: str | None = None) -> bool:
     place = parse_uri(uri) if isinstance(uri, str) else None
     if place is None:
         return isinstance(uri, str)  # not a memory URI: link_usage ignores it
     namespace, _ = place
-    return namespace == memory_namespace(namespace[3], user, agent)
+    return namespace == memory_namespace(namespace[3], user, agent, tenant)
 
 
 def _candidate_problem(candidate: Any) -> str | None:
@@ -46,7 +46,7 @@ def _candidate_problem(candidate: Any) -> str | None:
 
 
 def _op_problem(position: int, op: Any, candidates: list[dict[str, Any]], earlier: set[str], store: BaseStore,
-                user: str, agent: str) -> str | None:
+                user: str, agent: str, tenant: str | None = None) -> str | None:
     if not isinstance(op, dict):
         return f"op {position} is not a mapping"
     index = op.get("index")
@@ -56,7 +56,7 @@ def _op_problem(position: int, op: Any, candidates: list[dict[str, Any]], earlie
     category = candidate["category"]
     if op.get("category") != category:
         return f"op {position} has category {op.get('category')!r} but its candidate is {category!r}"
-    namespace = list(memory_namespace(category, user, agent))
+    namespace = list(memory_namespace(category, user, agent, tenant))
     if op.get("namespace") != namespace:
         return f"op {position} names namespace {op.get('namespace')!r}; this session's own is {namespace!r}"
     kind = op.get("op")
@@ -80,7 +80,8 @@ def _op_problem(position: int, op: Any, candidates: list[dict[str, Any]], earlie
     return None
 
 
-def trusted_journal(journal: dict[str, Any], store: BaseStore, user: str, agent: str) -> tuple[dict[str, Any], list[str]]:
+def trusted_journal(journal: dict[str, Any], store: BaseStore, user: str, agent: str, *,
+                    tenant: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """``journal`` with everything this owner's config could not have produced removed, and why.
 
     Args:
@@ -88,12 +89,13 @@ def trusted_journal(journal: dict[str, Any], store: BaseStore, user: str, agent:
         store: the memory store the commit writes to (targets must exist there).
         user: the running ``MemoryConfig.user``.
         agent: the running ``MemoryConfig.agent``.
+        tenant: the running ``MemoryConfig.tenant``.
     """
     journal = dict(journal)
     reasons: list[str] = []
     usage = journal.get("usage")
     if isinstance(usage, list):
-        kept = [r for r in usage if isinstance(r, dict) and _owner_ok(r.get("uri"), user, agent)]
+        kept = [r for r in usage if isinstance(r, dict) and _owner_ok(r.get("uri"), user, agent, tenant)]
         if len(kept) != len(usage):
             reasons.append(f"dropped {len(usage) - len(kept)} used() record(s) naming another owner's memories")
             journal["usage"] = kept
@@ -113,7 +115,7 @@ def trusted_journal(journal: dict[str, Any], store: BaseStore, user: str, agent:
         problem = "the plan is not a list" if not isinstance(plan, list) or candidates is None else None
         earlier: set[str] = set()
         for position, op in enumerate(plan if problem is None else []):
-            problem = _op_problem(position, op, candidates, earlier, store, user, agent)  # type: ignore[arg-type]
+            problem = _op_problem(position, op, candidates, earlier, store, user, agent, tenant)  # type: ignore[arg-type]
             if problem is not None:
                 break
             earlier.add(op["key"])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -57,17 +58,20 @@ def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False, allow_agent
     async def asearch_memory(query: str, k: int = 5) -> str:
         return await asyncio.to_thread(search_memory, query, k)  # context (the run's config) goes along
 
-    def remember_fact(content: str, category: str = "preferences", key: str | None = None) -> str:
+    def remember_fact(content: str, category: str = "preferences", key: str | None = None,
+                      terms: list[Any] | str | None = None) -> str:
         """Store a lasting fact about the user (profile, preferences, entities, events) or about how the
-        agent works (cases, patterns). ``key`` names the topic a later fact on it should update."""
+        agent works (cases, patterns). ``key`` names the topic a later fact on it should update; ``terms``:
+        a few other words a later search may use for it (other names, synonyms, the broader term, translations)."""
         try:
-            return f"{remember(memory.for_run(), content, category, key, source='tool')}: {content}"
+            return f"{remember(memory.for_run(), content, category, key, source='tool', terms=terms)}: {content}"
         except Exception as error:
             return _refused("Not stored", "remembering", error)
 
-    async def aremember_fact(content: str, category: str = "preferences", key: str | None = None) -> str:
+    async def aremember_fact(content: str, category: str = "preferences", key: str | None = None,
+                             terms: list[Any] | str | None = None) -> str:
         try:
-            return f"{await aremember(memory.for_run(), content, category, key, source='tool')}: {content}"
+            return f"{await aremember(memory.for_run(), content, category, key, source='tool', terms=terms)}: {content}"
         except Exception as error:
             return _refused("Not stored", "remembering", error)
 

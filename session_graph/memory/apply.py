@@ -8,6 +8,8 @@
 - MERGE keeps one survivor (most ``active_count``, then the oldest), gives it the merged
   content and marks every other target ``superseded`` (out of search, kept in place).
 - SKIP adds the candidate's source and ``last_confirmed_at``.
+- Every op keeps the candidate's retrieval ``terms`` with the item it writes (unioned with
+  those it had, the newest first): the words a restatement used find the item next time.
 - events and cases are never rewritten; the profile stays within its bound (the oldest
   bullets move to the history namespace).
 
@@ -35,7 +37,7 @@ from langgraph.store.base import BaseStore
 from session_graph._base.files import lock_file, unlock_file
 from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, normalize
 from session_graph.memory.changes import bump
-from session_graph.memory.items import INDEX_FIELDS, add_sources, applied, new_value, record_op
+from session_graph.memory.items import INDEX_FIELDS, add_sources, applied, clean_terms, new_value, record_op
 
 __all__ = ["CONFLICT", "apply_op", "bound_profile", "index_fields", "owner_lock"]
 
@@ -124,6 +126,12 @@ def bound_profile(content: str, max_items: int, max_chars: int) -> tuple[str, st
     return "\n".join(kept), "\n".join(moved)
 
 
+def _with_terms(value: dict[str, Any], terms: Any) -> dict[str, Any]:
+    """``value`` with ``terms`` (a candidate's) unioned into its own, the newest first, bounded."""
+    merged = clean_terms([clean_terms(terms), clean_terms(value.get("terms"))])
+    return {**value, "terms": merged} if merged or "terms" in value else value
+
+
 def _bullets(text: str) -> list[str]:
     return [line if line.lstrip().startswith(("-", "*")) else f"- {line.strip()}" for line in text.splitlines() if line.strip()]
 
@@ -131,6 +139,7 @@ def _bullets(text: str) -> list[str]:
 def _rewrite(
     store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any], content: str, abstract: str | None,
     sources: list[dict[str, Any]], op_ref: str, now: str, profile: tuple[int, int], extra: dict[str, Any] | None = None,
+    terms: Any = None,
 ) -> dict[str, Any]:
     _keep_history(store, namespace, key, old)
     if key == "profile" and namespace[3] == "profile":
@@ -141,7 +150,7 @@ def _rewrite(
     value = add_sources({**old, "content": content, "abstract": abstract or old.get("abstract", ""),
                          "version": int(old.get("version", 1)) + 1, "hash": content_hash(content), "updated_at": now,
                          "last_confirmed_at": now, **(extra or {})}, sources)
-    value = record_op(value, op_ref)
+    value = record_op(_with_terms(value, terms), op_ref)
     _put(store, namespace, key, value)
     return value
 
@@ -178,16 +187,17 @@ def apply_op(
             have = {normalize(line.lstrip("-* ")) for line in old.value["content"].splitlines()}
             fresh = [b for b in _bullets(content) if normalize(b.lstrip("-* ")) not in have]
             if not fresh:
-                return _skip(store, namespace, "profile", old.value, sources, op_ref, now)
+                return _skip(store, namespace, "profile", old.value, sources, op_ref, now, op.get("terms"))
             _rewrite(store, namespace, "profile", old.value, "\n".join([old.value["content"], *fresh]), None, sources,
-                     op_ref, now, profile)
+                     op_ref, now, profile, terms=op.get("terms"))
             return "updated"
     if kind == "create":
         key = op["key"]
         for _ in range(3):
             old = store.get(namespace, key)
             if old is None:
-                value = new_value(namespace, key, category, op["abstract"], op.get("overview", ""), content, sources, op_ref, now)
+                value = new_value(namespace, key, category, op["abstract"], op.get("overview", ""), content, sources, op_ref, now,
+                                  op.get("terms"))
                 if op.get("expires_at"):
                     value["expires_at"] = op["expires_at"]  # an event with a TTL (MemoryConfig.event_ttl)
                 if category == "profile":
@@ -197,7 +207,7 @@ def apply_op(
             if applied(old.value, op_ref):
                 return "replayed"
             if old.value.get("status") == "active" and old.value.get("hash") == content_hash(content):
-                return _skip(store, namespace, key, old.value, sources, op_ref, now)
+                return _skip(store, namespace, key, old.value, sources, op_ref, now, op.get("terms"))
             if old.value.get("status") == "active" and key not in (op.get("seen") or {}) and CATEGORIES[category].mergeable:
                 return CONFLICT  # written since the decision (another session, another process): decide again
             key = f"{op['key']}_{content_hash(content)[:6]}"  # shown, and decided a different topic under the same slug
@@ -213,7 +223,7 @@ def apply_op(
         key = targets[0]
         if key not in present:  # gone meanwhile: keep the fact
             return apply_op(store, {**op, "op": "create", "key": key}, op_ref, sources, now, profile)
-        return _skip(store, namespace, key, present[key], sources, op_ref, now)
+        return _skip(store, namespace, key, present[key], sources, op_ref, now, op.get("terms"))
     if not CATEGORIES[category].mergeable:  # guarded by plan validation; never rewrite an event or case
         return "replayed"
     if kind == "update":
@@ -221,7 +231,7 @@ def apply_op(
         if key not in present:
             return apply_op(store, {**op, "op": "create", "key": key}, op_ref, sources, now, profile)
         old = present[key]
-        _rewrite(store, namespace, key, old, content, op.get("abstract"), sources, op_ref, now, profile)
+        _rewrite(store, namespace, key, old, content, op.get("abstract"), sources, op_ref, now, profile, terms=op.get("terms"))
         return "updated"
     return _merge(store, namespace, op, present, op_ref, sources, now, profile)
 
@@ -233,8 +243,9 @@ def _moved(op: dict[str, Any], present: dict[str, dict[str, Any]]) -> bool:
 
 
 def _skip(store: BaseStore, namespace: tuple[str, ...], key: str, old: dict[str, Any], sources: list[dict[str, Any]],
-          op_ref: str, now: str) -> str:
-    _put(store, namespace, key, record_op(add_sources({**old, "last_confirmed_at": now}, sources), op_ref))
+          op_ref: str, now: str, terms: Any = None) -> str:
+    value = _with_terms(add_sources({**old, "last_confirmed_at": now}, sources), terms)
+    _put(store, namespace, key, record_op(value, op_ref))
     return "skipped"
 
 
@@ -249,7 +260,9 @@ def _merge(store: BaseStore, namespace: tuple[str, ...], op: dict[str, Any], pre
     if not applied(value, op_ref):
         extra = {"supersedes": sorted({*value.get("supersedes", []), *others}),
                  "active_count": sum(int(v.get("active_count", 0)) for v in live.values())}
-        _rewrite(store, namespace, survivor, value, op["content"], op.get("abstract"), sources, op_ref, now, profile, extra)
+        merged_terms = [op.get("terms"), *(live[k].get("terms") for k in others)]
+        _rewrite(store, namespace, survivor, value, op["content"], op.get("abstract"), sources, op_ref, now, profile, extra,
+                 merged_terms)
     for key in others:
         old = live[key]
         if applied(old, op_ref):

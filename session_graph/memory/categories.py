@@ -14,7 +14,10 @@ patterns      agent    yes        ``slug(name)``
 Mergeable categories take CREATE, UPDATE, MERGE and SKIP; events and cases are never
 modified after creation (CREATE or SKIP only). Namespaces follow OpenViking's tree:
 ``(owner_kind, owner_id, "memories", category)``; replaced texts are kept under
-``(owner_kind, owner_id, "memories_history", category)``.
+``(owner_kind, owner_id, "memories_history", category)``. A tenant's owners are
+``tenant~id`` (``tenant_owner``): tenants never share a namespace. Ids and tenants of any text are
+encoded into labels (``encode_label``), reversibly; an id without ``.``, ``/``, ``~``, NUL or a
+``%XX`` is its own label, as it always was.
 """
 
 from __future__ import annotations
@@ -31,13 +34,17 @@ __all__ = [
     "Category",
     "CategoryRule",
     "content_hash",
+    "decode_label",
+    "encode_label",
     "history_namespace",
     "item_key",
     "memory_namespace",
     "memory_uri",
     "normalize",
+    "owner_of_label",
     "parse_uri",
     "slug",
+    "tenant_owner",
 ]
 
 Category = Literal["profile", "preferences", "entities", "events", "cases", "patterns"]
@@ -109,10 +116,42 @@ def item_key(category: str, merge_key: str | None, content: str) -> str:
     return slug(merge_key or content[:60])
 
 
-def memory_namespace(category: str, user: str, agent: str) -> tuple[str, str, str, str]:
-    """Where a category's items live for this user and agent."""
+def memory_namespace(category: str, user: str, agent: str, tenant: str | None = None) -> tuple[str, str, str, str]:
+    """Where a category's items live for this user and agent (of ``tenant``: see ``tenant_owner``)."""
     rule = CATEGORIES[category]
-    return (rule.owner, user if rule.owner == "user" else agent, "memories", category)
+    return (rule.owner, tenant_owner(tenant, user if rule.owner == "user" else agent), "memories", category)
+
+
+_ESCAPE = re.compile(r"[./~\x00]|%(?=[0-9A-Fa-f]{2})")  # no label holds . (LangGraph), / (paths), ~ (the tenant join), NUL
+_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def encode_label(text: str) -> str:
+    """``text`` as a namespace label, reversibly (``decode_label``): ``.``, ``/``, ``~``, NUL and a
+    ``%`` that would read as an escape become ``%XX``; everything else is kept as it is, so
+    ``bob@example.com`` is ``bob@example%2Ecom`` and an id without those characters is its own label
+    (the labels stores written before hold). The one encoding of user, agent and tenant ids."""
+    return _ESCAPE.sub(lambda found: f"%{ord(found.group()):02X}", text)
+
+
+def decode_label(label: str) -> str:
+    """The text ``encode_label`` made ``label`` from."""
+    return _ESCAPED.sub(lambda found: chr(int(found.group(1), 16)), label)
+
+
+def tenant_owner(tenant: str | None, owner: str) -> str:
+    """The owner label of a user or agent id: ``encode_label(id)``; of a tenant's, ``acme~bob``
+    (both encoded: no encoded text holds ``~``, so two tenants or a tenant and a tenant-less id
+    never share a label). ``owner_of_label`` reads it back."""
+    if tenant is None:
+        return encode_label(owner)
+    return f"{encode_label(tenant)}~{encode_label(owner)}"
+
+
+def owner_of_label(label: str) -> tuple[str | None, str]:
+    """(tenant or None, id) of an owner label (``tenant_owner``'s inverse)."""
+    tenant, joined, owner = label.partition("~")
+    return (decode_label(tenant), decode_label(owner)) if joined else (None, decode_label(label))
 
 
 def history_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:

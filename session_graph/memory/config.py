@@ -11,13 +11,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 import os
 from typing import Any
+from urllib.parse import quote
 
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
-from session_graph.memory.categories import CATEGORIES, memory_namespace, parse_uri
+from session_graph.memory.categories import CATEGORIES, encode_label, memory_namespace, parse_uri
 from session_graph.memory.filestore import FileMemoryStore
 
 __all__ = ["MemoryConfig", "expiry", "run_owners", "unavailable"]
@@ -50,11 +51,28 @@ AGENT_KEYS = ("agent_id", "assistant_id")
 
 
 def _check_owner(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value or "." in value or "/" in value or "\x00" in value:
+    if not isinstance(value, str) or not value or not _utf8(value):
         raise ConfigurationError(
-            f"MemoryConfig {what} must be a non-empty string without '.', '/' or NUL (it names a store "
-            f"namespace and a directory), got {value!r}."
+            f"MemoryConfig {what} must be a non-empty string (any text: an email, a path, unicode; it is encoded "
+            f"into a store namespace), got {value!r:.80}."
         )
+    return value
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no store can keep it
+        return False
+    return True
+
+
+def _check_tenant(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value) or len(value) > 256:
+        raise ConfigurationError(f"MemoryConfig tenant must be None or a non-empty string of at most 256 characters "
+                                 f"without control characters (a SessionManager's tenant key), got {value!r:.80}.")
     return value
 
 
@@ -69,8 +87,11 @@ class MemoryConfig:
             ``check=ConnectionPool.check_connection``, not one connection: a single connection
             never reconnects after a drop (a commit then raises ``StoreUnavailableError``,
             retryable, until the store is rebuilt); a pool replaces a dropped connection.
-        user: the user id memories of profile, preferences, entities and events belong to.
-        agent: the agent id cases and patterns belong to.
+        user: the user id memories of profile, preferences, entities and events belong to: any
+            non-empty text (an email, ``org/42``, unicode), encoded into the namespace label
+            reversibly (``categories.encode_label``: ``bob@example%2Ecom``; an id without ``.``,
+            ``/``, ``~``, NUL or ``%XX`` is its own label).
+        agent: the agent id cases and patterns belong to (the same rules).
         embeddings: a LangChain ``Embeddings`` for the prefilter (fused with BM25); None: BM25 only.
         path: the root of the default file store.
         model: a chat model for commits, or a name init_chat_model accepts ("openai:gpt-4o-mini");
@@ -79,6 +100,9 @@ class MemoryConfig:
             events are never hits or recalled, and ``expire()`` forgets them); None: forever.
         max_commit_calls, max_commit_tokens: one commit's budget of model calls and prompt
             tokens; beyond it the commit is ``partial`` with the reason and the next goes on.
+        tenant: the tenant the user and agent belong to (``SessionManager``'s tenant; set by
+            ``for_tenant``): every namespace is the tenant's own (``acme~bob``), so tenants never
+            share memory, not even the agent's cases and patterns; None: no tenant (``bob``).
     """
 
     store: BaseStore | None = None
@@ -90,6 +114,7 @@ class MemoryConfig:
     event_ttl: float | None = None
     max_commit_calls: int = 64
     max_commit_tokens: int = 400_000
+    tenant: str | None = None
     _made: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +125,7 @@ class MemoryConfig:
             )
         _check_owner(self.user, "user")
         _check_owner(self.agent, "agent")
+        _check_tenant(self.tenant)
         if self.embeddings is not None and not callable(getattr(self.embeddings, "embed_documents", None)):
             raise ConfigurationError(
                 f"MemoryConfig embeddings must be a LangChain Embeddings (with embed_documents), "
@@ -127,14 +153,15 @@ class MemoryConfig:
     def namespace(self, category: str) -> tuple[str, str, str, str]:
         """Where this user's (or agent's) memories of ``category`` live: the one derivation every
         reader and writer uses (never a namespace read from stored data or a message)."""
-        return memory_namespace(category, self.user, self.agent)
+        return memory_namespace(category, self.user, self.agent, self.tenant)
 
     def place_of(self, uri: str) -> tuple[tuple[str, str, str, str], str] | None:
         """The (namespace, key) a memory URI names, in this config's own namespaces; None for a
         URI that names no memory or another owner's. Reads ``memory://user/alice/preferences/k``
         and OpenViking's ``viking://user/memories/profile.md``,
         ``viking://user/memories/preferences/k.md`` (the config's user; ``agent/`` likewise) and
-        ``viking://user/alice/memories/preferences/k.md``."""
+        ``viking://user/alice/memories/preferences/k.md`` (the id as it is, as its label
+        ``bob@example%2Ecom``, or percent-encoded ``bob%40example.com``)."""
         place = parse_uri(uri)
         if place is None and uri.startswith("viking://"):
             parts = [p for p in uri[len("viking://") :].split("/") if p]
@@ -146,7 +173,8 @@ class MemoryConfig:
                 parts = [parts[0], "memories", "profile", "profile.md"]
             if len(parts) == 4 and parts[1] == "memories" and parts[2] in CATEGORIES and parts[3].endswith(".md"):
                 namespace = self.namespace(parts[2])
-                if namespace[0] == parts[0] and owner in (None, namespace[1]):
+                wanted = self.user if parts[0] == "user" else self.agent  # the id, its label, or the id percent-encoded
+                if namespace[0] == parts[0] and owner in (None, wanted, encode_label(wanted), quote(wanted, safe="")):
                     return namespace, parts[3][: -len(".md")]
             return None
         if place is None or place[0] != self.namespace(place[0][3]):
@@ -158,6 +186,15 @@ class MemoryConfig:
         if (user is None or user == self.user) and (agent is None or agent == self.agent):
             return self
         return replace(self, user=self.user if user is None else user, agent=self.agent if agent is None else agent)
+
+    def for_tenant(self, tenant: str | None) -> MemoryConfig:
+        """This config within ``tenant`` (the same user and agent ids, over the same store, in
+        namespaces of the tenant's own: nothing is shared with another tenant)."""
+        return self if tenant == self.tenant else replace(self, tenant=tenant)
+
+    def owners(self) -> tuple[str, str, str | None]:
+        """(user, agent, tenant): whose memories this config reads and writes."""
+        return self.user, self.agent, self.tenant
 
     def for_run(self, config: Mapping[str, Any] | None = None, context: Any = None) -> MemoryConfig:
         """This config for the run in progress: the user and agent from ``config["configurable"]``

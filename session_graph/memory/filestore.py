@@ -9,8 +9,8 @@ readers accept: namespace, key, times and the value's other fields) and the item
 file atomically (temp file, fsync, rename); a per-owner ``flock`` (``owner_lock``) lets
 processes sharing the directory serialise their edits of one owner's memories.
 
-``search(query=...)`` ranks with the built-in BM25 (``bm25.py``) and returns only items
-that share a term with the query; filters take exact values and ``$eq/$ne/$gt/$gte/$lt/$lte``.
+``search(query=...)`` ranks with the built-in BM25 (``bm25.py``, over an item's text and its
+retrieval ``terms``) and returns only items that share a term with the query; filters take exact values and ``$eq/$ne/$gt/$gte/$lt/$lte``.
 Parsed files are cached by (mtime, size), so a search over 10,000 items re-reads only what
 changed.
 
@@ -52,7 +52,7 @@ from session_graph._base.files import decode_name, encode_name, lock_file, unloc
 from session_graph._base.paths import fresh_file, inside
 from session_graph.errors import StoreError
 from session_graph.memory.bm25 import Bm25
-from session_graph.memory.items import searchable_text
+from session_graph.memory.items import searchable_text, terms_text
 
 __all__ = ["FileMemoryStore", "matches_filter"]
 
@@ -244,7 +244,7 @@ class FileMemoryStore(BaseStore):
                              "fix or delete it.") from None
         self._forget(path)
         self._cache[path] = (stat.st_mtime_ns, stat.st_size, item)
-        self._index.add((item.namespace, item.key), searchable_text(item.value))
+        self._index.add((item.namespace, item.key), f"{searchable_text(item.value)} {terms_text(item.value)}")  # with its retrieval terms
         return item
 
     @staticmethod

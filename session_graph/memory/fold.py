@@ -14,6 +14,8 @@ from difflib import SequenceMatcher
 from itertools import pairwise
 from typing import Any
 
+from session_graph.memory.items import clean_terms
+
 __all__ = ["fold_updates", "merge3"]
 
 
@@ -59,12 +61,14 @@ def fold_updates(plan: list[dict[str, Any]], done: set[int], current: dict[tuple
         if len(fresh) < 2:
             continue
         head, merged = fresh[0], plan[fresh[0]]["content"]
+        terms = [plan[head].get("terms")]
         for position in fresh[1:]:
             attempt = merge3(stored.get("content", ""), merged, plan[position]["content"])
             if attempt is None:
                 continue  # a clash: decided again after the first lands
             merged = attempt
             folded[position] = head
+            terms.insert(0, plan[position].get("terms"))  # the folded ops' retrieval terms go along, newest first
         if any(target == head for target in folded.values()):
-            plan[head] = {**plan[head], "content": merged}
+            plan[head] = {**plan[head], "content": merged, "terms": clean_terms(terms)}
     return folded

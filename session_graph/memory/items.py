@@ -5,7 +5,8 @@ An item's value::
     {"category", "owner", "key", "uri", "abstract", "overview", "content",
      "status": "active" | "superseded", "version", "superseded_by", "supersedes",
      "sources": [{"session", "archive", "message_ids"}], "hash", "active_count",
-     "last_used_at", "last_confirmed_at", "applied": [op refs, newest 32], "created_at", "updated_at"}
+     "last_used_at", "last_confirmed_at", "applied": [op refs, newest 32], "created_at", "updated_at",
+     "terms": [retrieval terms the extraction model gave: other names, synonyms, translations]}
 
 Every edit is a function of the old value that returns a new one and records the op's
 reference in ``applied``; an edit whose reference is already there returns the value
@@ -16,22 +17,63 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+import re
 from typing import Any
 
 from session_graph.memory.categories import CATEGORIES, content_hash, memory_uri
 
-__all__ = ["MAX_APPLIED", "add_sources", "applied", "expired", "new_value", "record_op", "searchable_text"]
+__all__ = ["MAX_APPLIED", "MAX_TERMS", "add_sources", "applied", "clean_terms", "expired", "new_value", "record_op",
+           "searchable_text", "terms_text"]
 
 MAX_APPLIED = 32
 INDEX_FIELDS = ["abstract", "content"]
+MAX_TERMS = 16
+"""The most retrieval terms kept with an item (the newest), and taken from one candidate."""
+_TERM_CHARS = 60
+_SPLIT = re.compile(r"[,;\n\uff0c\uff1b\u3001|]+")
+
+
+def clean_terms(raw: Any, limit: int = MAX_TERMS) -> list[str]:
+    """Retrieval terms as a model (or a caller) gave them, made a short list of distinct strings:
+    a list of strings as asked, or one comma/semicolon/newline separated string, numbers, nested
+    lists, a mapping of lists (``{"synonyms": [...], "translations": [...]}``: its values); None,
+    booleans and anything else count as nothing. Never raises: odd terms never fail a commit."""
+    found: list[str] = []
+
+    def walk(value: Any, depth: int) -> None:
+        if depth > 3 or len(found) >= 4 * limit:
+            return
+        if isinstance(value, str):
+            found.extend(_SPLIT.split(value))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append(str(value))
+        elif isinstance(value, dict):
+            for inner in value.values():
+                walk(inner, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for inner in value:
+                walk(inner, depth + 1)
+
+    walk(raw, 0)
+    out: dict[str, str] = {}
+    for term in found:
+        term = " ".join(term.split()).strip("\"'`*-• ")[:_TERM_CHARS]
+        if term and term.casefold() not in out:
+            out[term.casefold()] = term
+    return list(out.values())[:limit]
+
+
+def terms_text(value: dict[str, Any]) -> str:
+    """An item's (or a candidate's) retrieval terms as one text (empty when it has none)."""
+    return " ".join(clean_terms(value.get("terms")))
 
 
 def new_value(
     namespace: tuple[str, ...], key: str, category: str, abstract: str, overview: str, content: str,
-    sources: list[dict[str, Any]], op_ref: str, now: str,
+    sources: list[dict[str, Any]], op_ref: str, now: str, terms: Any = None,
 ) -> dict[str, Any]:
-    """The value of a new active item."""
-    return {
+    """The value of a new active item (``terms``: its retrieval terms, kept when there are any)."""
+    value = {
         "category": category,
         "owner": f"{namespace[0]}/{namespace[1]}",
         "key": key,
@@ -52,6 +94,9 @@ def new_value(
         "created_at": now,
         "updated_at": now,
     }
+    if kept := clean_terms(terms):
+        value["terms"] = kept
+    return value
 
 
 def applied(value: dict[str, Any] | None, op_ref: str) -> bool:

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import owner_lock
-from session_graph.memory.categories import CATEGORIES, history_namespace, parse_uri
+from session_graph.memory.categories import CATEGORIES, history_namespace, memory_uri, parse_uri
 from session_graph.memory.changes import bump
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.filestore import FileMemoryStore
@@ -56,6 +56,13 @@ def _place(memory: MemoryConfig, item: str, category: str | None) -> tuple[tuple
 def list_memories(memory: MemoryConfig, categories: list[str] | None = None, *,
                   include_superseded: bool = False) -> list[dict[str, Any]]:
     """The user's and the agent's memories (active ones; ``include_superseded`` adds the rest), by category and key."""
+    return [value for _, _, value in _items(memory, categories, include_superseded)]
+
+
+def _items(memory: MemoryConfig, categories: list[str] | None, include_superseded: bool = False,
+           ) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    """(namespace, key, value) of each memory: the place derived from the config and the store's
+    key, never the ``uri`` or ``key`` a stored value claims."""
     unknown = [c for c in categories or () if c not in CATEGORIES]
     if unknown:
         raise ConfigurationError(f"unknown memory categories {unknown}; the categories are {', '.join(CATEGORIES)}.")
@@ -63,7 +70,8 @@ def list_memories(memory: MemoryConfig, categories: list[str] | None = None, *,
     for category in categories or list(CATEGORIES):
         namespace = memory.namespace(category)
         found = memory.memory_store.search(namespace, filter=None if include_superseded else {"status": "active"}, limit=_LIMIT)
-        out.extend(dict(item.value) for item in sorted(found, key=lambda i: i.key) if item.namespace == namespace)
+        out.extend((namespace, item.key, dict(item.value)) for item in sorted(found, key=lambda i: i.key)
+                   if tuple(item.namespace) == namespace)
     return out
 
 
@@ -109,10 +117,10 @@ def forget(memory: MemoryConfig, item: str, category: str | None = None, *, purg
 def expire(memory: MemoryConfig, now: str | None = None, *, purge: bool = False) -> list[str]:
     """Forget the events whose ``expires_at`` has passed; their URIs."""
     gone = []
-    for value in list_memories(memory, ["events"]):
+    for namespace, key, value in _items(memory, ["events"]):
         if expired(value, now):
-            forget(memory, value["uri"], purge=purge)
-            gone.append(value["uri"])
+            forget(memory, key, "events", purge=purge)
+            gone.append(memory_uri(namespace, key))
     return gone
 
 
@@ -122,7 +130,8 @@ def export_memories(memory: MemoryConfig, path: str | os.PathLike[str] | None = 
     writes it to ``path`` when given); ``"openviking"`` writes them in OpenViking's layout under
     ``path`` (as the file store keeps them) and returns the directory.
     """
-    values = list_memories(memory, include_superseded=include_superseded)
+    items = _items(memory, None, include_superseded)
+    values = [value for _, _, value in items]
     if format == "json":
         if path is not None:
             Path(path).write_text(json.dumps(values, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -131,7 +140,6 @@ def export_memories(memory: MemoryConfig, path: str | os.PathLike[str] | None = 
         raise ConfigurationError(f"export_memories: format must be 'json' or 'openviking' (with a path), got {format!r}"
                                  + ("" if path is not None else " without a path") + ".")
     target = FileMemoryStore(path)
-    for value in values:
-        namespace, key = parse_uri(value["uri"]) or (memory.namespace(value["category"]), value["key"])
+    for namespace, key, value in items:  # where the item is, not where its value says it is
         target.put(namespace, key, value, index=False)
     return Path(path)

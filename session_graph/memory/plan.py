@@ -3,7 +3,7 @@
 A plan op is a dict::
 
     {"index", "op": "create" | "update" | "merge" | "skip", "category", "namespace", "key",
-     "targets": [keys], "seen": {key: version}, "abstract", "overview", "content"}
+     "targets": [keys], "seen": {key: version}, "abstract", "overview", "content", "terms"}
 
 ``seen`` holds the version of every stored item the decision was shown: the write step
 applies an op only if its targets still have those versions, and a CREATE only if its key
@@ -24,6 +24,7 @@ from typing import Any
 
 from session_graph.errors import MemoryReplyError
 from session_graph.memory.categories import CATEGORIES, item_key
+from session_graph.memory.items import clean_terms
 from session_graph.memory.replies import Decision
 
 __all__ = ["create_plan", "decide_entries", "needs_decision", "plan_from_decisions", "unseen_rivals"]
@@ -44,7 +45,7 @@ def _create(index: int, candidate: dict[str, Any], namespace: list[str]) -> dict
     return {"index": index, "op": "create", "category": candidate["category"], "namespace": list(namespace),
             "key": item_key(candidate["category"], candidate.get("key"), candidate["content"]), "targets": [],
             "seen": {}, "abstract": candidate["abstract"], "overview": candidate.get("overview", ""),
-            "content": candidate["content"]}
+            "content": candidate["content"], "terms": clean_terms(candidate.get("terms"))}
 
 
 def create_plan(candidates: list[dict[str, Any]], namespaces: list[list[str]]) -> list[dict[str, Any]]:

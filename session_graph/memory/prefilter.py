@@ -3,7 +3,10 @@
 Per candidate, in its own owner and category: the item at its deterministic key, the items
 with its content hash, then the most similar active items by BM25 fused (reciprocal rank,
 small ``k``) with the nearest by meaning: the store's own vector index when it has one, else
-the config's ``Embeddings``; plus earlier candidates of the same batch that share its key or
+the config's ``Embeddings``, and with the retrieval terms the extraction model wrote (``terms``:
+other names, synonyms, translations) on both sides: the candidate's text and terms against each
+item's text and the terms kept with it (query and document expansion by the model's world
+knowledge, one more lexical list; absent when neither side has terms); plus earlier candidates of the same batch that share its key or
 content hash. Superseded items are never hits; each hit is shown as stored now.
 
 Indexes are kept per (store, namespace) in the process and brought up to date through the
@@ -25,7 +28,7 @@ from langgraph.store.base import BaseStore
 from session_graph.memory.bm25 import Bm25, grams, terms
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since_many
-from session_graph.memory.items import expired, searchable_text
+from session_graph.memory.items import expired, searchable_text, terms_text
 from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.vectors import VectorIndex
 
@@ -45,6 +48,8 @@ class NamespaceIndex:
         self.bm25 = Bm25()
         self.grams = Bm25(analyzer=grams)  # character 4-grams: morphological variants the stemmer leaves apart
         self.keys = Bm25(analyzer=_key_terms)  # merge keys alone: a candidate's own key is evidence of its topic
+        self.expanded: Bm25 | None = None  # text and retrieval terms (made when first needed: ``with_terms``)
+        self.termed: set[str] = set()  # the items with terms (none: the expanded list is the word list, left out)
         self.values: dict[str, dict[str, Any]] = {}
         self.by_hash: dict[str, set[str]] = {}
         self.dense: VectorIndex | None = None  # the config's embeddings' vectors, by key (kept current by set)
@@ -58,6 +63,9 @@ class NamespaceIndex:
             self.bm25.remove(key)
             self.grams.remove(key)
             self.keys.remove(key)
+            if self.expanded is not None:
+                self.expanded.remove(key)
+            self.termed.discard(key)
         if value is None or value.get("status") != "active":
             if self.dense is not None:
                 self.dense.remove(key)
@@ -68,8 +76,23 @@ class NamespaceIndex:
         self.bm25.add(key, text)
         self.grams.add(key, text)
         self.keys.add(key, key.replace("_", " "))
+        extra = terms_text(value)
+        if self.expanded is not None:
+            self.expanded.add(key, f"{text} {extra}")
+        if extra:
+            self.termed.add(key)
         if self.dense is not None:
             self.dense.set(key, text, value.get("hash"))  # the same hash: the vector stays
+
+    def with_terms(self) -> Bm25:
+        """The index of items' text and retrieval terms, made from the indexed values the first time
+        (a store whose memories have no terms, probed without terms, never pays for it), then kept by ``set``."""
+        if self.expanded is None:
+            expanded = Bm25()
+            for key, value in dict(self.values).items():  # a copy: another thread may refresh the index meanwhile
+                expanded.add(key, f"{searchable_text(value)} {terms_text(value)}")
+            self.expanded = expanded
+        return self.expanded
 
 
 def _key_terms(text: str) -> list[str]:
@@ -205,15 +228,20 @@ def nearest(index: NamespaceIndex, text: str, depth: int, embeddings: Any, store
     return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
 
 
+BATCH_HITS = 3
+"""The most earlier candidates of the same batch one candidate is shown (the newest with its key or text)."""
+TERMS_WEIGHT = 1.0
+"""The expanded (text + retrieval terms) list's weight in the fusion."""
 GRAMS_WEIGHT = 0.5
 """The character-gram list's weight in the fusion (the word list's is 1): it finds variants the
 stemmer misses, and is noisier than whole words."""
 
 
 def _similar(index: NamespaceIndex, text: str, top_k: int, embeddings: Any, store: BaseStore | None = None,
-             namespace: tuple[str, ...] | None = None, merge_key: str | None = None) -> list[tuple[str, float]]:
+             namespace: tuple[str, ...] | None = None, merge_key: str | None = None, terms: str = "") -> list[tuple[str, float]]:
     """The most similar active items: word BM25, character-gram BM25, the candidate's own merge
-    key against stored keys (when it has one) and the nearest by meaning, fused by score."""
+    key against stored keys (when it has one), text and retrieval terms against items' text and
+    terms (when either side has terms) and the nearest by meaning, fused by score."""
     depth = max(top_k * 4, 20)
     rankings = [[(str(k), s) for k, s in index.bm25.search(text, limit=depth)],
                 [(str(k), s) for k, s in index.grams.search(text, limit=depth)]]
@@ -221,6 +249,9 @@ def _similar(index: NamespaceIndex, text: str, top_k: int, embeddings: Any, stor
     if merge_key:
         rankings.append([(str(k), s) for k, s in index.keys.search(merge_key.replace("_", " "), limit=depth)])
         weights.append(1.0)
+    if terms or index.termed:
+        rankings.append([(str(k), s) for k, s in index.with_terms().search(f"{text} {terms}", limit=depth)])
+        weights.append(TERMS_WEIGHT)
     semantic = nearest(index, text, depth, embeddings, store, namespace)
     if semantic is not None:
         rankings.append(semantic)
@@ -236,7 +267,7 @@ def prefilter(
 
     Args:
         store: the memory store.
-        candidates: dicts with ``category``, ``key``, ``abstract``, ``content``.
+        candidates: dicts with ``category``, ``key``, ``abstract``, ``content`` (and optional ``terms``).
         namespaces: each candidate's namespace.
         top_k: similar items per candidate (besides exact key and hash matches).
         embeddings: a LangChain ``Embeddings`` to fuse with BM25, or None.
@@ -261,7 +292,8 @@ def prefilter(
         kinds = {k: ("key" if k == key else "hash") for k in found}
         text = f"{candidate.get('key') or ''} {candidate['abstract']} {candidate['content']}"
         scores: dict[str, float] = {}
-        for other, score in _similar(index, text, top_k, embeddings, store, namespace, candidate.get("key")):
+        for other, score in _similar(index, text, top_k, embeddings, store, namespace, candidate.get("key"),
+                                     terms_text(candidate)):
             value = index.values.get(other)
             if other not in found and value is not None and len(found) < top_k + 2 and not expired(value):
                 found[other], kinds[other], scores[other] = value, "similar", round(score, 4)
@@ -271,7 +303,10 @@ def prefilter(
             if item is not None and item.value.get("status") == "active":
                 value = item.value
             hits[f"m{n + 1}"] = hit_of(other, value, kinds[other], scores.get(other))
-        earlier = sorted({*batch.get((namespace, "k:" + key), []), *batch.get((namespace, "h:" + digest), [])})
+        # the newest few earlier candidates with its key or text (each of them was shown the ones before it):
+        # bounded, so a reply of n candidates on one topic costs O(n), not O(n^2) hits and prompt lines
+        same_key, same_text = batch.get((namespace, "k:" + key), []), batch.get((namespace, "h:" + digest), [])
+        earlier = sorted({*same_key[-BATCH_HITS:], *same_text[-BATCH_HITS:]})[-BATCH_HITS:]
         for number in earlier:
             before = candidates[number]
             hits[f"c{number}"] = {"key": None, "kind": "batch", "score": None, "abstract": before["abstract"],

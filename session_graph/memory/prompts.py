@@ -46,10 +46,12 @@ Rules:
   the fact across conversations (reuse a key from the list of existing keys when the fact is about the same thing).
 - events and cases never change later: describe them fully, with dates where known.
 - "abstract" is one line; "content" says the fact in full, in the user's language.
+- "terms": 3 to 8 words or short phrases a later search for this fact could use instead of its own words: other names
+  (a brand's products, a city's region), synonyms, the broader term, and the key words in English and in the user's language.
 Existing keys (category/key: abstract):
 {catalogue}
 Answer with one JSON object and nothing else:
-{{"memories": [{{"category": "...", "key": "...", "abstract": "...", "overview": "...", "content": "..."}}]}}
+{{"memories": [{{"category": "...", "key": "...", "abstract": "...", "overview": "...", "content": "...", "terms": ["...", "..."]}}]}}
 or {{"memories": []}} when nothing is worth keeping."""
 
 DECIDE_SYSTEM = """You keep a long-term memory free of duplicates. For each candidate, compare it with the existing memories shown

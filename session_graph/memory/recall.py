@@ -20,9 +20,10 @@ from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
 from session_graph.memory.config import MemoryConfig, expiry, unavailable
-from session_graph.memory.items import expired
+from session_graph.memory.items import clean_terms, expired, terms_text
+from session_graph.memory.migrate import warn_unmigrated
 from session_graph.memory.plan import create_plan, decide_entries, plan_from_decisions, unseen_rivals
-from session_graph.memory.prefilter import GRAMS_WEIGHT, fuse, indexes, nearest, prefilter
+from session_graph.memory.prefilter import GRAMS_WEIGHT, TERMS_WEIGHT, fuse, indexes, nearest, prefilter
 from session_graph.memory.prompts import decide_prompt
 from session_graph.memory.replies import parse_decisions
 
@@ -35,12 +36,17 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
     One BM25 ranking and one ranking by meaning (when the store has a vector index or the
     config embeddings) over every category, fused once (``prefilter.fuse``: retrieval's score
     fusion, each list's first hit kept), so a category's best is not taken for the best overall.
+    Where memories keep retrieval terms (other names, synonyms, translations the extraction model
+    gave), one more BM25 ranking over their text and terms: a query in other words finds them.
     """
     if not query.strip() or k <= 0:
         return []
+    warn_unmigrated(memory)  # a tenant's user with memories only at their place before tenancy: said once
     depth = max(k * 4, 20)
     lexical: list[tuple[str, float]] = []
     variants: list[tuple[str, float]] = []  # character grams: "allergy" finds "allergic"
+    expanded: list[tuple[str, float]] = []  # text and retrieval terms
+    termed = False
     semantic: list[tuple[str, float]] | None = None
     values: dict[str, dict[str, Any] | None] = {}
     namespaces = [memory.namespace(category) for category in CATEGORIES]
@@ -49,12 +55,18 @@ def recall(memory: MemoryConfig, query: str, k: int = 5) -> list[dict[str, Any]]
         current = index.values  # read per hit: another thread may refresh the shared index meanwhile
         lexical += _live(index.bm25.search(query, limit=depth), category, current, values)
         variants += _live(index.grams.search(query, limit=depth), category, current, values)
+        if index.termed:
+            termed = True
+            expanded += _live(index.with_terms().search(query, limit=depth), category, current, values)
         near = nearest(index, query, depth, memory.embeddings, memory.memory_store, namespace)
         if near is not None:
             semantic = (semantic or []) + _live(near, category, current, values)
     rankings = [sorted(lexical, key=lambda pair: (-pair[1], pair[0]))[:depth],
                 sorted(variants, key=lambda pair: (-pair[1], pair[0]))[:depth]]
     weights = [1.0, GRAMS_WEIGHT]
+    if termed:
+        rankings.append(sorted(expanded, key=lambda pair: (-pair[1], pair[0]))[:depth])
+        weights.append(TERMS_WEIGHT)
     if semantic is not None:
         rankings.append(sorted(semantic, key=lambda pair: (-pair[1], pair[0]))[:depth])
         weights.append(1.0)
@@ -147,13 +159,18 @@ def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None
 
 
 def _remember(memory: MemoryConfig, content: str, category: str = "preferences", key: str | None = None,
-              abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None) -> Flow[str]:
+              abstract: str | None = None, source: str = "remember", *, model: Runnable | None = None,
+              terms: Any = None) -> Flow[str]:
     """Store one fact as a commit would: the same prefilter, then the decide model (``model``, else
     ``memory.model``) on what it found, then a compare-and-set write (decided again if the store
     moved meanwhile). Without a model, a conservative rule: the same text is a SKIP; the same key, or
     (when no key is given) a stored fact of the same mergeable category sharing at least half
-    the words of the shorter of the two (its key's words count, and two at least), is
+    the words of the shorter of the two (its key's words count, and two at least) or, where either
+    has retrieval terms, of its words and terms (a Lenovo notebook / a ThinkPad laptop), is
     rewritten (its old text kept in the item's history); anything else is a new item.
+    ``terms``: retrieval terms to keep with the fact (other names, synonyms, translations), as a
+    commit's extraction gives them; without them the fact is found by its own words (and by the
+    terms kept with the stored memories it is compared with).
 
     Returns:
         what happened: ``created``, ``updated``, ``merged`` or ``skipped``.
@@ -166,8 +183,10 @@ def _remember(memory: MemoryConfig, content: str, category: str = "preferences",
         raise ConfigurationError(f"unknown memory category {category!r}; the categories are {', '.join(CATEGORIES)}.")
     if not isinstance(content, str) or not content.strip():
         raise ConfigurationError("remember() needs the fact to store as non-empty text.")
+    warn_unmigrated(memory)
     decider = model if model is not None else memory.model
-    candidate = {"category": category, "key": key, "abstract": abstract or content[:80], "overview": "", "content": content}
+    candidate = {"category": category, "key": key, "abstract": abstract or content[:80], "overview": "", "content": content,
+                 "terms": clean_terms(terms)}
     namespace = memory.namespace(category)
     store = memory.memory_store
     ref = f"{source}/{new_id()}"
@@ -180,7 +199,7 @@ def _remember(memory: MemoryConfig, content: str, category: str = "preferences",
             reply = yield Invoke(decider, decide_prompt(decide_entries([candidate], [hits])))
             (op,) = plan_from_decisions([candidate], [list(namespace)], [hits], parse_decisions(reply))
         else:
-            op = _conservative(candidate, list(namespace), hits)
+            op = _conservative(candidate, list(namespace), hits, _stored_terms(store, namespace, hits))
         with owner_lock(store, (namespace[0], namespace[1])):
             if op["op"] == "create":
                 (now_found,) = prefilter(store, [candidate], [namespace], embeddings=memory.embeddings)
@@ -201,8 +220,20 @@ remember.__name__, aremember.__name__ = "remember", "aremember"
 aremember.__doc__ = "Async twin of :func:`remember` (the decide model through ``ainvoke``)."
 
 
-def _conservative(candidate: dict[str, Any], namespace: list[str], hits: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The no-model decision (see ``remember``)."""
+def _stored_terms(store: Any, namespace: tuple[str, ...], hits: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The retrieval terms kept with each hit's item (by key), for the no-model rule."""
+    found = {}
+    for hit in hits.values():
+        item = store.get(namespace, hit["key"]) if hit.get("key") else None
+        if item is not None and terms_text(item.value):
+            found[hit["key"]] = terms_text(item.value)
+    return found
+
+
+def _conservative(candidate: dict[str, Any], namespace: list[str], hits: dict[str, dict[str, Any]],
+                  stored_terms: dict[str, str] | None = None) -> dict[str, Any]:
+    """The no-model decision (see ``remember``): words, and with them the retrieval terms of the
+    candidate and of each hit's item where there are any (``stored_terms``, by key)."""
     (op,) = create_plan([candidate], [namespace])
     op["seen"] = {h["key"]: h["version"] for h in hits.values()}
     category = candidate["category"]
@@ -212,9 +243,17 @@ def _conservative(candidate: dict[str, Any], namespace: list[str], hits: dict[st
     if category == "profile" or not CATEGORIES[category].mergeable:
         return op  # a profile line is added to the profile; events and cases never change
     words = set(word_terms(candidate["content"]))
+    expanded = words | set(word_terms(terms_text(candidate)))
     for hit in hits.values():
         theirs = set(word_terms(f"{str(hit['key']).replace('_', ' ')} {hit['content']}"))
-        close = len(words & theirs) >= 2 and len(words & theirs) >= 0.5 * min(len(words), len(theirs))
+        close = _close(words, theirs) or _close(expanded, theirs | set(word_terms((stored_terms or {}).get(hit["key"], ""))))
         if hit["kind"] == "key" or (close and not candidate.get("key")):  # a key given names its own topic
             return {**op, "op": "update", "key": hit["key"], "targets": [hit["key"]]}
     return op
+
+
+def _close(ours: set[str], theirs: set[str]) -> bool:
+    """Two statements of one fact, by the words (or words and terms) they share: at least half of
+    the smaller set's, and two at least."""
+    shared = len(ours & theirs)
+    return shared >= 2 and shared >= 0.5 * min(len(ours), len(theirs))

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from session_graph.errors import MemoryReplyError, ModelReplyError
 from session_graph.llm.replies import structured_data, summary_text, wanted_object
 from session_graph.memory.categories import CATEGORIES
+from session_graph.memory.items import clean_terms
 
 __all__ = ["Candidate", "Decision", "Extraction", "parse_decisions", "parse_extraction", "parse_summary"]
 
@@ -30,6 +31,14 @@ class Candidate(BaseModel):
     abstract: str = Field(min_length=1)
     overview: str = ""
     content: str = Field(min_length=1)
+    terms: list[str] = Field(default_factory=list, description=(
+        "retrieval terms: other names, synonyms, the broader term, the key words in the other language"))
+
+    @field_validator("terms", mode="before")
+    @classmethod
+    def _terms(cls, value: Any) -> list[str]:
+        """Whatever the model gave (missing, a string, numbers, nested, a mapping): a clean list, never an error."""
+        return clean_terms(value)
 
 
 class Extraction(BaseModel):

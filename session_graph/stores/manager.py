@@ -34,7 +34,7 @@ from session_graph.stores.flows import Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.postgres import PostgresStore
-from session_graph.stores.session_commit import commit, drain_commits
+from session_graph.stores.session_commit import commit, drain_commits, scoped_memory
 from session_graph.stores.session_load import SessionCache, get_flow, get_or_create_flow, stored_snapshot
 from session_graph.stores.session_save import save_flow
 from session_graph.stores.sql import SqliteStore
@@ -104,7 +104,7 @@ class SessionManager:
         self.tenant = check_key(tenant, "tenant")
         if memory is not None and not isinstance(memory, MemoryConfig):
             raise ConfigurationError(f"memory must be a MemoryConfig, got {type(memory).__name__}.")
-        self.memory = memory
+        self.memory = memory = scoped_memory(memory, self.tenant)
         self._own_factory = session_factory
         self.session_factory = session_factory or (lambda key: Session(key, memory=memory))
         self.cache = SessionCache(cache_size)
@@ -121,8 +121,9 @@ class SessionManager:
 
     def for_tenant(self, tenant: str) -> SessionManager:
         """A manager over the same store that sees only ``tenant``'s sessions; its long-term memory
-        is ``tenant``'s (``memory.for_user(tenant)``), never this manager's user's."""
-        memory = self.memory.for_user(tenant) if self.memory is not None else None
+        is ``tenant``'s (``memory.for_tenant(tenant)``: the same user and agent ids in the tenant's
+        own namespaces), never shared with this manager's or another tenant's."""
+        memory = self.memory.for_tenant(None) if self.memory is not None else None  # scoped to ``tenant`` by the new manager
         return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self._own_factory,
                               memory=memory)
 

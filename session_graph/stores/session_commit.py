@@ -36,7 +36,8 @@ class Committer(Protocol):
 
 def commit(manager: Committer, session: Session, *, dry_run: bool = False, wait: bool = True) -> dict[str, Any]:
     """``session.commit()`` with the session saved after every step that changed it (see ``SessionManager.commit``)."""
-    if manager.memory is not None and (session.memory is None or session.memory.user != manager.memory.user):
+    if manager.memory is not None and (session.memory is None or session.memory.owners() != manager.memory.owners()
+                                       or session.memory.memory_store is not manager.memory.memory_store):
         session.memory = manager.memory  # a tenant's sessions commit into that tenant's memory, whatever made them
     if session.memory is None:
         raise ConfigurationError("commit() needs long-term memory: SessionManager(..., memory=MemoryConfig(...)).")
@@ -57,6 +58,22 @@ def commit(manager: Committer, session: Session, *, dry_run: bool = False, wait:
         if not dry_run:
             manager.save(session)
     return result
+
+
+def scoped_memory(memory: MemoryConfig | None, tenant: str) -> MemoryConfig | None:
+    """A manager's memory within its tenant (``MemoryConfig.for_tenant``; the ``"default"`` tenant:
+    as configured), so two tenants' sessions never write one namespace.
+
+    Raises:
+        ConfigurationError: ``memory`` is already another tenant's.
+    """
+    if memory is None:
+        return None
+    wanted = None if tenant == "default" else tenant
+    if memory.tenant not in (None, wanted):
+        raise ConfigurationError(f"this SessionManager is tenant {tenant!r} but its MemoryConfig is tenant "
+                                 f"{memory.tenant!r}; pass memory.for_tenant(None) (or that tenant's manager).")
+    return memory.for_tenant(wanted) if memory.tenant is None else memory
 
 
 def drain_commits(manager: Committer) -> list[dict[str, Any]]:

@@ -27,7 +27,8 @@ def claim(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str, Any]
     if waiting:
         name = min(waiting)
         memory = runtime.context.memory
-        journal, reasons = trusted_journal(dict(waiting[name]), memory.memory_store, memory.user, memory.agent)
+        journal, reasons = trusted_journal(dict(waiting[name]), memory.memory_store, memory.user, memory.agent,
+                                           tenant=memory.tenant)
         for reason in reasons:
             log.warning("session %r, pending %s: %s", session.id, name, reason)
         return {"name": name, "journal": journal, "route": "resume"}

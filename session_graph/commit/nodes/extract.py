@@ -13,6 +13,7 @@ from session_graph.commit.journal import FAILED, journaled
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.llm.replies import structured
 from session_graph.memory.categories import CATEGORIES
+from session_graph.memory.items import clean_terms
 from session_graph.memory.prefilter import key_catalogue
 from session_graph.memory.prompts import extract_prompt, transcript_chunks
 from session_graph.memory.replies import Extraction, parse_extraction
@@ -77,5 +78,8 @@ def _once(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     kept: dict[tuple[str, str], dict[str, Any]] = {}
     for candidate in candidates:
         text = candidate.get("key") or " ".join(str(candidate.get("content", "")).lower().split())
+        before = kept.get((candidate.get("category", ""), text))
+        if before is not None and before.get("terms"):  # the earlier one's retrieval terms are kept too
+            candidate = {**candidate, "terms": clean_terms([candidate.get("terms"), before["terms"]])}
         kept[(candidate.get("category", ""), text)] = candidate
     return list(kept.values())

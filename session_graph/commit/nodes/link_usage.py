@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from session_graph.commit.journal import journaled
 from session_graph.commit.state import CommitContext, CommitState
 from session_graph.memory.apply import index_fields, owner_lock
-from session_graph.memory.categories import memory_namespace, slug
+from session_graph.memory.categories import slug
 from session_graph.memory.config import unavailable
 from session_graph.memory.items import applied, record_op
 from session_graph.memory.usage import derived_usage
@@ -34,7 +34,7 @@ def link_usage(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str,
         if place is None:
             continue
         namespace, key = place
-        if namespace != memory_namespace(namespace[3], ctx.memory.user, ctx.memory.agent):
+        if namespace != ctx.memory.namespace(namespace[3]):
             continue  # another owner's memory (a message or record from a loaded document): never touched
         try:
             with owner_lock(store, (namespace[0], namespace[1])):
@@ -62,8 +62,9 @@ def link_usage(state: CommitState, runtime: Runtime[CommitContext]) -> dict[str,
 
 def _count_skills(store: Any, ctx: CommitContext, records: list[dict[str, Any]], state: CommitState) -> list[str]:
     """``uses``, ``successes`` and ``failures`` of each skill ``used(skill=...)`` named, on an item
-    at ``("agent", agent, "skills")`` / ``slug(uri)``; each record counted once (its id is kept)."""
-    namespace = ("agent", ctx.memory.agent, "skills")
+    at ``("agent", agent, "skills")`` / ``slug(uri)`` (the agent's label derived like its memories':
+    a tenant's own); each record counted once (its id is kept)."""
+    namespace = (*ctx.memory.namespace("cases")[:2], "skills")
     counted = []
     with owner_lock(store, (namespace[0], namespace[1])):
         for record in records:
