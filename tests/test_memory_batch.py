@@ -36,13 +36,13 @@ def test_same_text_under_two_keys_still_sees_its_twin() -> None:
 
 def test_each_namespace_is_refreshed_once_per_batch(monkeypatch: Any) -> None:
     calls: list[tuple[str, ...]] = []
-    real = prefilter_module._index
+    real = prefilter_module.indexes
 
-    def counting(store: Any, namespace: tuple[str, ...]) -> Any:
-        calls.append(namespace)
-        return real(store, namespace)
+    def counting(store: Any, namespaces: list[tuple[str, ...]]) -> Any:
+        calls.extend(namespaces)
+        return real(store, namespaces)
 
-    monkeypatch.setattr(prefilter_module, "_index", counting)
+    monkeypatch.setattr(prefilter_module, "indexes", counting)
     events = memory_namespace("events", "alice", "coder")
     batch = [{"category": c, "key": None, "abstract": f"a {i}", "content": f"Fact {i}."} for i in range(50) for c in ("preferences", "events")]
     prefilter(InMemoryStore(), batch, [PREFS if c["category"] == "preferences" else events for c in batch])

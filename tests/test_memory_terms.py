@@ -178,7 +178,10 @@ def test_terms_survive_when_candidates_or_updates_are_folded_together() -> None:
 
 
 def test_the_terms_index_is_made_only_when_terms_appear_then_kept_current() -> None:
-    from session_graph.memory.prefilter import _index
+    from session_graph.memory.prefilter import indexes
+
+    def _index(store: Any, namespace: tuple[str, ...]) -> Any:
+        return indexes(store, [namespace])[0]
 
     store = seeded()
     hit_keys(store)  # no terms anywhere: the word lists alone
