@@ -294,12 +294,16 @@ runs on one thread."""
 
 
 def normalised(vectors: Any, count: int, model: Any) -> np.ndarray:
-    """``vectors`` as a float32 matrix of unit rows (checked: ``count`` rows of one width)."""
+    """``vectors`` as a float32 matrix of unit rows (checked: ``count`` rows of one width; a row with a
+    NaN or an infinity is a zero row: it scores 0, so it is never found and never breaks a search)."""
     try:
         block = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as error:
         raise ConfigurationError(f"{model!r:.60} returned something that is not a list of vectors: {error}") from None
     if block.ndim != 2 or block.shape[0] != count:
         raise ConfigurationError(f"{model!r:.60} returned {block.shape[0] if block.ndim else 0} vectors for {count} texts.")
+    broken = ~np.isfinite(block).all(axis=1)  # a NaN or an inf (a broken model): a zero row, which matches nothing
+    if broken.any():
+        block = np.where(broken[:, None], np.float32(0.0), block)
     norms = np.linalg.norm(block, axis=1, keepdims=True)
     return block / np.where(norms == 0, 1.0, norms)

@@ -5,6 +5,7 @@ embedding only what the change feed says changed."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from langchain_core.embeddings import Embeddings
@@ -146,3 +147,32 @@ def test_a_projected_inverted_file_returns_exact_cosines_of_what_the_exact_searc
     approximate.set("late", "coffee coffee coffee coffee seat")  # joins its list, projected
     assert approximate.search("coffee coffee coffee coffee seat", 1)[0][0] == "late"
     assert 7 not in {key for key, _ in approximate.search("coffee", 600)}
+
+
+class Flaky(Axes):
+    """Axes, but the texts in ``bad`` embed to NaN (a broken model or a bad input), and ``wide`` adds a dimension to queries."""
+
+    def __init__(self, bad: set[str]) -> None:
+        super().__init__()
+        self.bad, self.wide = bad, False
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [math.nan] * len(AXES) if text in self.bad else super()._vector(text)
+        return [*vector, 1.0] if self.wide else vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+
+def test_a_nan_embedding_never_breaks_a_search_nor_ranks() -> None:
+    rng = random.Random(7)
+    model = Flaky({"broken text"})
+    small, large = VectorIndex(model), VectorIndex(model, exact_up_to=50, probes=4)
+    for index in (small, large):
+        for n in range(200):
+            index.set(n, " ".join(rng.choice(AXES) for _ in range(3)))
+        index.set("bad", "broken text")
+        found = index.search("coffee", 5)  # the large one trains its lists: a NaN row made eigh fail, every search after
+        assert len(found) == 5 and all("bad" != key and math.isfinite(score) for key, score in found)
+        assert index.search("broken text", 5) == []  # a NaN query matches nothing (no NaN scores)
+
