@@ -246,6 +246,9 @@ class VectorIndex:
             if rows is not None and not len(rows):
                 return []
             vector = normalised([self.embeddings.embed_query(query)], 1, self.embeddings)[0]
+            if len(vector) != self._matrix.shape[1]:
+                raise ConfigurationError(f"{self.embeddings!r:.60} returned a query vector of another size ({len(vector)}, "
+                                         f"the index holds {self._matrix.shape[1]}); use one model per VectorIndex.")
             if rows is not None:
                 scores = row_scores(self._matrix[rows], vector)
             elif live <= self.exact_up_to:

@@ -176,3 +176,12 @@ def test_a_nan_embedding_never_breaks_a_search_nor_ranks() -> None:
         assert len(found) == 5 and all("bad" != key and math.isfinite(score) for key, score in found)
         assert index.search("broken text", 5) == []  # a NaN query matches nothing (no NaN scores)
 
+
+def test_a_query_of_another_size_is_refused_clearly() -> None:
+    model = Flaky(set())
+    index = VectorIndex(model)
+    index.set(1, "coffee")
+    index.search("coffee", 1)
+    model.wide = True  # the model was swapped: its query vectors have another width than those held
+    with pytest.raises(ConfigurationError, match="another size"):
+        index.search("coffee", 1)
