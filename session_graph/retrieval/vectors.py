@@ -277,7 +277,8 @@ class VectorIndex:
                 return []
             top = np.argpartition(-scores, take - 1)[:take]
             top = top[np.argsort(-scores[top], kind="stable")]
-            return [(self._key_of[int(rows[i])], float(scores[i])) for i in top if scores[i] > 0]
+            # float32 rounding puts a unit vector's cosine with itself a little above 1: a cosine is at most 1
+            return [(self._key_of[int(rows[i])], min(1.0, float(scores[i]))) for i in top if scores[i] > 0]
 
 
 def row_scores(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:

@@ -185,3 +185,13 @@ def test_a_query_of_another_size_is_refused_clearly() -> None:
     model.wide = True  # the model was swapped: its query vectors have another width than those held
     with pytest.raises(ConfigurationError, match="another size"):
         index.search("coffee", 1)
+
+
+def test_scores_are_cosines_within_one_despite_float32_rounding() -> None:
+    rng = random.Random(11)
+    texts = {n: " ".join(rng.choice(AXES) for _ in range(4)) for n in range(300)}
+    for index in (VectorIndex(Axes()), VectorIndex(Axes(), exact_up_to=50, probes=4)):
+        for n, text in texts.items():
+            index.set(n, text)
+        scores = [score for text in list(texts.values())[:40] for _, score in index.search(text, 3)]
+        assert scores and all(0.0 < score <= 1.0 for score in scores), max(scores)  # the text itself: 1.0, never 1.0000001
