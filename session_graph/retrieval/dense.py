@@ -64,19 +64,20 @@ class DenseIndex:
             self._marks.pop((tenant, scope), None)
         return vectors
 
-    def search(self, query: str, documents: Sequence[tuple[Hashable, str | None, Any]], limit: int,
+    def search(self, query: str, documents: Sequence[tuple[Any, ...]], limit: int,
                text_of: Any, *, tenant: str = "", scope: Hashable = None) -> list[tuple[Hashable, float]]:
         """The best ``limit`` of ``documents`` (``(ref, message id, ts)``, ``ref`` being
-        ``(key, seq)``) of ``tenant`` by cosine similarity to ``query``; ``text_of(refs)``
-        returns the texts of refs not embedded yet (with this id and time)."""
+        ``(key, seq)``; a source whose messages can change under their id adds a hash of the
+        text: everything after the ref is the vector's tag) of ``tenant`` by cosine similarity
+        to ``query``; ``text_of(refs)`` returns the texts of refs not embedded with this tag."""
         with self._lock:
             vectors = self._kept(tenant, scope)
-            changed = [(ref, (mid, ts)) for ref, mid, ts in documents if not vectors.holds(ref, (mid, ts))]
+            changed = [(ref, tuple(tag)) for ref, *tag in documents if not vectors.holds(ref, tuple(tag))]
             if changed:
                 texts = text_of([ref for ref, _ in changed])
                 for ref, tag in changed:
                     vectors.set(ref, texts.get(ref, ""), tag)
-            return vectors.search(query, limit, among=[ref for ref, _, _ in documents])
+            return vectors.search(query, limit, among=[document[0] for document in documents])
 
     def search_source(self, query: str, source: Any, tenant: str, limit: int) -> list[tuple[Hashable, float]] | None:
         """The best ``limit`` messages of ``tenant`` in ``source`` by cosine similarity, read from the
@@ -91,10 +92,10 @@ class DenseIndex:
             mark, added = since(tenant, self._marks.get((tenant, scope)))
             if added is None:  # first use, another index generation, or messages removed: list them once
                 added = source.documents(tenant)
-                present = {ref for ref, _, _ in added}
+                present = {document[0] for document in added}
                 for gone in vectors.keys() - present:
                     vectors.remove(gone)
-            changed = [(ref, (mid, ts)) for ref, mid, ts in added if not vectors.holds(ref, (mid, ts))]
+            changed = [(ref, tuple(tag)) for ref, *tag in added if not vectors.holds(ref, tuple(tag))]
             if changed:
                 texts = fetch_texts(source, tenant, [ref for ref, _ in changed])
                 for ref, tag in changed:

@@ -166,3 +166,24 @@ def test_a_first_dense_search_of_many_messages_reads_their_texts_in_bounded_fetc
     assert len(model.embedded) == 600 and all("guitar" in h.text for h in hits)
     hits = manager.search("guitar lessons", k=3, key="big", dense=DenseIndex(model), bridge=0)  # the documents path too
     assert len(model.embedded) == 1200 and all("guitar" in h.text for h in hits)
+
+
+def test_an_in_memory_message_rewritten_under_its_id_is_embedded_again() -> None:
+    from dataclasses import replace
+
+    from langchain_core.messages import HumanMessage
+
+    from session_graph import Session
+
+    model, session = Topics(), Session()
+    for n in range(6):
+        session.append_message({"role": "user", "content": f"note {n} about {TOPICS[n % len(TOPICS)]}"})
+    dense = DenseIndex(model)
+    assert session.search("porto trip", k=1, dense=dense, bridge=0)[0].seq == 2
+    state = session.state
+    history = list(state.full_chat_history)
+    history[2] = HumanMessage("redacted, about cat food", id=history[2].id)  # replaced by id (LangGraph's add_messages way)
+    session.restore(replace(state, full_chat_history=history, current_chat_history=history[-2:]))
+    hits = session.search("porto trip", k=3, dense=dense, bridge=0)
+    assert "redacted, about cat food" in model.embedded  # the new text is embedded, not the old vector kept under the same id
+    assert all(h.seq != 2 or h.score < 0.5 for h in hits)
