@@ -173,7 +173,7 @@ def test_a_nan_embedding_never_breaks_a_search_nor_ranks() -> None:
             index.set(n, " ".join(rng.choice(AXES) for _ in range(3)))
         index.set("bad", "broken text")
         found = index.search("coffee", 5)  # the large one trains its lists: a NaN row made eigh fail, every search after
-        assert len(found) == 5 and all("bad" != key and math.isfinite(score) for key, score in found)
+        assert len(found) == 5 and all(key != "bad" and math.isfinite(score) for key, score in found)
         assert index.search("broken text", 5) == []  # a NaN query matches nothing (no NaN scores)
 
 
