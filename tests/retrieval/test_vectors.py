@@ -195,3 +195,16 @@ def test_scores_are_cosines_within_one_despite_float32_rounding() -> None:
             index.set(n, text)
         scores = [score for text in list(texts.values())[:40] for _, score in index.search(text, 3)]
         assert scores and all(0.0 < score <= 1.0 for score in scores), max(scores)  # the text itself: 1.0, never 1.0000001
+
+
+def test_a_memory_whose_abstract_changed_with_the_same_content_is_embedded_again() -> None:
+    from session_graph.memory.prefilter import NamespaceIndex, nearest
+
+    model = Axes()
+    index = NamespaceIndex()
+    item = {"status": "active", "key": "pref", "abstract": "likes coffee", "content": "- team lunch on fridays", "hash": "h1"}
+    index.set("pref", item)
+    assert nearest(index, "coffee", 5, model, None, None)[0][0] == "pref"
+    index.set("pref", {**item, "abstract": "likes a window seat"})  # an UPDATE that rewrote the abstract, not the content
+    assert nearest(index, "seat", 5, model, None, None)[0][1] > 0.5
+    assert any("window seat" in text for text in model.embedded)  # its vector is of the text searched now
