@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 import threading
 from typing import Any
+import weakref
 
 from session_graph.errors import ConfigurationError
 from session_graph.retrieval.vectors import VectorIndex
@@ -51,7 +52,7 @@ class DenseIndex:
         self.embeddings, self.batch = embeddings, batch
         self._lock = threading.Lock()
         self._vectors: dict[tuple[str, Hashable], VectorIndex] = {}  # (tenant, scope) -> its vectors
-        self._marks: dict[tuple[str, Hashable], Any] = {}  # (tenant, scope) -> the source's mark
+        self._marks: dict[tuple[str, Hashable], tuple[Any, Any]] = {}  # (tenant, scope) -> (the source, weakly; its mark)
 
     def __len__(self) -> int:
         """How many vectors it holds (embedded or pending)."""
@@ -89,7 +90,9 @@ class DenseIndex:
         scope = getattr(source, "vector_scope", None)
         with self._lock:
             vectors = self._kept(tenant, scope)
-            mark, added = since(tenant, self._marks.get((tenant, scope)))
+            # a mark is the source's own (another store's, of another shape, would be misread): another source lists once
+            held, mark = self._marks.get((tenant, scope), (None, None))
+            mark, added = since(tenant, mark if held is not None and held() is source else None)
             if added is None:  # first use, another index generation, or messages removed: list them once
                 added = source.documents(tenant)
                 present = {document[0] for document in added}
@@ -101,7 +104,7 @@ class DenseIndex:
                 for ref, tag in changed:
                     vectors.set(ref, texts.get(ref, ""), tag)
             found = vectors.search(query, limit)
-            self._marks[(tenant, scope)] = mark  # only once all went well: a failure lists again next time
+            self._marks[(tenant, scope)] = (weakref.ref(source), mark)  # only once all went well: a failure lists again next time
             return found
 
 

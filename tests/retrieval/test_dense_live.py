@@ -187,3 +187,14 @@ def test_an_in_memory_message_rewritten_under_its_id_is_embedded_again() -> None
     hits = session.search("porto trip", k=3, dense=dense, bridge=0)
     assert "redacted, about cat food" in model.embedded  # the new text is embedded, not the old vector kept under the same id
     assert all(h.seq != 2 or h.score < 0.5 for h in hits)
+
+
+def test_one_dense_index_searched_over_two_stores_does_not_mix_their_marks(tmp_path: Path) -> None:
+    first = SessionManager(JsonlStore(tmp_path / "jsonl"), tenant="alice")
+    second = SessionManager(make_store("sqlite", tmp_path), tenant="alice")
+    fill(first, "a", 6)
+    fill(second, "b", 6, start=3)
+    dense = DenseIndex(Topics())
+    for _ in range(2):  # one index per store is the advice; sharing one must still answer right, never raise
+        assert [h.key for h in first.search("porto trip", k=2, dense=dense, bridge=0)] == ["a", "a"]
+        assert [h.key for h in second.search("porto trip", k=2, dense=dense, bridge=0)] == ["b", "b"]
