@@ -31,7 +31,7 @@ import weakref
 from session_graph.errors import ConfigurationError
 from session_graph.retrieval.vectors import VectorIndex
 
-__all__ = ["FETCH_CHUNK", "LIVE_EXACT_UP_TO", "DenseIndex", "fetch_texts"]
+__all__ = ["FETCH_CHUNK", "KEPT_PER_SESSION", "LIVE_EXACT_UP_TO", "DenseIndex", "fetch_texts"]
 LIVE_EXACT_UP_TO = 20_000
 """Up to this many messages of a tenant are ranked exactly (one matrix-vector product); beyond,
 through an inverted file (approximate; see ``retrieval.vectors``)."""
@@ -59,10 +59,16 @@ class DenseIndex:
         return sum(len(vectors) for vectors in self._vectors.values())
 
     def _kept(self, tenant: str, scope: Hashable) -> VectorIndex:
-        vectors = self._vectors.get((tenant, scope))
+        vectors = self._vectors.pop((tenant, scope), None)
         if vectors is None or vectors.embeddings is not self.embeddings:
-            vectors = self._vectors[(tenant, scope)] = VectorIndex(self.embeddings, batch=self.batch, exact_up_to=LIVE_EXACT_UP_TO)
+            vectors = VectorIndex(self.embeddings, batch=self.batch, exact_up_to=LIVE_EXACT_UP_TO)
             self._marks.pop((tenant, scope), None)
+            if isinstance(scope, tuple) and scope:  # (session id, its history): the least recently used past KEPT_PER_SESSION go
+                same = [held for held in self._vectors if held[0] == tenant and isinstance(held[1], tuple) and held[1][:1] == scope[:1]]
+                for held in same[: max(0, len(same) + 1 - KEPT_PER_SESSION)]:
+                    del self._vectors[held]
+                    self._marks.pop(held, None)
+        self._vectors[(tenant, scope)] = vectors  # the most recently used last
         return vectors
 
     def search(self, query: str, documents: Sequence[tuple[Any, ...]], limit: int,
@@ -106,6 +112,11 @@ class DenseIndex:
             found = vectors.search(query, limit)
             self._marks[(tenant, scope)] = (weakref.ref(source), mark)  # only once all went well: a failure lists again next time
             return found
+
+
+KEPT_PER_SESSION = 64
+"""Histories kept per session id (``MessageSource.vector_scope``: many tenants' ``"main"``, or one
+session cleared and refilled), the least recently searched dropped beyond."""
 
 
 FETCH_CHUNK = 200

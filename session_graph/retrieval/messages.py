@@ -116,9 +116,13 @@ class MessageSource:
         return [((self.key, p), m.id, self._ts(p), self._digests.get(p)) for p, m in sorted(self._held.items())]
 
     @property
-    def vector_scope(self) -> str:
-        """What a dense index keeps one set of vectors for (``retrieval.dense``): this session."""
-        return self.key
+    def vector_scope(self) -> tuple[str, str | None]:
+        """What a dense index keeps one set of vectors for (``retrieval.dense``): this session's
+        messages, told apart from another history under the same session id (another tenant's
+        ``"main"``, a cleared one) by the id of its first message, so searches that alternate
+        between them do not embed each again; a reloaded session has the same first message."""
+        first = self._held.get(0)
+        return self.key, first.id if first is not None else None
 
     def documents_since(self, tenant: str, mark: Any = None) -> tuple[Any, list[tuple[Ref, str | None, str, int | None]] | None]:
         """``(the mark now, the messages indexed since mark)``, as the JSONL store's index answers
