@@ -204,11 +204,16 @@ def nearest(index: NamespaceIndex, text: str, depth: int, embeddings: Any, store
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
         return None
-    if index.dense is None or index.dense.embeddings is not embeddings:
-        index.dense = VectorIndex(embeddings)  # a new model: its vectors are embedded once, then kept current by set()
-        for key, value in dict(index.values).items():  # a copy: another thread may refresh the index meanwhile
-            index.dense.set(key, searchable_text(value), vector_tag(value))
-    return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
+    dense = index.dense
+    if dense is None or dense.embeddings is not embeddings:
+        with _lock:  # filled under the index lock: a refresh meanwhile would be overwritten by this fill's older values
+            dense = index.dense
+            if dense is None or dense.embeddings is not embeddings:
+                dense = VectorIndex(embeddings)  # a new model: its vectors are embedded once, then kept current by set()
+                for key, value in index.values.items():
+                    dense.set(key, searchable_text(value), vector_tag(value))
+                index.dense = dense
+    return [(str(key), score) for key, score in dense.search(text, depth) if key in index.values]
 
 
 GRAMS_WEIGHT = 0.5

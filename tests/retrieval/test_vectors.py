@@ -208,3 +208,37 @@ def test_a_memory_whose_abstract_changed_with_the_same_content_is_embedded_again
     index.set("pref", {**item, "abstract": "likes a window seat"})  # an UPDATE that rewrote the abstract, not the content
     assert nearest(index, "seat", 5, model, None, None)[0][1] > 0.5
     assert any("window seat" in text for text in model.embedded)  # its vector is of the text searched now
+
+
+def test_a_refresh_while_the_vectors_are_first_filled_is_not_overwritten(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from session_graph.memory import prefilter as prefilter_module
+    from session_graph.memory.changes import bump
+    from session_graph.memory.prefilter import indexes, nearest, vector_tag
+
+    store, namespace = InMemoryStore(), ("user", "alice", "memories", "preferences")
+    for key, text in (("drink", "likes coffee"), ("seat", "likes an aisle seat")):
+        store.put(namespace, key, {"status": "active", "key": key, "abstract": text, "content": text, "hash": text})
+        bump(store, namespace, key)
+    index = indexes(store, [namespace])[0]
+    newer = {"status": "active", "key": "seat", "abstract": "likes a window seat", "content": "likes a window seat", "hash": "w"}
+    writer: list[threading.Thread] = []
+    real = prefilter_module.searchable_text
+
+    def filling(value: dict) -> str:  # another thread writes and refreshes while this one fills the vectors
+        if not writer:
+            def write() -> None:
+                store.put(namespace, "seat", newer)
+                bump(store, namespace, "seat")
+                indexes(store, [namespace])
+            writer.append(threading.Thread(target=write))
+            writer[0].start()
+            writer[0].join(0.5)  # it finishes now, or (the fill under the index lock) waits for the fill
+        return real(value)
+
+    monkeypatch.setattr(prefilter_module, "searchable_text", filling)
+    nearest(index, "seat", 5, Axes(), None, None)
+    writer[0].join()
+    assert index.values["seat"] is not None and index.dense is not None
+    assert index.dense.holds("seat", vector_tag(newer))  # not the older value the fill had copied
