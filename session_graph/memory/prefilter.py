@@ -33,7 +33,7 @@ from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.vectors import VectorIndex
 
 __all__ = ["GRAMS_WEIGHT", "NamespaceIndex", "VectorIndexedStore", "active_items", "fuse", "hit_of", "indexed_by_meaning", "indexes",
-           "key_catalogue", "nearest", "prefilter"]
+           "key_catalogue", "nearest", "prefilter", "vector_tag"]
 
 _LIMIT = 1_000_000
 _lock = threading.Lock()
@@ -82,7 +82,13 @@ class NamespaceIndex:
         if extra:
             self.termed.add(key)
         if self.dense is not None:
-            self.dense.set(key, text, value.get("hash"))  # the same hash: the vector stays
+            self.dense.set(key, text, vector_tag(value))  # the same content and abstract: the vector stays
+
+
+def vector_tag(value: dict[str, Any]) -> tuple[Any, str]:
+    """What an item's vector stands for: its content (by hash) and its abstract (an update may
+    rewrite the abstract alone; both are in the embedded ``searchable_text``)."""
+    return value.get("hash"), str(value.get("abstract", ""))
 
     def with_terms(self) -> Bm25:
         """The index of items' text and retrieval terms, made from the indexed values the first time
@@ -130,7 +136,7 @@ def _catch_up(store: BaseStore, namespace: tuple[str, ...], index: NamespaceInde
             for gone in index.dense.keys() - fresh.values.keys():
                 index.dense.remove(gone)
             for key, value in fresh.values.items():
-                index.dense.set(key, searchable_text(value), value.get("hash"))
+                index.dense.set(key, searchable_text(value), vector_tag(value))
         fresh.dense = index.dense
         index.__dict__.update(fresh.__dict__)
         return
@@ -221,11 +227,16 @@ def nearest(index: NamespaceIndex, text: str, depth: int, embeddings: Any, store
         return [(item.key, float(item.score or 0.0)) for item in found if item.namespace == namespace and item.key in index.values]
     if embeddings is None:
         return None
-    if index.dense is None or index.dense.embeddings is not embeddings:
-        index.dense = VectorIndex(embeddings)  # a new model: its vectors are embedded once, then kept current by set()
-        for key, value in dict(index.values).items():  # a copy: another thread may refresh the index meanwhile
-            index.dense.set(key, searchable_text(value), value.get("hash"))
-    return [(str(key), score) for key, score in index.dense.search(text, depth) if key in index.values]
+    dense = index.dense
+    if dense is None or dense.embeddings is not embeddings:
+        with _lock:  # filled under the index lock: a refresh meanwhile would be overwritten by this fill's older values
+            dense = index.dense
+            if dense is None or dense.embeddings is not embeddings:
+                dense = VectorIndex(embeddings)  # a new model: its vectors are embedded once, then kept current by set()
+                for key, value in index.values.items():
+                    dense.set(key, searchable_text(value), vector_tag(value))
+                index.dense = dense
+    return [(str(key), score) for key, score in dense.search(text, depth) if key in index.values]
 
 
 BATCH_HITS = 3

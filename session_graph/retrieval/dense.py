@@ -26,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 import threading
 from typing import Any
+import weakref
 
 from session_graph.errors import ConfigurationError
 from session_graph.retrieval.vectors import VectorIndex
 
-__all__ = ["FETCH_CHUNK", "LIVE_EXACT_UP_TO", "DenseIndex", "fetch_texts"]
+__all__ = ["FETCH_CHUNK", "KEPT_PER_SESSION", "LIVE_EXACT_UP_TO", "DenseIndex", "fetch_texts"]
 LIVE_EXACT_UP_TO = 20_000
 """Up to this many messages of a tenant are ranked exactly (one matrix-vector product); beyond,
 through an inverted file (approximate; see ``retrieval.vectors``)."""
@@ -51,32 +52,39 @@ class DenseIndex:
         self.embeddings, self.batch = embeddings, batch
         self._lock = threading.Lock()
         self._vectors: dict[tuple[str, Hashable], VectorIndex] = {}  # (tenant, scope) -> its vectors
-        self._marks: dict[tuple[str, Hashable], Any] = {}  # (tenant, scope) -> the source's mark
+        self._marks: dict[tuple[str, Hashable], tuple[Any, Any]] = {}  # (tenant, scope) -> (the source, weakly; its mark)
 
     def __len__(self) -> int:
         """How many vectors it holds (embedded or pending)."""
         return sum(len(vectors) for vectors in self._vectors.values())
 
     def _kept(self, tenant: str, scope: Hashable) -> VectorIndex:
-        vectors = self._vectors.get((tenant, scope))
+        vectors = self._vectors.pop((tenant, scope), None)
         if vectors is None or vectors.embeddings is not self.embeddings:
-            vectors = self._vectors[(tenant, scope)] = VectorIndex(self.embeddings, batch=self.batch, exact_up_to=LIVE_EXACT_UP_TO)
+            vectors = VectorIndex(self.embeddings, batch=self.batch, exact_up_to=LIVE_EXACT_UP_TO)
             self._marks.pop((tenant, scope), None)
+            if isinstance(scope, tuple) and scope:  # (session id, its history): the least recently used past KEPT_PER_SESSION go
+                same = [held for held in self._vectors if held[0] == tenant and isinstance(held[1], tuple) and held[1][:1] == scope[:1]]
+                for held in same[: max(0, len(same) + 1 - KEPT_PER_SESSION)]:
+                    del self._vectors[held]
+                    self._marks.pop(held, None)
+        self._vectors[(tenant, scope)] = vectors  # the most recently used last
         return vectors
 
-    def search(self, query: str, documents: Sequence[tuple[Hashable, str | None, Any]], limit: int,
+    def search(self, query: str, documents: Sequence[tuple[Any, ...]], limit: int,
                text_of: Any, *, tenant: str = "", scope: Hashable = None) -> list[tuple[Hashable, float]]:
         """The best ``limit`` of ``documents`` (``(ref, message id, ts)``, ``ref`` being
-        ``(key, seq)``) of ``tenant`` by cosine similarity to ``query``; ``text_of(refs)``
-        returns the texts of refs not embedded yet (with this id and time)."""
+        ``(key, seq)``; a source whose messages can change under their id adds a hash of the
+        text: everything after the ref is the vector's tag) of ``tenant`` by cosine similarity
+        to ``query``; ``text_of(refs)`` returns the texts of refs not embedded with this tag."""
         with self._lock:
             vectors = self._kept(tenant, scope)
-            changed = [(ref, (mid, ts)) for ref, mid, ts in documents if not vectors.holds(ref, (mid, ts))]
+            changed = [(ref, tuple(tag)) for ref, *tag in documents if not vectors.holds(ref, tuple(tag))]
             if changed:
                 texts = text_of([ref for ref, _ in changed])
                 for ref, tag in changed:
                     vectors.set(ref, texts.get(ref, ""), tag)
-            return vectors.search(query, limit, among=[ref for ref, _, _ in documents])
+            return vectors.search(query, limit, among=[document[0] for document in documents])
 
     def search_source(self, query: str, source: Any, tenant: str, limit: int) -> list[tuple[Hashable, float]] | None:
         """The best ``limit`` messages of ``tenant`` in ``source`` by cosine similarity, read from the
@@ -88,20 +96,27 @@ class DenseIndex:
         scope = getattr(source, "vector_scope", None)
         with self._lock:
             vectors = self._kept(tenant, scope)
-            mark, added = since(tenant, self._marks.get((tenant, scope)))
+            # a mark is the source's own (another store's, of another shape, would be misread): another source lists once
+            held, mark = self._marks.get((tenant, scope), (None, None))
+            mark, added = since(tenant, mark if held is not None and held() is source else None)
             if added is None:  # first use, another index generation, or messages removed: list them once
                 added = source.documents(tenant)
-                present = {ref for ref, _, _ in added}
+                present = {document[0] for document in added}
                 for gone in vectors.keys() - present:
                     vectors.remove(gone)
-            changed = [(ref, (mid, ts)) for ref, mid, ts in added if not vectors.holds(ref, (mid, ts))]
+            changed = [(ref, tuple(tag)) for ref, *tag in added if not vectors.holds(ref, tuple(tag))]
             if changed:
                 texts = fetch_texts(source, tenant, [ref for ref, _ in changed])
                 for ref, tag in changed:
                     vectors.set(ref, texts.get(ref, ""), tag)
             found = vectors.search(query, limit)
-            self._marks[(tenant, scope)] = mark  # only once all went well: a failure lists again next time
+            self._marks[(tenant, scope)] = (weakref.ref(source), mark)  # only once all went well: a failure lists again next time
             return found
+
+
+KEPT_PER_SESSION = 64
+"""Histories kept per session id (``MessageSource.vector_scope``: many tenants' ``"main"``, or one
+session cleared and refilled), the least recently searched dropped beyond."""
 
 
 FETCH_CHUNK = 200

@@ -54,6 +54,7 @@ class MessageSource:
         self.key = key
         self.index = Bm25Index()
         self._held: dict[int, BaseMessage] = {}
+        self._digests: dict[int, int] = {}  # position -> hash of the text indexed (a message rewritten under its id differs)
         self._history: Any = None
         self._times: dict[str, str] = {}
 
@@ -66,7 +67,7 @@ class MessageSource:
         same = (history is self._history and last < n and self._held.get(0) is (history[0] if n else None)
                 and (last < 0 or history[last] is self._held[last]))
         if not same:
-            self.index, self._held, self._history = Bm25Index(), {}, history
+            self.index, self._held, self._digests, self._history = Bm25Index(), {}, {}, history
             last = -1
         if start >= 2:
             fresh: Iterable[int] = [p for p in (0, *range(max(start, last + 1), n)) if p not in self._held]
@@ -74,8 +75,9 @@ class MessageSource:
             fresh = [p for p in range(n) if p not in self._held] if len(self._held) != last + 1 else range(last + 1, n)
         for position in fresh:
             message = history[position]
-            self.index.add((self.key, position), terms(message_text(message)), owner=self.key)
-            self._held[position] = message
+            text = message_text(message)
+            self.index.add((self.key, position), terms(text), owner=self.key)
+            self._held[position], self._digests[position] = message, hash(text)
         self._times = times
 
     def rank(self, tenant: str, words: list[str], limit: int, *, keys: list[str] | None = None,
@@ -108,15 +110,21 @@ class MessageSource:
             hits.append(found)
         return hits
 
-    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
-        return [((self.key, p), m.id, self._ts(p)) for p, m in sorted(self._held.items())]
+    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str, int | None]]:
+        # a dense index's tag of each: its id, time and the hash of its text (a message replaced under its id,
+        # LangGraph's way of editing one, is embedded again)
+        return [((self.key, p), m.id, self._ts(p), self._digests.get(p)) for p, m in sorted(self._held.items())]
 
     @property
-    def vector_scope(self) -> str:
-        """What a dense index keeps one set of vectors for (``retrieval.dense``): this session."""
-        return self.key
+    def vector_scope(self) -> tuple[str, str | None]:
+        """What a dense index keeps one set of vectors for (``retrieval.dense``): this session's
+        messages, told apart from another history under the same session id (another tenant's
+        ``"main"``, a cleared one) by the id of its first message, so searches that alternate
+        between them do not embed each again; a reloaded session has the same first message."""
+        first = self._held.get(0)
+        return self.key, first.id if first is not None else None
 
-    def documents_since(self, tenant: str, mark: Any = None) -> tuple[Any, list[tuple[Ref, str | None, str]] | None]:
+    def documents_since(self, tenant: str, mark: Any = None) -> tuple[Any, list[tuple[Ref, str | None, str, int | None]] | None]:
         """``(the mark now, the messages indexed since mark)``, as the JSONL store's index answers
         (``stores.search_state.documents_since``): None for the messages when ``mark`` is None,
         of another index (the history was replaced), or messages were removed since."""
@@ -124,7 +132,7 @@ class MessageSource:
         now = (weakref.ref(index), index.ids, index.ids - len(index))
         if mark is None or mark[0]() is not index or mark[2] != now[2] or mark[1] > now[1]:
             return now, None
-        return now, [(ref, message.id, self._ts(ref[1])) for ref in index.keys_since(mark[1])  # type: ignore[index]
+        return now, [(ref, message.id, self._ts(ref[1]), self._digests.get(ref[1])) for ref in index.keys_since(mark[1])  # type: ignore[index]
                      if (message := self._held.get(ref[1])) is not None]  # type: ignore[index]
 
 
@@ -157,18 +165,20 @@ class PooledSource(MessageSource):
         """Index what ``held`` holds now and these store ``candidates`` (nothing else)."""
         if held.index is not self._mirrored or self.index.ids > 2 * len(self.index) + 256:
             # another history, or many removals: a new index from the cached terms
-            self.index, self._held, self._stored, self._mirrored = Bm25Index(), {}, {}, held.index
+            self.index, self._held, self._digests, self._stored, self._mirrored = Bm25Index(), {}, {}, {}, held.index
             if len(self._words) > 4 * (len(held._held) + len(candidates)) + 256:
                 self._words = {}
         self._times = held._times
         for position in [p for p in self._held if p not in held._held]:
             self.index.remove((self.key, position))
             del self._held[position]
+            self._digests.pop(position, None)
         for position, message in held._held.items():
             if self._held.get(position) is not message:
                 self._stored.pop(position, None)
-                self.index.add((self.key, position), self._terms(message.id, message_text(message)), owner=self.key)
-                self._held[position] = message
+                text = message_text(message)
+                self.index.add((self.key, position), self._terms(message.id, text), owner=self.key)
+                self._held[position], self._digests[position] = message, hash(text)
         wanted = {hit.seq: hit for hit in candidates if hit.seq not in held._held}
         for position, old in list(self._stored.items()):
             new = wanted.get(position)
@@ -201,8 +211,8 @@ class PooledSource(MessageSource):
     """Made per search from what the store's index found: a dense index is handed its documents
     (``DenseIndex.search``, which embeds only those it does not hold)."""
 
-    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str]]:
-        stored = [((self.key, p), h.message_id, h.ts) for p, h in self._stored.items()]
+    def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str, int | None]]:
+        stored = [((self.key, p), h.message_id, h.ts, hash(h.text)) for p, h in self._stored.items()]
         return sorted([*super().documents(tenant, keys), *stored])
 
 

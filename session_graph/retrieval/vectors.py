@@ -246,6 +246,9 @@ class VectorIndex:
             if rows is not None and not len(rows):
                 return []
             vector = normalised([self.embeddings.embed_query(query)], 1, self.embeddings)[0]
+            if len(vector) != self._matrix.shape[1]:
+                raise ConfigurationError(f"{self.embeddings!r:.60} returned a query vector of another size ({len(vector)}, "
+                                         f"the index holds {self._matrix.shape[1]}); use one model per VectorIndex.")
             if rows is not None:
                 scores = row_scores(self._matrix[rows], vector)
             elif live <= self.exact_up_to:
@@ -274,7 +277,8 @@ class VectorIndex:
                 return []
             top = np.argpartition(-scores, take - 1)[:take]
             top = top[np.argsort(-scores[top], kind="stable")]
-            return [(self._key_of[int(rows[i])], float(scores[i])) for i in top if scores[i] > 0]
+            # float32 rounding puts a unit vector's cosine with itself a little above 1: a cosine is at most 1
+            return [(self._key_of[int(rows[i])], min(1.0, float(scores[i]))) for i in top if scores[i] > 0]
 
 
 def row_scores(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -294,12 +298,16 @@ runs on one thread."""
 
 
 def normalised(vectors: Any, count: int, model: Any) -> np.ndarray:
-    """``vectors`` as a float32 matrix of unit rows (checked: ``count`` rows of one width)."""
+    """``vectors`` as a float32 matrix of unit rows (checked: ``count`` rows of one width; a row with a
+    NaN or an infinity is a zero row: it scores 0, so it is never found and never breaks a search)."""
     try:
         block = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as error:
         raise ConfigurationError(f"{model!r:.60} returned something that is not a list of vectors: {error}") from None
     if block.ndim != 2 or block.shape[0] != count:
         raise ConfigurationError(f"{model!r:.60} returned {block.shape[0] if block.ndim else 0} vectors for {count} texts.")
+    broken = ~np.isfinite(block).all(axis=1)  # a NaN or an inf (a broken model): a zero row, which matches nothing
+    if broken.any():
+        block = np.where(broken[:, None], np.float32(0.0), block)
     norms = np.linalg.norm(block, axis=1, keepdims=True)
     return block / np.where(norms == 0, 1.0, norms)

@@ -166,3 +166,64 @@ def test_a_first_dense_search_of_many_messages_reads_their_texts_in_bounded_fetc
     assert len(model.embedded) == 600 and all("guitar" in h.text for h in hits)
     hits = manager.search("guitar lessons", k=3, key="big", dense=DenseIndex(model), bridge=0)  # the documents path too
     assert len(model.embedded) == 1200 and all("guitar" in h.text for h in hits)
+
+
+def test_an_in_memory_message_rewritten_under_its_id_is_embedded_again() -> None:
+    from dataclasses import replace
+
+    from langchain_core.messages import HumanMessage
+
+    from session_graph import Session
+
+    model, session = Topics(), Session()
+    for n in range(6):
+        session.append_message({"role": "user", "content": f"note {n} about {TOPICS[n % len(TOPICS)]}"})
+    dense = DenseIndex(model)
+    assert session.search("porto trip", k=1, dense=dense, bridge=0)[0].seq == 2
+    state = session.state
+    history = list(state.full_chat_history)
+    history[2] = HumanMessage("redacted, about cat food", id=history[2].id)  # replaced by id (LangGraph's add_messages way)
+    session.restore(replace(state, full_chat_history=history, current_chat_history=history[-2:]))
+    hits = session.search("porto trip", k=3, dense=dense, bridge=0)
+    assert "redacted, about cat food" in model.embedded  # the new text is embedded, not the old vector kept under the same id
+    assert all(h.seq != 2 or h.score < 0.5 for h in hits)
+
+
+def test_sessions_of_two_tenants_with_one_key_keep_their_own_vectors(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    alice = SessionManager(store, tenant="alice")
+    bob = alice.for_tenant("bob")
+    mine, theirs = alice.get_or_create("main"), bob.get_or_create("main")  # one key per user: the usual layout
+    for n in range(30):
+        mine.append_message({"role": "user", "content": f"alice {n} about {TOPICS[n % len(TOPICS)]}"})
+        theirs.append_message({"role": "user", "content": f"bob {n} about {TOPICS[(n + 1) % len(TOPICS)]}"})
+    model = Topics()
+    dense = DenseIndex(model)
+    for _ in range(3):  # alternating searches: each session embedded once, not once per turn of the other
+        assert mine.search("porto trip", k=1, dense=dense, bridge=0)[0].text.startswith("alice")
+        assert theirs.search("porto trip", k=1, dense=dense, bridge=0)[0].text.startswith("bob")
+    assert len(model.embedded) == 60
+
+
+def test_one_dense_index_searched_over_two_stores_does_not_mix_their_marks(tmp_path: Path) -> None:
+    first = SessionManager(JsonlStore(tmp_path / "jsonl"), tenant="alice")
+    second = SessionManager(make_store("sqlite", tmp_path), tenant="alice")
+    fill(first, "a", 6)
+    fill(second, "b", 6, start=3)
+    dense = DenseIndex(Topics())
+    for _ in range(2):  # one index per store is the advice; sharing one must still answer right, never raise
+        assert [h.key for h in first.search("porto trip", k=2, dense=dense, bridge=0)] == ["a", "a"]
+        assert [h.key for h in second.search("porto trip", k=2, dense=dense, bridge=0)] == ["b", "b"]
+
+
+def test_histories_kept_per_session_id_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from session_graph import Session
+    from session_graph.retrieval import dense as dense_module
+
+    monkeypatch.setattr(dense_module, "KEPT_PER_SESSION", 2)
+    dense = DenseIndex(Topics())
+    for n in range(4):  # four histories under one session id (cleared and refilled, or four tenants' "main")
+        session = Session(id="main")
+        session.append_message({"role": "user", "content": f"history {n} about porto trip"})
+        assert session.search("porto trip", k=1, dense=dense, bridge=0)[0].text == f"history {n} about porto trip"
+    assert len(dense._vectors) == 2 and len(dense) == 2  # the two most recently searched

@@ -5,6 +5,7 @@ embedding only what the change feed says changed."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from langchain_core.embeddings import Embeddings
@@ -146,3 +147,98 @@ def test_a_projected_inverted_file_returns_exact_cosines_of_what_the_exact_searc
     approximate.set("late", "coffee coffee coffee coffee seat")  # joins its list, projected
     assert approximate.search("coffee coffee coffee coffee seat", 1)[0][0] == "late"
     assert 7 not in {key for key, _ in approximate.search("coffee", 600)}
+
+
+class Flaky(Axes):
+    """Axes, but the texts in ``bad`` embed to NaN (a broken model or a bad input), and ``wide`` adds a dimension to queries."""
+
+    def __init__(self, bad: set[str]) -> None:
+        super().__init__()
+        self.bad, self.wide = bad, False
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [math.nan] * len(AXES) if text in self.bad else super()._vector(text)
+        return [*vector, 1.0] if self.wide else vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+
+def test_a_nan_embedding_never_breaks_a_search_nor_ranks() -> None:
+    rng = random.Random(7)
+    model = Flaky({"broken text"})
+    small, large = VectorIndex(model), VectorIndex(model, exact_up_to=50, probes=4)
+    for index in (small, large):
+        for n in range(200):
+            index.set(n, " ".join(rng.choice(AXES) for _ in range(3)))
+        index.set("bad", "broken text")
+        found = index.search("coffee", 5)  # the large one trains its lists: a NaN row made eigh fail, every search after
+        assert len(found) == 5 and all(key != "bad" and math.isfinite(score) for key, score in found)
+        assert index.search("broken text", 5) == []  # a NaN query matches nothing (no NaN scores)
+
+
+def test_a_query_of_another_size_is_refused_clearly() -> None:
+    model = Flaky(set())
+    index = VectorIndex(model)
+    index.set(1, "coffee")
+    index.search("coffee", 1)
+    model.wide = True  # the model was swapped: its query vectors have another width than those held
+    with pytest.raises(ConfigurationError, match="another size"):
+        index.search("coffee", 1)
+
+
+def test_scores_are_cosines_within_one_despite_float32_rounding() -> None:
+    rng = random.Random(11)
+    texts = {n: " ".join(rng.choice(AXES) for _ in range(4)) for n in range(300)}
+    for index in (VectorIndex(Axes()), VectorIndex(Axes(), exact_up_to=50, probes=4)):
+        for n, text in texts.items():
+            index.set(n, text)
+        scores = [score for text in list(texts.values())[:40] for _, score in index.search(text, 3)]
+        assert scores and all(0.0 < score <= 1.0 for score in scores), max(scores)  # the text itself: 1.0, never 1.0000001
+
+
+def test_a_memory_whose_abstract_changed_with_the_same_content_is_embedded_again() -> None:
+    from session_graph.memory.prefilter import NamespaceIndex, nearest
+
+    model = Axes()
+    index = NamespaceIndex()
+    item = {"status": "active", "key": "pref", "abstract": "likes coffee", "content": "- team lunch on fridays", "hash": "h1"}
+    index.set("pref", item)
+    assert nearest(index, "coffee", 5, model, None, None)[0][0] == "pref"
+    index.set("pref", {**item, "abstract": "likes a window seat"})  # an UPDATE that rewrote the abstract, not the content
+    assert nearest(index, "seat", 5, model, None, None)[0][1] > 0.5
+    assert any("window seat" in text for text in model.embedded)  # its vector is of the text searched now
+
+
+def test_a_refresh_while_the_vectors_are_first_filled_is_not_overwritten(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from session_graph.memory import prefilter as prefilter_module
+    from session_graph.memory.changes import bump
+    from session_graph.memory.prefilter import indexes, nearest, vector_tag
+
+    store, namespace = InMemoryStore(), ("user", "alice", "memories", "preferences")
+    for key, text in (("drink", "likes coffee"), ("seat", "likes an aisle seat")):
+        store.put(namespace, key, {"status": "active", "key": key, "abstract": text, "content": text, "hash": text})
+        bump(store, namespace, key)
+    index = indexes(store, [namespace])[0]
+    newer = {"status": "active", "key": "seat", "abstract": "likes a window seat", "content": "likes a window seat", "hash": "w"}
+    writer: list[threading.Thread] = []
+    real = prefilter_module.searchable_text
+
+    def filling(value: dict) -> str:  # another thread writes and refreshes while this one fills the vectors
+        if not writer:
+            def write() -> None:
+                store.put(namespace, "seat", newer)
+                bump(store, namespace, "seat")
+                indexes(store, [namespace])
+            writer.append(threading.Thread(target=write))
+            writer[0].start()
+            writer[0].join(0.5)  # it finishes now, or (the fill under the index lock) waits for the fill
+        return real(value)
+
+    monkeypatch.setattr(prefilter_module, "searchable_text", filling)
+    nearest(index, "seat", 5, Axes(), None, None)
+    writer[0].join()
+    assert index.values["seat"] is not None and index.dense is not None
+    assert index.dense.holds("seat", vector_tag(newer))  # not the older value the fill had copied
