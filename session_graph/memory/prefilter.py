@@ -84,12 +84,6 @@ class NamespaceIndex:
         if self.dense is not None:
             self.dense.set(key, text, vector_tag(value))  # the same content and abstract: the vector stays
 
-
-def vector_tag(value: dict[str, Any]) -> tuple[Any, str]:
-    """What an item's vector stands for: its content (by hash) and its abstract (an update may
-    rewrite the abstract alone; both are in the embedded ``searchable_text``)."""
-    return value.get("hash"), str(value.get("abstract", ""))
-
     def with_terms(self) -> Bm25:
         """The index of items' text and retrieval terms, made from the indexed values the first time
         (a store whose memories have no terms, probed without terms, never pays for it), then kept by ``set``."""
@@ -99,6 +93,12 @@ def vector_tag(value: dict[str, Any]) -> tuple[Any, str]:
                 expanded.add(key, f"{searchable_text(value)} {terms_text(value)}")
             self.expanded = expanded
         return self.expanded
+
+
+def vector_tag(value: dict[str, Any]) -> tuple[Any, str]:
+    """What an item's vector stands for: its content (by hash) and its abstract (an update may
+    rewrite the abstract alone; both are in the embedded ``searchable_text``)."""
+    return value.get("hash"), str(value.get("abstract", ""))
 
 
 def _key_terms(text: str) -> list[str]:
