@@ -49,8 +49,16 @@ _ROLES = {
 }
 
 
+_TYPE_ROLES: dict[type, str] = {HumanMessage: "user", AIMessage: "assistant", SystemMessage: "system", ToolMessage: "tool",
+                                 FunctionMessage: "function"}
+"""The role of each exact langchain-core message class (one lookup: ``role_of`` runs several times per append)."""
+
+
 def role_of(message: BaseMessage) -> str:
     """The OpenAI role name of a message (``user``, ``assistant``, ``system``, ``tool``)."""
+    role = _TYPE_ROLES.get(type(message))
+    if role is not None:
+        return role
     if isinstance(message, HumanMessage):
         return "user"
     if isinstance(message, AIMessage):
@@ -190,7 +198,7 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     values = message.__dict__  # pydantic keeps the fields here; getattr on a missing one is slow
     for field in _FIELDS:
         value = values.get(field)
-        if value is None or (isinstance(value, str) and value.isascii()) or (isinstance(value, dict | list) and not value):
+        if not value or (type(value) is str and value.isascii()):  # unset, empty or plain ASCII text: nothing to check
             continue
         _check_value(value, f"{where}.{field}", 0)
     return message

@@ -70,5 +70,12 @@ class SizeCache:
             self._sizes[key] = (message, size)
         return size
 
+    def measure_new(self, message: BaseMessage) -> int:
+        """Measure a message the caller knows is new (just appended): no lookup first."""
+        size = self._measure(message)
+        if message.id:
+            self._sizes[message.id] = (message, size)
+        return size
+
     def __len__(self) -> int:
         return len(self._sizes)
