@@ -70,6 +70,10 @@ class SizeCache:
             self._sizes[key] = (message, size)
         return size
 
+    def uncached(self, message: BaseMessage) -> int:
+        """Measure a message that is not in the history (a view's merged message): nothing cached under its id."""
+        return self._measure(message)
+
     def measure_new(self, message: BaseMessage) -> int:
         """Measure a message the caller knows is new (just appended): no lookup first."""
         size = self._measure(message)

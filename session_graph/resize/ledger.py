@@ -161,6 +161,11 @@ class Ledger:
         """Tokens of one message with the counter in use (its chars when there is none)."""
         return self.tokens(message) if self.tokens is not None else self.size(message)
 
+    def uncached_count(self, message: BaseMessage) -> int:
+        """``token_count`` of a message that is not in the history (a view's merged system message),
+        cached nowhere: it may share an id with a message that is, whose count stays cached."""
+        return (self.tokens if self.tokens is not None else self.size).uncached(message)
+
     def measure_context(self, message: BaseMessage) -> int:
         """Tokens of a summary or memo message: exact with a token counter, else the estimate."""
         if self.tokens is not None:
