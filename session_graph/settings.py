@@ -86,7 +86,6 @@ class Limits:
     memo_enabled: bool
     instruct: tuple[str, ...]
     prune_chars: int = 0
-    prune_messages: int = 0
     tokens: int = 0
     prune_tokens: int = 0
     counter: tuple[str | None, str | None, bool] | None = None
@@ -99,6 +98,7 @@ class Limits:
     chunk_tokens: int = 2000
     fold_min_ratio: float = 1.0
     system_messages: str = "keep"
+    prune_messages: int = 0
 
 
 def _defaults() -> dict[str, Any]:
