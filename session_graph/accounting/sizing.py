@@ -41,7 +41,8 @@ def content_chars(content: str | list[Any]) -> int:
 
 def message_chars(message: BaseMessage) -> int:
     """The approximate size of one message: ``len(role) + 1 + content`` (+ tool calls)."""
-    size = len(role_of(message)) + 1 + content_chars(message.content)
+    content = message.content
+    size = len(role_of(message)) + 1 + (len(content) if type(content) is str else content_chars(content))
     if isinstance(message, AIMessage) and message.tool_calls:
         size += _json_len([{"name": c["name"], "args": c["args"]} for c in message.tool_calls])
     return size

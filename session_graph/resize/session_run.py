@@ -118,10 +118,10 @@ class SessionCore:
     # -- a turn --------------------------------------------------------------------------
     def append(self, message: BaseMessage) -> None:
         """Append a normalised message to both histories; O(its size)."""
-        state = self.state
-        self.ledger.sync(state, state.settings.resolved())
-        self.ledger.check_new(message, state.id)
-        role = self.ledger.add(message, len(state.full_chat_history))
+        state, ledger = self.state, self.ledger
+        ledger.sync(state, state.settings.resolved())
+        ledger.check_new(message, state.id)
+        role = ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
         self.extras = self.extras or self.has_extras(message)
