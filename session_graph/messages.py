@@ -102,7 +102,8 @@ def to_message(value: MessageInput, *, where: str = "message") -> BaseMessage:
         MessageError: unknown role, missing or mistyped content, malformed tool calls.
     """
     if isinstance(value, BaseMessage):
-        _check_content(value.content, where)
+        if type(value.content) is not str:  # a text content needs no check (the common case: no call)
+            _check_content(value.content, where)
         return value if value.id else value.model_copy(update={"id": new_id()})
     if not isinstance(value, Mapping):
         raise MessageError(
