@@ -236,6 +236,7 @@ def fold_run(model: Runnable, mode: str) -> dict[str, Any]:
     meter = Meter()
     session = Session(model=model.with_config(callbacks=[meter]))
     session.configure(mode=mode, limit={"messages": 4}, every_n_turns=0)  # type: ignore[arg-type]
+    session.set_settings("session.resize.prune_to_ratio", 1.0)  # a prune to exactly 4: a fold after every turn
     failures = 0
     for role, content in CONVERSATION:
         session.append_message({"role": role, "content": content})

@@ -39,6 +39,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.graph import END, START, StateGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
+from bench_tokens import per_turn
+
 from session_graph import Session, SessionManager, TiktokenCounter, message_tokens
 from session_graph.stores import JsonlStore, PostgresStore, SqliteStore
 
@@ -390,24 +392,9 @@ def append_judge(sizes: list[int], turns: int) -> None:
 
 
 def append_judge_vs_encode(size: int, turns: int) -> None:
-    """append + judge with the exact (tiktoken) counter against one tiktoken encode of the same
-    message's text, alternated per batch; short messages (``conversation``'s, ~190 chars)."""
-    counter = TiktokenCounter("o200k_base")
-    session = Session().configure(limit={"tokens": 10**9}, every_n_turns=0)
-    for message in conversation(size):
-        session.append_message(message)
-    feed = conversation(turns * 2, start=10**6 + size)
-    encode = counter.encoding.encode_ordinary if hasattr(counter, "encoding") else None
-    if encode is None:
-        import tiktoken
-
-        encode = tiktoken.get_encoding("o200k_base").encode_ordinary
-    texts = iter([m.text for m in feed])
-    messages = iter(feed)
-    chars = statistics.mean(len(m.text) for m in feed)
-    base, ours = interleaved(lambda: encode(next(texts)), lambda: _turn(session, messages), turns)
-    print(f"  exact counter, CPU: append + judge at {size:,} msgs {ours * 1e6:.1f} us / one tiktoken encode of the message "
-          f"({chars:.0f} chars) {base * 1e6:.1f} us = {ours / base:.2f}x (goal <= 2)")
+    """append + judge with the exact counter / one tiktoken encode of the message's text: the
+    same definition, figure and label as ``bench_tokens`` section 1 (its ``per_turn``)."""
+    per_turn([size], turns, 1, indent="  ")
 
 
 def main() -> None:

@@ -7,9 +7,10 @@ extra keys are kept in ``additional_kwargs``; nothing the caller gave is dropped
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 import json
 import math
+from operator import itemgetter
 import re
 from typing import Any
 
@@ -49,8 +50,16 @@ _ROLES = {
 }
 
 
+_TYPE_ROLES: dict[type, str] = {HumanMessage: "user", AIMessage: "assistant", SystemMessage: "system", ToolMessage: "tool",
+                                 FunctionMessage: "function"}
+"""The role of each exact langchain-core message class (one lookup: ``role_of`` runs several times per append)."""
+
+
 def role_of(message: BaseMessage) -> str:
     """The OpenAI role name of a message (``user``, ``assistant``, ``system``, ``tool``)."""
+    role = _TYPE_ROLES.get(type(message))
+    if role is not None:
+        return role
     if isinstance(message, HumanMessage):
         return "user"
     if isinstance(message, AIMessage):
@@ -93,7 +102,8 @@ def to_message(value: MessageInput, *, where: str = "message") -> BaseMessage:
         MessageError: unknown role, missing or mistyped content, malformed tool calls.
     """
     if isinstance(value, BaseMessage):
-        _check_content(value.content, where)
+        if type(value.content) is not str:  # a text content needs no check (the common case: no call)
+            _check_content(value.content, where)
         return value if value.id else value.model_copy(update={"id": new_id()})
     if not isinstance(value, Mapping):
         raise MessageError(
@@ -188,12 +198,34 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     if message.id is not None and not message.id.isprintable() and any(ord(ch) < 32 for ch in message.id):
         raise MessageError(f"{where} has an id with a NUL or control character ({message.id!r}); use a plain string id.")
     values = message.__dict__  # pydantic keeps the fields here; getattr on a missing one is slow
+    fields = _FIELD_GETTERS.get(type(message)) or _field_getter(type(message))
+    try:  # the set fields in one C call: nothing to check when each is plain ASCII text (a text message)
+        for value in filter(None, fields(values)):
+            if type(value) is not str or not value.isascii():
+                break
+        else:
+            return message
+    except KeyError:  # a field missing from the instance: the loop below reads each with a default
+        pass
     for field in _FIELDS:
         value = values.get(field)
-        if value is None or (isinstance(value, str) and value.isascii()) or (isinstance(value, dict | list) and not value):
+        if not value or (type(value) is str and value.isascii()):  # unset, empty or plain ASCII text: nothing to check
             continue
         _check_value(value, f"{where}.{field}", 0)
     return message
+
+
+
+_FIELD_GETTERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+"""Per message class, its fields among ``_FIELDS`` read at once (``check_storable``'s first pass)."""
+
+
+def _field_getter(kind: type) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    model_fields = getattr(kind, "model_fields", {})
+    fields = [field for field in _FIELDS if field in model_fields] or ["content", "id"]
+    getter = itemgetter(*fields) if len(fields) > 1 else (lambda values: (values[fields[0]],))
+    _FIELD_GETTERS[kind] = getter
+    return getter
 
 
 def _check_value(value: Any, path: str, depth: int) -> None:

@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
-from session_graph._base.flow import adrive, drive
+from session_graph._base.flow import adrive
 from session_graph._base.ids import new_id, utc_now
 from session_graph.accounting.counters import SessionCounter
 from session_graph.accounting.window import WindowTotals
@@ -298,7 +298,7 @@ class Session:
 
     def judge_resize(self, force: Force = False) -> Decision | None:
         """The policy's decision for the current window (``force`` overrides it)."""
-        return drive(self._core.judge(force, self.handlers.policy))
+        return self._core.judge_sync(force, self.handlers.policy)
 
     async def async_judge_resize(self, force: Force = False) -> Decision | None:
         """Async twin of :meth:`judge_resize`."""

@@ -56,6 +56,8 @@ class Limits:
         memo_enabled: whether resizes fold messages into the memo.
         instruct: the memo-update instructions.
         prune_chars: the size a prune cuts the window to (``chars`` x ``prune_to_ratio``).
+        prune_messages: the count a prune cuts the window to (``messages`` x ``prune_to_ratio``, rounded,
+            at least 1): the low-water mark that spares a resize, or a memo fold, every turn.
         tokens: the token budget of what is sent to the model; 0 disables.
         prune_tokens: the token budget a prune cuts to (``tokens`` x ``session.tokens.prune_to_ratio``,
             0.8 by default: the headroom spares a resize, or a summary call, on every turn).
@@ -96,6 +98,7 @@ class Limits:
     chunk_tokens: int = 2000
     fold_min_ratio: float = 1.0
     system_messages: str = "keep"
+    prune_messages: int = 0
 
 
 def _defaults() -> dict[str, Any]:
@@ -304,6 +307,7 @@ class SessionSettings:
                 prune_chars=int((chars or 0) * ratio),
                 chars=chars or 0,
                 messages=messages or 0,
+                prune_messages=max(1, round(messages * ratio)) if messages else 0,
                 every_n_turns=get("session.resize.every_n_turns") or 0,
                 mode=mode,
                 memo_enabled=(mode == "memo") if enabled is None else enabled and mode != "summary",

@@ -96,6 +96,7 @@ def plan_prune(
     keep_turn: bool = False,
     full_chars: int = 0,
     full_tokens: int = 0,
+    full_messages: int = 0,
 ) -> PrunePlan:
     """Keep the newest whole units that fit the limits, starting at a turn where it can.
 
@@ -110,6 +111,7 @@ def plan_prune(
         keep_turn: never cut past the newest user message (the window under a token budget).
         full_chars: the full char limit the headroom is taken from (0: same as ``chars``).
         full_tokens: the full token room the headroom is taken from (0: same as ``max_tokens``).
+        full_messages: the full message limit ``messages`` is taken from (0: same as ``messages``).
 
     The newest unit is always kept, even when it alone breaks a limit. The headroom cut is
     moved forward to the next turn (user or system message) so the window opens on a turn.
@@ -136,7 +138,8 @@ def plan_prune(
     if (marks and (full_chars > chars or full_tokens > max_tokens)
             and all(sum(measure[headroom:]) < KEEP_AT_LEAST * mark for measure, mark in marks)
             and (not messages or n - headroom < KEEP_AT_LEAST * messages)):
-        fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, messages, full_tokens or max_tokens))
+        fits = _next_boundary(roles, _fill(starts, n, sizes, tokens, full_chars or chars, full_messages or messages,
+                                                 full_tokens or max_tokens))
         if fits < headroom and roles[fits] in BOUNDARY_ROLES:
             keep_from = fits
     while keep_from < n - 1 and roles[keep_from] == "tool":

@@ -41,7 +41,8 @@ def content_chars(content: str | list[Any]) -> int:
 
 def message_chars(message: BaseMessage) -> int:
     """The approximate size of one message: ``len(role) + 1 + content`` (+ tool calls)."""
-    size = len(role_of(message)) + 1 + content_chars(message.content)
+    content = message.content
+    size = len(role_of(message)) + 1 + (len(content) if type(content) is str else content_chars(content))
     if isinstance(message, AIMessage) and message.tool_calls:
         size += _json_len([{"name": c["name"], "args": c["args"]} for c in message.tool_calls])
     return size
@@ -68,6 +69,17 @@ class SizeCache:
         size = self._measure(message)
         if key:
             self._sizes[key] = (message, size)
+        return size
+
+    def uncached(self, message: BaseMessage) -> int:
+        """Measure a message that is not in the history (a view's merged message): nothing cached under its id."""
+        return self._measure(message)
+
+    def measure_new(self, message: BaseMessage) -> int:
+        """Measure a message the caller knows is new (just appended): no lookup first."""
+        size = self._measure(message)
+        if message.id:
+            self._sizes[message.id] = (message, size)
         return size
 
     def __len__(self) -> int:

@@ -23,7 +23,7 @@ import threading
 from typing import Any, Protocol, runtime_checkable
 import warnings
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 import regex
 import tiktoken
 from tiktoken_ext import openai_public
@@ -42,6 +42,7 @@ __all__ = [
     "image_tokens",
     "load_encoding",
     "message_tokens",
+    "token_measure",
     "truncate_to_tokens",
 ]
 
@@ -291,6 +292,30 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
     if message.name:
         total += rules.per_name + counter.count_text(message.name)
     return total
+
+
+def token_measure(counter: TokenCounter, rules: CostRules = CostRules()) -> Callable[[BaseMessage], int]:
+    """``message_tokens`` with ``counter`` and ``rules`` bound, the counter's kind resolved once.
+
+    What is the same for every message (whether the counter prices whole messages, the
+    per-message overhead and each role's tokens) is settled here, not per message: a plain
+    message (a text content, no name, no tool calls, no tool call id) then costs one
+    ``count_text`` and two lookups, the rest goes through ``message_tokens``. The same counts.
+    """
+    if getattr(counter, "count_message", None) is not None or isinstance(counter, CharCounter):
+        return lambda message: message_tokens(message, counter, rules)
+    count = counter.count_text
+    base = {kind: rules.per_message + _role_tokens(counter, role)
+            for kind, role in ((HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"))}
+
+    def measure(message: BaseMessage) -> int:
+        overhead = base.get(type(message))
+        content = message.content
+        if overhead is None or type(content) is not str or message.name or message.__dict__.get("tool_calls"):
+            return message_tokens(message, counter, rules)
+        return overhead + count(content) if content else overhead
+
+    return measure
 
 
 def truncate_to_tokens(text: str, max_tokens: int, measure: Callable[[str], int]) -> str:

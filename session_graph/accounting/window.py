@@ -38,9 +38,13 @@ class WindowTotals:
 
     def add(self, role: str, size: int, tokens: int = 0) -> WindowTotals:
         """The totals after one more message (a tool result joins the newest unit)."""
-        turn = 1 if role == "user" else self.turn_count + 1
-        tail = self.tail_count + 1 if role == "tool" and self.count else 1
-        return WindowTotals(self.chars + size, self.count + 1, tail, self.tokens + tokens, turn)
+        totals = _new(WindowTotals)  # once per append: the slots are set directly (a frozen __init__ costs 2x)
+        _set_chars(totals, self.chars + size)
+        _set_count(totals, self.count + 1)
+        _set_tail(totals, self.tail_count + 1 if role == "tool" and self.count else 1)
+        _set_tokens(totals, self.tokens + tokens)
+        _set_turn(totals, 1 if role == "user" else self.turn_count + 1)
+        return totals
 
     @classmethod
     def of(cls, roles: Sequence[str], sizes: Sequence[int], tokens: Sequence[int] | None = None) -> WindowTotals:
@@ -66,6 +70,11 @@ class WindowTotals:
             bool(messages) and self.count > messages and more_than_kept,
             tokens > 0 and self.tokens > tokens and more_than_kept,
         )
+
+
+_new = object.__new__
+_set_chars, _set_count, _set_tail, _set_tokens, _set_turn = (
+    WindowTotals.__dict__[name].__set__ for name in ("chars", "count", "tail_count", "tokens", "turn_count"))
 
 
 def unit_starts(roles: Sequence[str]) -> list[int]:

@@ -19,6 +19,7 @@ from session_graph.accounting.tokens import (
     TokenCounter,
     counter_for,
     message_tokens,
+    token_measure,
 )
 from session_graph.accounting.window import WindowTotals
 from session_graph.compression.context import context_message
@@ -37,7 +38,8 @@ _EXTEND_FROM = 1_000  # shorter histories are re-indexed whole (as cheap, and si
 class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_context", "_counter_key", "_index", "_lazy", "_undo", "counter", "custom", "rules", "size", "tokens", "totals")
+    __slots__ = ("_context", "_counter_key", "_custom", "_index", "_lazy", "_synced", "_undo", "counter", "rules", "size", "tokens",
+                 "totals")
 
     def __init__(self, state: SessionState, previous: Ledger | None = None, before: Sequence[BaseMessage] | None = None,
                  shared: int | None = None) -> None:
@@ -48,13 +50,14 @@ class Ledger:
         self.rules = CostRules()
         self.tokens: SizeCache | None = None
         self._counter_key: object = None
-        self.custom: TokenCounter | None = None  # a counter the user plugged in (Session.set_token_counter)
+        self._synced: Limits | None = None  # the settings the counter was last checked against
+        self._custom: TokenCounter | None = None  # a counter the user plugged in (Session.set_token_counter)
         self.totals = WindowTotals()
         self._context: tuple[object, int] = (None, 0)
         self._undo: Callable[[], None] | None = None  # puts back the index taken over from the previous ledger
         if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
             self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
-            self.tokens, self._counter_key, self.custom = previous.tokens, previous._counter_key, previous.custom
+            self.tokens, self._counter_key, self._custom = previous.tokens, previous._counter_key, previous._custom
             self._undo = self._extend_index(state, previous, before, shared) if before is not None else None
             if self._undo is None:
                 self._reindex(state)
@@ -65,6 +68,15 @@ class Ledger:
                 raise
             return
         self.rebuild(state, reindex=True)
+
+    @property
+    def custom(self) -> TokenCounter | None:
+        """A counter the user plugged in (``Session.set_token_counter``); it wins over the settings'."""
+        return self._custom
+
+    @custom.setter
+    def custom(self, counter: TokenCounter | None) -> None:
+        self._custom, self._synced = counter, None  # the next sync compares the counters again
 
     @property
     def counter_key(self) -> object:
@@ -149,6 +161,11 @@ class Ledger:
         """Tokens of one message with the counter in use (its chars when there is none)."""
         return self.tokens(message) if self.tokens is not None else self.size(message)
 
+    def uncached_count(self, message: BaseMessage) -> int:
+        """``token_count`` of a message that is not in the history (a view's merged system message),
+        cached nowhere: it may share an id with a message that is, whose count stays cached."""
+        return (self.tokens if self.tokens is not None else self.size).uncached(message)
+
     def measure_context(self, message: BaseMessage) -> int:
         """Tokens of a summary or memo message: exact with a token counter, else the estimate."""
         if self.tokens is not None:
@@ -189,16 +206,19 @@ class Ledger:
     def add(self, message: BaseMessage, position: int) -> str:
         """Account for one appended message; returns its role."""
         role = role_of(message)
-        size = self.size(message)  # measured first: a message that cannot be measured is not registered
-        tokens = self.tokens(message) if self.tokens is not None else 0
+        size = self.size.measure_new(message)  # measured first: a message that cannot be measured is not registered
+        tokens = self.tokens.measure_new(message) if self.tokens is not None else 0
         self._index[message.id or ""] = position
         self.totals = self.totals.add(role, size, tokens)
         return role
 
     def sync(self, state: SessionState, limits: Limits) -> None:
         """Switch token counters when the settings asked for another one (recounts the window)."""
+        if limits is self._synced:  # the same resolved settings object as last time (it is cached until a change)
+            return
         key = (limits.counter, limits.per_message, limits.per_name, self.custom)
         if key == self._counter_key:
+            self._synced = limits
             return
         self._counter_key = key
         self.rules = CostRules(per_message=limits.per_message, per_name=limits.per_name, reply_priming=limits.reply_priming)
@@ -212,8 +232,9 @@ class Ledger:
                 counter = counter_for(encoding=encoding, model=model, approximate=approximate)
             rules = self.rules
             self.counter = counter
-            self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))
+            self.tokens = SizeCache(token_measure(counter, rules))
         self.rebuild(state, reindex=False)
+        self._synced = limits
 
     def adopt_suffix(self, old: list[BaseMessage], new: list[BaseMessage]) -> bool:
         """Update the totals for a window that is a suffix of the old one, in O(what was dropped).
@@ -242,8 +263,7 @@ class Ledger:
             self._reindex(state)
             self.size = SizeCache()
             if self.tokens is not None:
-                counter, rules = self.counter, self.rules
-                self.tokens = SizeCache(lambda m: message_tokens(m, counter, rules))
+                self.tokens = SizeCache(token_measure(self.counter, self.rules))
         window = state.current_chat_history
         self.totals = WindowTotals.of(
             [role_of(m) for m in window],

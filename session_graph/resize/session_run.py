@@ -118,10 +118,10 @@ class SessionCore:
     # -- a turn --------------------------------------------------------------------------
     def append(self, message: BaseMessage) -> None:
         """Append a normalised message to both histories; O(its size)."""
-        state = self.state
-        self.ledger.sync(state, state.settings.resolved())
-        self.ledger.check_new(message, state.id)
-        role = self.ledger.add(message, len(state.full_chat_history))
+        state, ledger = self.state, self.ledger
+        ledger.sync(state, state.settings.resolved())
+        ledger.check_new(message, state.id)
+        role = ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
         self.extras = self.extras or self.has_extras(message)
@@ -138,6 +138,16 @@ class SessionCore:
             return _done(default_policy(self.ledger.totals, state.turns, state.last_resize_turn, limits,
                                         self.ledger.fixed_tokens(state, limits)))
         return judge_state(force, policy, state, self.ledger.totals, self.ledger.fixed_tokens(state, limits))
+
+    def judge_sync(self, force: Force, policy: PolicyHandler) -> Decision | None:
+        """The policy's decision, sync: the default policy's at once (no flow is made), else the flow's, driven."""
+        if not force and policy is None:
+            state = self.state
+            limits = state.settings.resolved()
+            ledger = self.ledger
+            ledger.sync(state, limits)
+            return default_policy(ledger.totals, state.turns, state.last_resize_turn, limits, ledger.fixed_tokens(state, limits))
+        return drive(self.judge(force, policy))
 
     def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the sync resize graph and commit its result; returns the new window."""
@@ -164,7 +174,7 @@ class SessionCore:
         the graph's own judge decides whenever a policy, a replaced judge or ``force`` is given)."""
         if force or handlers.policy is not None or "judge" in handlers.overrides:
             return False
-        return drive(self.judge(False, None)) is None
+        return self.judge_sync(False, None) is None
 
     @contextlib.contextmanager
     def _one_resize(self) -> Iterator[None]:

@@ -33,7 +33,7 @@ from session_graph.display.cards import view_card
 from session_graph.messages import content_parts, role_of
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.state import SessionState
-from session_graph.resize.system_order import arranged_view
+from session_graph.resize.system_order import MergeCache, arranged_view
 from session_graph.settings import Limits
 
 __all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "recent_history", "truncate_message"]
@@ -190,12 +190,14 @@ class ViewBuilder:
 
     def __init__(self) -> None:
         self._tail: _Tail | None = None
+        self._merges = MergeCache()  # a "merge" of system messages, made and counted once per content
 
     def build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
         """The view of ``state`` (the same as ``build_view``), system messages arranged as
         ``session.view.system_messages`` says (see ``system_order``)."""
         view = self._build(state, ledger, limits, outside_tokens)
-        return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens)
+        return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens,
+                             lambda systems: self._merges.merged(systems, ledger.counter_key, ledger.uncached_count))
 
     def _build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView:
         shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
@@ -294,7 +296,8 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_toke
     prompt, say); it comes off the budget and is included in ``SessionView.tokens``.
     """
     view = _build(state, ledger, limits, outside_tokens)[0]
-    return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens)
+    return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens,
+                         lambda systems: MergeCache().merged(systems, None, ledger.uncached_count))
 
 
 def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> tuple[SessionView, _Tail | None]:

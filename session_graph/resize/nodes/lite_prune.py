@@ -34,7 +34,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
     opens = len(window) <= skip or role_of(window[skip]) in BOUNDARY_ROLES  # already opens on a turn
     if (opens and totals.count == len(window)
             and (not limits.prune_chars or totals.chars < limits.prune_chars)
-            and (not limits.messages or totals.count <= limits.messages)
+            and (not limits.messages or totals.count <= limits.prune_messages)
             and (not full_room or totals.tokens - system_tokens <= head_room)):
         return PrunePlan(0, totals.chars, totals.count)
     window = window[skip:]
@@ -51,13 +51,14 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
         chars=limits.prune_chars,
-        messages=limits.messages,
+        messages=limits.prune_messages,
         pinned_from=pinned_from,
         tokens=[ctx.tokens(m) for m in window] if full_room else None,
         max_tokens=head_room,
         keep_turn=bool(full_room),
         full_chars=limits.chars,
         full_tokens=full_room,
+        full_messages=limits.messages,
     )
     return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 
@@ -65,7 +66,9 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
 def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
     """Keep the newest whole units under every limit (see ``budget.plan_prune``).
 
-    The char limit used is ``Limits.prune_chars`` (the limit times ``prune_to_ratio``).
+    The char and message limits used are ``Limits.prune_chars`` and ``Limits.prune_messages``
+    (each limit times ``prune_to_ratio``), the token one ``Limits.prune_tokens``: the low-water
+    marks, so the turns after a prune fit without another resize.
     """
     plan = prune_plan(state, runtime.context)
     return {"current_chat_history": state.current_chat_history[plan.keep_from :]}

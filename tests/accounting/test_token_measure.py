@@ -1,0 +1,61 @@
+"""``token_measure`` (the ledger's per-append counter, resolved once per counter) counts as ``message_tokens``."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, ChatMessage, HumanMessage, SystemMessage, ToolMessage
+import pytest
+
+from session_graph import Session
+from session_graph.accounting.tokens import (
+    ApproxTokenCounter,
+    CharCounter,
+    CostRules,
+    TiktokenCounter,
+    message_tokens,
+    token_measure,
+)
+
+MESSAGES = [
+    HumanMessage("hello there, how are you?"),
+    HumanMessage(""),
+    HumanMessage("named", name="alice"),
+    HumanMessage([{"type": "text", "text": "a part"}, "and a string"]),
+    AIMessage("a plain reply"),
+    AIMessage("", tool_calls=[{"id": "c1", "name": "lookup", "args": {"q": "x"}}]),
+    SystemMessage("you are helpful"),
+    ToolMessage("a result", tool_call_id="c1", name="lookup"),
+    ChatMessage(role="critic", content="a custom role"),
+    HumanMessage("会话管理库把完整的历史记录保存下来"),
+]
+
+
+class PricedCounter:
+    """A counter that prices whole messages (a provider's count)."""
+
+    name = "priced"
+    exact = True
+
+    def count_text(self, text: str) -> int:
+        return len(text)
+
+    def count_message(self, message: object) -> int:
+        return 7
+
+
+@pytest.mark.parametrize("counter", [TiktokenCounter("o200k_base"), ApproxTokenCounter(), CharCounter(), PricedCounter()],
+                         ids=["tiktoken", "approx", "chars", "priced"])
+@pytest.mark.parametrize("rules", [CostRules(), CostRules(per_message=5, per_name=2)], ids=["openai", "custom"])
+def test_token_measure_counts_every_kind_of_message_as_message_tokens(counter, rules):
+    measure = token_measure(counter, rules)
+    assert [measure(m) for m in MESSAGES] == [message_tokens(m, counter, rules) for m in MESSAGES]
+
+
+def test_a_counter_set_after_the_settings_were_resolved_recounts_the_window():
+    session = Session().configure(limit={"tokens": 10_000})
+    session.append_message(HumanMessage("one two three four", id="a"))
+    exact = session.window_totals.tokens
+    session.judge_resize()  # the settings are resolved and synced once here
+    session.set_token_counter(PricedCounter())
+    assert session.window_totals.tokens == 7 != exact
+    session.set_token_counter(None)
+    assert session.window_totals.tokens == exact
