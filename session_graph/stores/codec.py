@@ -30,7 +30,7 @@ from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.interop.export import commit_fields
 from session_graph.messages import content_parts, role_of
-from session_graph.resize.history import LazyHistory
+from session_graph.resize.history import LazyHistory, Spliced
 from session_graph.resize.state import SessionState
 from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
 from session_graph.settings import SessionSettings
@@ -75,7 +75,7 @@ def _by_id(full: Sequence[BaseMessage], wanted: set[Any]) -> dict[Any, BaseMessa
     found: dict[Any, BaseMessage] = {}
     if not wanted:
         return found
-    newest_first = reversed(full) if isinstance(full, list) else (m for _, m in reversed(list(_held(full))))
+    newest_first = (m for _, m in reversed(list(_held(full)))) if isinstance(full, LazyHistory) else reversed(full)
     for message in newest_first:
         if message.id in wanted and message.id not in found:
             found[message.id] = message
@@ -144,9 +144,9 @@ def messages_of(
     before the next is decoded (``Records`` are drained), so no record outlives its message and
     the heap is left as compact as messages made in process. ``arrived``: filled with each
     record's ``ts`` by its id (the message's own id string, not a second copy of it). ``own``:
-    ``held`` is a list the caller hands over, extended in place (no copy of it)."""
+    ``held`` is a list (or a ``Spliced`` history) the caller hands over, extended in place (no copy of it)."""
     items = records.drain() if isinstance(records, Records) else records
-    full: list[BaseMessage] = held if own and isinstance(held, list) else list(held)
+    full: list[BaseMessage] = held if own and isinstance(held, list | Spliced) else list(held)  # type: ignore[assignment]
     add = full.append
     for record in tracked(items, len(records), progress):
         message = record_message(record, where)
@@ -230,7 +230,8 @@ def snapshot_state(
     ``middle``: how to read the messages a window read skipped (``read(window=True)`` gives
     record 0 and the records from the window on); the full history is then a ``LazyHistory``.
     ``arrived``: filled with each record's arrival time (``ts``) by message id, in the same pass.
-    ``own``: ``held`` is a fresh list the caller hands over: the history is built on it, not on a copy.
+    ``own``: ``held`` is a fresh list (or a ``Spliced`` view) the caller hands over: the history is
+    built on it, not on a copy.
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).

@@ -26,7 +26,7 @@ from session_graph._base.gc import paused_gc
 from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
 from session_graph.errors import ConfigurationError, StoreError
-from session_graph.resize.history import prefix
+from session_graph.resize.history import is_loaded, prefix
 from session_graph.resize.trace import saved_trace
 from session_graph.retrieval.messages import bind_store
 from session_graph.session import Session
@@ -178,15 +178,17 @@ def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
     Reads only the records after the ones this session holds (O(what the other wrote)).
     """
     session = entry.session
-    held = session.full_chat_history[: entry.persisted]
-    snapshot = yield Call("read", (manager.tenant, key), {"since": len(held)})
-    if snapshot is not None and held and cleared(entry, snapshot.state, None, len(held)):
-        held = []
+    held = min(entry.persisted, len(session.full_chat_history))
+    snapshot = yield Call("read", (manager.tenant, key), {"since": held})
+    if snapshot is not None and held and cleared(entry, snapshot.state, None, held):
+        held = 0
         snapshot = yield Call("read", (manager.tenant, key))
     if snapshot is None:  # deleted meanwhile: what we hold is all there is
         entry.version, entry.persisted, entry.base = 0, 0, {}
         return
     log.info("session %r: merging %d message(s) another writer stored with this one's changes", key, len(snapshot.records))
+    if held and not is_loaded(session.full_chat_history):
+        yield Blocking(session.full_chat_history.load)  # type: ignore[attr-defined]  # the merge builds on the held messages
     result = yield Blocking(lambda: merge_with(manager, entry, snapshot, held))
     adopt(session, result)
     session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
@@ -228,8 +230,8 @@ def cleared(entry: Entry | None, state: dict[str, Any], count: int | None, held:
     return count < held or (entry is not None and resets(state) != resets(entry.base))
 
 
-def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: list[Any]) -> Merged:
-    """What merging ``snapshot`` (records from ``len(held)`` on) with the entry's session gives (pure)."""
+def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> Merged:
+    """What merging ``snapshot`` (records from ``held`` on) with the entry's session gives (pure)."""
     manager.merges += 1
     result = merge_snapshot(entry.base, entry.session, snapshot, held, entry.persisted)
     if result.dropped_fold:
