@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import (
@@ -97,6 +98,23 @@ _CLASSES: dict[str, type[BaseMessage]] = {
 
 _TYPE_NAMES = {name: name for name in _CLASSES}
 _FIELDS = {cls: frozenset(cls.model_fields) for cls in _CLASSES.values()}
+_DEFAULTS = {cls: {name: field.get_default(call_default_factory=True) for name, field in cls.model_fields.items()}
+             for cls in _CLASSES.values()}
+_SHARED_TEXT = 64  # a value this short that many messages repeat (a tool's name, a status) is kept once, as a literal is
+
+
+def _shared(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str and len(value) <= _SHARED_TEXT else value
+
+
+def _calls(calls: list[Any]) -> list[Any]:
+    """Tool calls with their names and kinds kept once across messages (each call's dict as read)."""
+    for call in calls:
+        if type(call) is dict:
+            for key in ("name", "type"):
+                if key in call:
+                    call[key] = _shared(call[key])
+    return calls
 
 
 def _built(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
@@ -107,9 +125,17 @@ def _built(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
     message = cls.__new__(cls)
     fields = {k: v for k, v in data.items()}  # built by insertion: a compact dict (272 bytes, a copy is 352)
     fields["type"] = _TYPE_NAMES[fields["type"]]  # one shared string per type, as the class default is
+    for key in ("name", "status"):
+        if key in fields:
+            fields[key] = _shared(fields[key])
+    if fields.get("tool_calls"):
+        fields["tool_calls"] = _calls(fields["tool_calls"])
     object.__setattr__(message, "__dict__", fields)
-    # the fields a caller would have passed: what is not empty (a set of all ten is 2-3x bigger)
-    object.__setattr__(message, "__pydantic_fields_set__", {k for k, v in data.items() if v or k == "content"})
+    # the fields a caller would have passed: what differs from its default, as a message made in
+    # process has (``type``, ``status="success"`` are defaults; a set of five or more is 3x bigger)
+    defaults = _DEFAULTS[cls]
+    object.__setattr__(message, "__pydantic_fields_set__",
+                       {k for k, v in data.items() if k == "content" or (k != "type" and v != defaults[k])})
     object.__setattr__(message, "__pydantic_extra__", {})  # messages allow extras: an empty dict, as pydantic sets
     object.__setattr__(message, "__pydantic_private__", None)
     return message

@@ -156,8 +156,6 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     raced = manager.cache.get(key)
     if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
         return (yield from get_flow(manager, key, progress))
-    if len(snapshot.records) >= TRIM_AFTER:
-        trim_heap()  # what the decode freed outside Python's own allocator goes back to the OS
     log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
              len(state.full_chat_history), time.perf_counter() - started)
     session = entry.session if entry is not None else manager.session_factory(key)
@@ -169,6 +167,9 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     session.arrived_at = {**session.arrived_at, **arrived} if held else arrived
     remember(manager, key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
                                  snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
+    if len(snapshot.records) >= TRIM_AFTER:  # last: the restore's tables and the read state document are freed by now
+        snapshot = None  # type: ignore[assignment]  # its state document (a window of ids) goes before the trim
+        trim_heap()  # what the load freed outside Python's own allocator goes back to the OS
     return session
 
 
