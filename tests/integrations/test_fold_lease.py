@@ -1,0 +1,94 @@
+"""Writers of one session in memo mode fold under the session's fold lease: a writer whose
+manager has merged another's save folds only while holding the lease, after merging what is
+stored; while another process holds it, its step folds nothing (no model call) and the
+holder's memo reaches it with the next merge. A single writer never takes the lease."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from session_graph import Session
+from session_graph.integrations.binding import SessionBinding
+from session_graph.stores import SessionManager, SessionStore
+from session_graph.stores.lease import CommitLease, lease_tenant
+
+CONFIG = {"configurable": {"thread_id": "k"}}
+
+
+def _binding(store: SessionStore, calls: list[list[str]]) -> SessionBinding:
+    def fold(memo, messages, attachments, settings):  # type: ignore[no-untyped-def]
+        calls.append([m.id for m in messages])
+        return {"ids": [*memo.get("ids", []), *(m.id for m in messages)]}
+
+    def factory(key: str) -> Session:
+        session = Session(key, memo_update_handler=fold)
+        session.set_settings("session.resize.every_n_turns", 0)
+        return session.use_memo(messages=6)
+
+    return SessionBinding(manager=SessionManager(store, session_factory=factory))
+
+
+def _turn(name: str, i: int) -> list:
+    return [HumanMessage(content=f"{name} q{i}", id=f"{name}-q{i}"), AIMessage(content=f"{name} a{i}", id=f"{name}-a{i}")]
+
+
+def _meet(first: SessionBinding, second: SessionBinding) -> None:
+    """Each manager merges the other's save once (a step with unsaved changes meets a newer store)."""
+    for mine, theirs, name in ((first, second, "x"), (second, first, "y")):
+        mine.step(_turn(name, 0)[:1], CONFIG, save=False)  # a change of its own, not saved yet
+        assert theirs.manager is not None
+        other = theirs.manager.get_or_create("k")
+        other.touch()
+        theirs.manager.save(other)  # the other writer saves meanwhile
+        mine.step(_turn(name, 0)[1:], CONFIG, save=True)  # this step's read merges
+        assert mine.manager is not None and mine.manager.merges >= 1
+
+
+def test_a_single_writer_folds_without_the_lease(store: SessionStore) -> None:
+    calls: list[list[str]] = []
+    binding = _binding(store, calls)
+    for i in range(5):
+        binding.step(_turn("a", i), CONFIG, save=True)
+    assert calls and binding.manager is not None and binding.manager.merges == 0
+    assert store.read(lease_tenant(binding.manager.tenant, "fold"), "k") is None  # no lease written
+
+
+def test_a_writer_folds_nothing_while_another_holds_the_fold_lease(store: SessionStore) -> None:
+    a_calls: list[list[str]] = []
+    b_calls: list[list[str]] = []
+    a, b = _binding(store, a_calls), _binding(store, b_calls)
+    _meet(a, b)  # a knows of another writer now
+    assert a.manager is not None
+    holder = CommitLease(store, a.manager.tenant, "k", purpose="fold")
+    assert holder.try_acquire()  # another process is folding this session
+    before = len(a_calls)
+    for i in range(2, 5):
+        a.step(_turn("a", i), CONFIG, save=True)
+    assert len(a_calls) == before  # over the limit, but no model call: the holder folds
+    stored = SessionManager(store).get("k")
+    assert stored is not None and len(stored.current_chat_history) > 6
+    holder.release()
+    a.step(_turn("a", 5), CONFIG, save=True)  # the lease is free: a takes it, folds and saves
+    assert len(a_calls) == before + 1
+    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]  # released
+    stored = SessionManager(store).get("k")
+    assert stored is not None
+    folded = stored.memo_for_model["ids"]
+    assert len(folded) == len(set(folded))  # nothing folded twice
+    assert [m.id for m in stored.full_chat_history][: stored.memo_cursor] == folded[: stored.memo_cursor]
+    assert len(stored.current_chat_history) <= 6
+
+
+def test_the_lease_holder_folds_what_the_store_holds_not_what_it_read(store: SessionStore) -> None:
+    a_calls: list[list[str]] = []
+    b_calls: list[list[str]] = []
+    a, b = _binding(store, a_calls), _binding(store, b_calls)
+    _meet(a, b)
+    for i in range(6):  # both over the limit in turn: each folds under the lease after merging the other's fold
+        a.step(_turn("a", i), CONFIG, save=True)
+        b.step(_turn("b", i), CONFIG, save=True)
+    sent = [i for call in a_calls + b_calls for i in call]
+    assert len(sent) == len(set(sent))  # no message sent to the model twice
+    stored = SessionManager(store).get("k")
+    assert stored is not None and len(stored.full_chat_history) == 28
+    assert stored.memo_for_model["ids"] == sent  # every call's fold kept, in order
