@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 OnMemoryError = Literal["keep_going", "raise"]
 
-FOLD_LEASE_TTL = 600.0
+FOLD_LEASE_TTL = 120.0
 """Seconds a fold lease lasts: a process that died folding holds the session's folds that long."""
 
 

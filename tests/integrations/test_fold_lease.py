@@ -5,6 +5,8 @@ holder's memo reaches it with the next merge. A single writer never takes the le
 
 from __future__ import annotations
 
+import asyncio
+
 from langchain_core.messages import AIMessage, HumanMessage
 
 from session_graph import Session
@@ -92,3 +94,24 @@ def test_the_lease_holder_folds_what_the_store_holds_not_what_it_read(store: Ses
     stored = SessionManager(store).get("k")
     assert stored is not None and len(stored.full_chat_history) == 28
     assert stored.memo_for_model["ids"] == sent  # every call's fold kept, in order
+
+
+def test_the_async_step_folds_under_the_lease_too(store: SessionStore) -> None:
+    a_calls: list[list[str]] = []
+    a, b = _binding(store, a_calls), _binding(store, [])
+    _meet(a, b)
+    assert a.manager is not None
+    holder = CommitLease(store, a.manager.tenant, "k", purpose="fold")
+
+    async def turns(start: int, count: int) -> None:
+        for i in range(start, start + count):
+            await a.astep(_turn("a", i), CONFIG, save=True)
+
+    assert holder.try_acquire()
+    before = len(a_calls)
+    asyncio.run(turns(1, 3))
+    assert len(a_calls) == before  # held elsewhere: no model call
+    holder.release()
+    asyncio.run(turns(4, 1))
+    assert len(a_calls) == before + 1
+    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]
