@@ -14,6 +14,10 @@ at 100,000). Then the CPU of a save that merges (another writer saved one turn s
 read) at 100,000 over 1,000 messages, sizes alternated. Last, ``--writers`` processes (default
 4) each append and save ``--writer-turns`` turns (default 500) to one shared key at once: the
 stored history, window and turns afterwards, the merges the writers made, and the seconds it took.
+Then 3 processes x ``--fold-turns`` turns on one key in memo mode through the agent step, with a
+fake memo model: its calls and the messages sent to it per stored message, with the fold lease
+and without it (before). RSS at 1,000,000 messages: ``--rss-sizes 100000,1000000`` (opt-in:
+minutes, and ~1.6 GB per measuring process).
 """
 
 from __future__ import annotations
