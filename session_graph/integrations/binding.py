@@ -21,6 +21,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 import logging
 import threading
+import time
 from typing import Any, Literal, TypedDict
 import weakref
 
@@ -41,6 +42,9 @@ OnMemoryError = Literal["keep_going", "raise"]
 
 FOLD_LEASE_TTL = 120.0
 """Seconds a fold lease lasts: a process that died folding holds the session's folds that long."""
+FOLD_WAIT = 30.0
+"""Seconds a step waits for another process's fold lease before it folds without it."""
+FOLD_POLL = 0.05
 
 
 class BindingOptions(TypedDict, total=False):
@@ -105,6 +109,7 @@ class SessionBinding:
         self.key_prefix = key_prefix
         self.on_memory_error = on_memory_error
         self.share_across_threads = share_across_threads
+        self.fold_wait = FOLD_WAIT  # seconds a step waits for another process's fold lease (then folds without it)
         self._thread: str | None = None
         self._live: dict[str, Session] = {}
         self._locks: weakref.WeakValueDictionary[tuple[str, Any], Any] = weakref.WeakValueDictionary()
@@ -256,37 +261,45 @@ class SessionBinding:
         return CommitLease(self.manager.store, self.manager.tenant, key, ttl=FOLD_LEASE_TTL, purpose="fold")
 
     def _fold(self, key: str) -> bool:
-        """Resize under the session's fold lease: taken, the session as stored now (another
-        writer's fold merged in), judged again, resized and saved before the lease goes; held by
-        another process, nothing (its fold reaches this session with the next merge: two folds
-        of one span would cost two model calls, one of them dropped by the merge). Whether it resized."""
+        """Resize under the session's fold lease: once taken, the session as stored now (a fold
+        another writer saved meanwhile merged in), judged again, resized and saved before the lease
+        goes. While another process holds it, wait for it (up to ``fold_wait`` seconds; polling):
+        its fold usually leaves nothing to fold here (two folds of one span cost two model calls,
+        one of them dropped by the merge). A holder slower than that (or gone): resize as before,
+        without the lease. Whether it resized."""
         lease = self._fold_lease(key)
-        if not lease.try_acquire():
-            return False
+        deadline = time.monotonic() + self.fold_wait
+        while not (taken := lease.try_acquire()) and time.monotonic() < deadline:
+            time.sleep(FOLD_POLL)
         try:
             session = self.manager.get_or_create(key)  # type: ignore[union-attr]
             if not session.judge_resize():
                 return False
             self._do(_Op("resize", session))
-            self.manager.save(session)  # type: ignore[union-attr]
+            if taken:
+                self.manager.save(session)  # type: ignore[union-attr]  # stored before the lease goes
             return True
         finally:
-            lease.release()
+            if taken:
+                lease.release()
 
     async def _afold(self, key: str) -> bool:
-        """Async twin of ``_fold`` (the lease's store writes off the event loop)."""
+        """Async twin of ``_fold`` (the lease's store writes off the event loop; the wait sleeps on it)."""
         lease = self._fold_lease(key)
-        if not await asyncio.to_thread(lease.try_acquire):
-            return False
+        deadline = time.monotonic() + self.fold_wait
+        while not (taken := await asyncio.to_thread(lease.try_acquire)) and time.monotonic() < deadline:
+            await asyncio.sleep(FOLD_POLL)
         try:
             session = await self.manager.aget_or_create(key)  # type: ignore[union-attr]
             if not await session.async_judge_resize():
                 return False
             await self._ado(_Op("resize", session))
-            await self.manager.asave(session)  # type: ignore[union-attr]
+            if taken:
+                await self.manager.asave(session)  # type: ignore[union-attr]
             return True
         finally:
-            await asyncio.to_thread(lease.release)
+            if taken:
+                await asyncio.to_thread(lease.release)
 
     def _do(self, op: _Op) -> Any:
         if op.kind == "fold":

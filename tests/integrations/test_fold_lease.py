@@ -1,11 +1,14 @@
 """Writers of one session in memo mode fold under the session's fold lease: a writer whose
 manager has merged another's save folds only while holding the lease, after merging what is
-stored; while another process holds it, its step folds nothing (no model call) and the
-holder's memo reaches it with the next merge. A single writer never takes the lease."""
+stored (so a fold another writer saved meanwhile is not made again); while another process
+holds it, the step waits for it, and past ``fold_wait`` folds without it (the window never
+stays over its limit). A single writer never takes the lease."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -55,30 +58,53 @@ def test_a_single_writer_folds_without_the_lease(store: SessionStore) -> None:
     assert store.read(lease_tenant(binding.manager.tenant, "fold"), "k") is None  # no lease written
 
 
-def test_a_writer_folds_nothing_while_another_holds_the_fold_lease(store: SessionStore) -> None:
+def test_a_writer_waits_for_the_holder_then_folds_only_what_is_left(store: SessionStore) -> None:
     a_calls: list[list[str]] = []
     b_calls: list[list[str]] = []
     a, b = _binding(store, a_calls), _binding(store, b_calls)
-    _meet(a, b)  # a knows of another writer now
+    _meet(a, b)  # both know of another writer now
+    assert a.manager is not None and b.manager is not None
+    for i in range(1, 4):  # a is over the limit but saves without folding (as if it skipped its resize)
+        a.step(_turn("a", i), CONFIG, resize=False, save=True)
+    holder = CommitLease(store, b.manager.tenant, "k", purpose="fold")
+    assert holder.try_acquire()  # b's process is folding this session
+
+    def holder_folds() -> None:
+        b.step(_turn("b", 9), CONFIG, resize=False, save=True)
+        session = b.manager.get_or_create("k")  # type: ignore[union-attr]
+        session.resize()  # b's fold of everything over the limit
+        b.manager.save(session)  # type: ignore[union-attr]
+        holder.release()
+
+    timer = threading.Timer(0.3, holder_folds)
+    timer.start()
+    started = time.monotonic()
+    a.step(_turn("a", 4), CONFIG, save=True)  # waits for b's lease, merges b's fold in: nothing left to fold
+    timer.join()
+    assert time.monotonic() - started >= 0.3
+    assert len(b_calls) >= 1
+    sent = [i for call in a_calls + b_calls for i in call]
+    assert len(sent) == len(set(sent))  # nothing sent to the model twice
+    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]
+    stored = SessionManager(store).get("k")
+    assert stored is not None and len(stored.current_chat_history) <= 6
+
+
+def test_a_holder_slower_than_the_wait_does_not_keep_the_window_over_its_limit(store: SessionStore) -> None:
+    a_calls: list[list[str]] = []
+    a, b = _binding(store, a_calls), _binding(store, [])
+    _meet(a, b)
     assert a.manager is not None
     holder = CommitLease(store, a.manager.tenant, "k", purpose="fold")
-    assert holder.try_acquire()  # another process is folding this session
+    assert holder.try_acquire()  # held, and never released in time
+    a.fold_wait = 0.1
     before = len(a_calls)
-    for i in range(2, 5):
+    for i in range(1, 5):
         a.step(_turn("a", i), CONFIG, save=True)
-    assert len(a_calls) == before  # over the limit, but no model call: the holder folds
+    assert len(a_calls) > before  # folded without the lease after the wait
     stored = SessionManager(store).get("k")
-    assert stored is not None and len(stored.current_chat_history) > 6
-    holder.release()
-    a.step(_turn("a", 5), CONFIG, save=True)  # the lease is free: a takes it, folds and saves
-    assert len(a_calls) == before + 1
-    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]  # released
-    stored = SessionManager(store).get("k")
-    assert stored is not None
-    folded = stored.memo_for_model["ids"]
-    assert len(folded) == len(set(folded))  # nothing folded twice
-    assert [m.id for m in stored.full_chat_history][: stored.memo_cursor] == folded[: stored.memo_cursor]
-    assert len(stored.current_chat_history) <= 6
+    assert stored is not None and len(stored.current_chat_history) <= 6
+    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"]["owner"] == holder.owner  # type: ignore[union-attr]
 
 
 def test_the_lease_holder_folds_what_the_store_holds_not_what_it_read(store: SessionStore) -> None:
@@ -108,10 +134,15 @@ def test_the_async_step_folds_under_the_lease_too(store: SessionStore) -> None:
             await a.astep(_turn("a", i), CONFIG, save=True)
 
     assert holder.try_acquire()
+    a.fold_wait = 0.1
     before = len(a_calls)
-    asyncio.run(turns(1, 3))
-    assert len(a_calls) == before  # held elsewhere: no model call
+    asyncio.run(turns(1, 4))
+    assert len(a_calls) > before  # waited, then folded without it
+    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"]["owner"] == holder.owner  # type: ignore[union-attr]
     holder.release()
-    asyncio.run(turns(4, 1))
-    assert len(a_calls) == before + 1
-    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]
+    a.fold_wait = 5.0
+    asyncio.run(turns(5, 4))
+    assert len(a_calls) > before + 1
+    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]  # taken, released
+    stored = SessionManager(store).get("k")
+    assert stored is not None and len(stored.current_chat_history) <= 6
