@@ -16,8 +16,8 @@ read) at 100,000 over 1,000 messages, sizes alternated. Last, ``--writers`` proc
 stored history, window and turns afterwards, the merges the writers made, and the seconds it took.
 Then 3 processes x ``--fold-turns`` turns on one key in memo mode through the agent step, with a
 fake memo model: its calls and the messages sent to it per stored message, with the fold lease
-and without it (before). RSS at 1,000,000 messages: ``--rss-sizes 100000,1000000`` (opt-in:
-minutes, and ~1.6 GB per measuring process).
+and without it (before). RSS at 1,000,000 messages is in the full run only (``--rss-sizes``:
+~15 min more and ~1.5 GB per measuring process; ``run_all.py --quick`` passes 100000).
 """
 
 from __future__ import annotations
@@ -322,7 +322,8 @@ def main() -> None:
     parser.add_argument("--flat-rounds", type=int, default=60)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--writer-turns", type=int, default=500)
-    parser.add_argument("--rss-sizes", default="100000", help="sizes of the RSS comparison (e.g. 100000,1000000)")
+    parser.add_argument("--rss-sizes", default="100000,1000000",
+                        help="sizes of the RSS comparison (1,000,000: ~15 min more and ~1.5 GB per measuring process)")
     parser.add_argument("--merge-rounds", type=int, default=30)
     parser.add_argument("--fold-turns", type=int, default=100, help="turns per writer of the contended memo folds")
     args = parser.parse_args()
