@@ -14,6 +14,10 @@ at 100,000). Then the CPU of a save that merges (another writer saved one turn s
 read) at 100,000 over 1,000 messages, sizes alternated. Last, ``--writers`` processes (default
 4) each append and save ``--writer-turns`` turns (default 500) to one shared key at once: the
 stored history, window and turns afterwards, the merges the writers made, and the seconds it took.
+Then 3 processes x ``--fold-turns`` turns on one key in memo mode through the agent step, with a
+fake memo model: its calls and the messages sent to it per stored message, with the fold lease
+and without it (before). RSS at 1,000,000 messages is in the full run only (``--rss-sizes``:
+~15 min more and ~1.5 GB per measuring process; ``run_all.py --quick`` passes 100000).
 """
 
 from __future__ import annotations
@@ -260,6 +264,57 @@ def concurrent_writers(specs: dict[str, str], writers: int, turns: int) -> None:
               f"turns {session.turns:,} (replies {writers * turns:,}), {merges:,} merges, {seconds:.1f} s")
 
 
+FOLDER = textwrap.dedent('''
+import sys
+from session_graph import Session
+from session_graph.integrations.binding import SessionBinding
+from session_graph.stores import SessionManager, open_store
+
+spec, tenant, name, turns, lease = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "lease"
+calls = [0, 0]
+
+def fold(memo, messages, attachments, settings):  # the memo model (a fake: no model is called)
+    calls[0] += 1
+    calls[1] += len(messages)
+    return {"ids": [*memo.get("ids", []), *(m.id for m in messages)]}
+
+def factory(key):
+    session = Session(key, memo_update_handler=fold)
+    session.set_settings("session.resize.every_n_turns", 0)
+    return session.use_memo(messages=6)
+
+if not lease:  # as before the fold lease: every writer folds what it sees
+    SessionBinding._shared_fold = lambda self, session: False
+binding = SessionBinding(manager=SessionManager(open_store(spec), tenant=tenant, session_factory=factory))
+config = {"configurable": {"thread_id": "shared"}}
+for i in range(turns):
+    binding.step([{"role": "user", "content": f"{name}:{i}:q", "id": f"{name}-{i}-q"},
+                  {"role": "assistant", "content": f"{name}:{i}:a", "id": f"{name}-{i}-a"}], config, save=True)
+print(calls[0], calls[1])
+''')
+
+
+def contended_folds(specs: dict[str, str], writers: int, turns: int) -> None:
+    """Memo folds when ``writers`` processes run the agent step (``SessionBinding.step``) on one
+    key: the model calls and the messages sent to them per stored message, with the fold lease
+    (a writer folds only under the session's lease, after merging what others stored) and
+    without it (every writer folds what it sees; the merge keeps one memo and drops the rest)."""
+    print(f"\n{writers} processes x {turns} turns on one key in memo mode (6 messages) through the agent step, "
+          "a fake memo model: its calls per 100 stored messages and messages sent to it per stored message (ideal 1.00):")
+    for name, spec in specs.items():
+        for lease in ("no-lease", "lease"):
+            tenant = f"f-{os.getpid()}-{name}-{lease}"
+            runs = [subprocess.Popen([sys.executable, "-c", FOLDER, spec, tenant, f"p{n}", str(turns), lease],
+                                     stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+                    for n in range(writers)]  # cwd: this checkout's session_graph, not an installed copy
+            outs = [run.communicate()[0].split() for run in runs]
+            calls, sent = sum(int(o[0]) for o in outs), sum(int(o[1]) for o in outs)
+            stored = writers * turns * 2
+            label = "with the fold lease" if lease == "lease" else "without it (before)"
+            print(f"{name:>9} {label:>20}: {calls * 100 / stored:.1f} calls per 100 messages, "
+                  f"{sent / stored:.2f} messages sent per message")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,100000")
@@ -267,8 +322,10 @@ def main() -> None:
     parser.add_argument("--flat-rounds", type=int, default=60)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--writer-turns", type=int, default=500)
-    parser.add_argument("--rss-sizes", default="100000", help="sizes of the RSS comparison (e.g. 100000,1000000)")
+    parser.add_argument("--rss-sizes", default="100000,1000000",
+                        help="sizes of the RSS comparison (1,000,000: ~15 min more and ~1.5 GB per measuring process)")
     parser.add_argument("--merge-rounds", type=int, default=30)
+    parser.add_argument("--fold-turns", type=int, default=100, help="turns per writer of the contended memo folds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -296,6 +353,7 @@ def main() -> None:
         if os.environ.get("SESSION_GRAPH_PG_DSN"):
             specs["postgres"] = os.environ["SESSION_GRAPH_PG_DSN"]
         concurrent_writers(specs, args.writers, args.writer_turns)
+        contended_folds(specs, 3, args.fold_turns)
 
 
 if __name__ == "__main__":

@@ -43,8 +43,9 @@ BENCHES = [
           "an agent turn with SessionMiddleware + JSONL vs a stock agent, CPU; fsyncs per turn"),
     Bench("speed", "bench_speed.py", (), ("--quick",),
           "resize vs bare invoke, window vs trim_messages, loads, memory (RSS and tracemalloc), append + judge"),
-    Bench("stores", "bench_stores.py", (), ("--turns", "10", "--flat-rounds", "20", "--writer-turns", "100", "--merge-rounds", "10"),
-          "persisting a turn per store vs rewriting the file; flat saves 100k/1k; loads; RSS loaded/appended; merging saves; concurrent writers"),
+    Bench("stores", "bench_stores.py", (), ("--rss-sizes", "100000", "--turns", "10", "--flat-rounds", "20", "--writer-turns", "100", "--merge-rounds", "10"),
+          "persisting a turn per store vs rewriting the file; flat saves 100k/1k; loads; RSS loaded/appended (100k; the full "
+          "run adds 1M: ~15 min more, 1.5 GB per process); merging saves; concurrent writers; contended memo folds with and without the fold lease"),
     Bench("session", "bench_session.py", (), ("--sizes", "100,10000", "--turns", "500", "--runs", "3", "--rounds", "3"),
           "append + judge and a resize against history length; memo traffic"),
     Bench("tokens", "bench_tokens.py", (), ("--sizes", "1000,10000", "--trim-sizes", "1000", "--turns", "100", "--rounds", "3"),

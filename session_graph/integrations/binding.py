@@ -21,6 +21,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 import logging
 import threading
+import time
 from typing import Any, Literal, TypedDict
 import weakref
 
@@ -30,6 +31,7 @@ from langgraph.config import get_config
 
 from session_graph.errors import ConfigurationError, MemoUpdateError
 from session_graph.session import Session
+from session_graph.stores.lease import CommitLease
 from session_graph.stores.manager import SessionManager
 
 __all__ = ["BindingOptions", "OnMemoryError", "SessionBinding", "current_turn", "is_view_artifact"]
@@ -37,6 +39,12 @@ __all__ = ["BindingOptions", "OnMemoryError", "SessionBinding", "current_turn", 
 log = logging.getLogger(__name__)
 
 OnMemoryError = Literal["keep_going", "raise"]
+
+FOLD_LEASE_TTL = 120.0
+"""Seconds a fold lease lasts: a process that died folding holds the session's folds that long."""
+FOLD_WAIT = 30.0
+"""Seconds a step waits for another process's fold lease before it folds without it."""
+FOLD_POLL = 0.05
 
 
 class BindingOptions(TypedDict, total=False):
@@ -64,7 +72,7 @@ def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 @dataclass(frozen=True, slots=True)
 class _Op:
-    kind: Literal["session", "judge", "resize", "save", "write"]
+    kind: Literal["session", "judge", "resize", "fold", "save", "write"]
     target: Any
 
 
@@ -101,6 +109,7 @@ class SessionBinding:
         self.key_prefix = key_prefix
         self.on_memory_error = on_memory_error
         self.share_across_threads = share_across_threads
+        self.fold_wait = FOLD_WAIT  # seconds a step waits for another process's fold lease (then folds without it)
         self._thread: str | None = None
         self._live: dict[str, Session] = {}
         self._locks: weakref.WeakValueDictionary[tuple[str, Any], Any] = weakref.WeakValueDictionary()
@@ -227,15 +236,74 @@ class SessionBinding:
         self.record(session, messages)
         resized = False
         if resize and (yield _Op("judge", session)):
-            yield _Op("resize", session)
-            resized = True
+            if self._shared_fold(session):  # another process may fold this session now: one fold, under its lease
+                resized = bool((yield _Op("fold", key)))  # the same session object, merged in place
+            else:
+                yield _Op("resize", session)
+                resized = True
         if self.manager is not None and save is not False:
             needed = save is True or resized or self.manager.unsaved(session) > int(save)
             if needed:
                 yield _Op("save" if durable else "write", session)
         return session
 
+    def _shared_fold(self, session: Session) -> bool:
+        """Whether a resize of ``session`` folds under the store's fold lease: it calls a memo or
+        summary model and its manager has merged another writer's save (other processes write
+        this store; a single writer never pays the lease's two store writes)."""
+        if self.manager is None or not self.manager.merges:
+            return False
+        limits = session.settings.resolved()
+        return bool(limits.memo_enabled or limits.summary_enabled)
+
+    def _fold_lease(self, key: str) -> CommitLease:
+        assert self.manager is not None
+        return CommitLease(self.manager.store, self.manager.tenant, key, ttl=FOLD_LEASE_TTL, purpose="fold")
+
+    def _fold(self, key: str) -> bool:
+        """Resize under the session's fold lease: once taken, the session as stored now (a fold
+        another writer saved meanwhile merged in), judged again, resized and saved before the lease
+        goes. While another process holds it, wait for it (up to ``fold_wait`` seconds; polling):
+        its fold usually leaves nothing to fold here (two folds of one span cost two model calls,
+        one of them dropped by the merge). A holder slower than that (or gone): resize as before,
+        without the lease. Whether it resized."""
+        lease = self._fold_lease(key)
+        deadline = time.monotonic() + self.fold_wait
+        while not (taken := lease.try_acquire()) and time.monotonic() < deadline:
+            time.sleep(FOLD_POLL)
+        try:
+            session = self.manager.get_or_create(key)  # type: ignore[union-attr]
+            if not session.judge_resize():
+                return False
+            self._do(_Op("resize", session))
+            if taken:
+                self.manager.save(session)  # type: ignore[union-attr]  # stored before the lease goes
+            return True
+        finally:
+            if taken:
+                lease.release()
+
+    async def _afold(self, key: str) -> bool:
+        """Async twin of ``_fold`` (the lease's store writes off the event loop; the wait sleeps on it)."""
+        lease = self._fold_lease(key)
+        deadline = time.monotonic() + self.fold_wait
+        while not (taken := await asyncio.to_thread(lease.try_acquire)) and time.monotonic() < deadline:
+            await asyncio.sleep(FOLD_POLL)
+        try:
+            session = await self.manager.aget_or_create(key)  # type: ignore[union-attr]
+            if not await session.async_judge_resize():
+                return False
+            await self._ado(_Op("resize", session))
+            if taken:
+                await self.manager.asave(session)  # type: ignore[union-attr]
+            return True
+        finally:
+            if taken:
+                await asyncio.to_thread(lease.release)
+
     def _do(self, op: _Op) -> Any:
+        if op.kind == "fold":
+            return self._fold(op.target)
         if op.kind == "session":
             return self.fixed if self.fixed is not None else self.manager.get_or_create(op.target)  # type: ignore[union-attr]
         if op.kind == "judge":
@@ -248,6 +316,8 @@ class SessionBinding:
         return self.manager.save(op.target, durable=op.kind == "save")  # type: ignore[union-attr]
 
     async def _ado(self, op: _Op) -> Any:
+        if op.kind == "fold":
+            return await self._afold(op.target)
         if op.kind == "session":
             return self.fixed if self.fixed is not None else await self.manager.aget_or_create(op.target)  # type: ignore[union-attr]
         if op.kind == "judge":

@@ -11,6 +11,7 @@ stands for: indexing, slicing, iteration, ``len``, ``append``, equality with a l
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, MutableSequence, Sequence
+import itertools
 import threading
 from typing import Any, overload
 
@@ -18,7 +19,7 @@ from langchain_core.messages import BaseMessage
 
 from session_graph.errors import StoreError
 
-__all__ = ["LazyHistory", "is_loaded", "prefix"]
+__all__ = ["LazyHistory", "Spliced", "is_loaded", "prefix"]
 
 Loader = Callable[[], "list[BaseMessage]"]
 """Returns the messages at positions ``1 .. start - 1`` (the middle), oldest first."""
@@ -202,3 +203,72 @@ def prefix(history: Sequence[BaseMessage], count: int) -> Sequence[BaseMessage]:
     if isinstance(history, LazyHistory) and not history.loaded and count > history.start:
         return _Prefix(history, count)
     return history[:count]
+
+
+class Spliced(Sequence[BaseMessage]):
+    """The first ``shared`` messages of a list someone else holds, then a tail of its own: a
+    history built on another one without copying their common part (a merge builds the stored
+    history on the session's own list this way). ``settle()`` makes that list this history, in
+    place, at O(tail) (appends to it since, after ``shared``, are dropped: the caller keeps them).
+
+    Args:
+        base: the list whose first ``shared`` messages this history starts with (left unchanged
+            until ``settle``).
+        shared: how many of them.
+        tail: the messages after them (appends and extends go here).
+    """
+
+    __slots__ = ("base", "shared", "tail")
+
+    def __init__(self, base: list[BaseMessage], shared: int, tail: list[BaseMessage] | None = None) -> None:
+        if not 0 <= shared <= len(base):
+            raise ValueError(f"shared must be within the base list (0 .. {len(base)}), not {shared}")
+        self.base, self.shared, self.tail = base, shared, tail if tail is not None else []
+
+    def __len__(self) -> int:
+        return self.shared + len(self.tail)
+
+    @overload
+    def __getitem__(self, index: int) -> BaseMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[BaseMessage]: ...
+    def __getitem__(self, index: int | slice) -> BaseMessage | list[BaseMessage]:
+        shared = self.shared
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(len(self))
+            if step != 1:
+                return list(self)[index]
+            if hi <= lo:
+                return []
+            if lo >= shared:
+                return self.tail[lo - shared : hi - shared]
+            return [*self.base[lo : min(hi, shared)], *self.tail[: max(0, hi - shared)]]
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            raise IndexError("history index out of range")
+        return self.base[position] if position < shared else self.tail[position - shared]
+
+    def __iter__(self) -> Iterator[BaseMessage]:
+        yield from itertools.islice(self.base, self.shared)
+        yield from self.tail
+
+    def __reversed__(self) -> Iterator[BaseMessage]:
+        yield from reversed(self.tail)
+        base = self.base
+        for position in range(self.shared - 1, -1, -1):
+            yield base[position]
+
+    def append(self, message: BaseMessage) -> None:
+        """Add a message at the end (to the tail)."""
+        self.tail.append(message)
+
+    def extend(self, messages: Iterable[BaseMessage]) -> None:
+        """Add messages at the end (to the tail)."""
+        self.tail.extend(messages)
+
+    def settle(self) -> list[BaseMessage]:
+        """Make ``base`` this history in place (O(tail): what followed its first ``shared`` messages
+        is replaced by the tail) and return it."""
+        del self.base[self.shared :]
+        self.base.extend(self.tail)
+        return self.base

@@ -25,7 +25,7 @@ from session_graph.accounting.window import WindowTotals
 from session_graph.compression.context import context_message
 from session_graph.errors import MessageError
 from session_graph.messages import role_of
-from session_graph.resize.history import LazyHistory
+from session_graph.resize.history import LazyHistory, Spliced
 from session_graph.resize.state import SessionState
 from session_graph.settings import Limits
 
@@ -112,10 +112,11 @@ class Ledger:
         as ``before`` (the history it indexed) up to a point: only what differs after it is
         re-indexed (a merge that adds another writer's messages costs O(those), not O(history)).
         ``known``: the caller built the new history on the old one's first ``known`` messages (a
-        merge): only the last of them is checked. Returns how to put the previous index back, or
-        None when this does not apply."""
+        merge): only the last of them is checked; ``before`` may then be a ``Spliced`` view of the
+        old history, when the caller rearranged its list in place after them. Returns how to put
+        the previous index back, or None when this does not apply."""
         full = state.full_chat_history
-        if previous._lazy is not None or not isinstance(full, list) or not isinstance(before, list):
+        if previous._lazy is not None or not isinstance(full, list) or not isinstance(before, list | Spliced):
             return None
         if known is not None:
             shared = known if known <= min(len(before), len(full)) and known and before[known - 1] is full[known - 1] else 0

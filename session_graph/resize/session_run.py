@@ -13,7 +13,7 @@ above this one): the session hands in ``has_extras`` and ``strip_view`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import dataclasses
 from typing import Any, Literal
@@ -233,19 +233,21 @@ class SessionCore:
         if len(kept) != len(state.current_chat_history):
             self.install(dataclasses.replace(state, current_chat_history=kept), reindex=False)
 
-    def install(self, state: SessionState, *, reindex: bool = True, shared: int | None = None) -> None:
+    def install(self, state: SessionState, *, reindex: bool = True, shared: int | None = None,
+                before: Sequence[BaseMessage] | None = None) -> None:
         """Adopt a state: rebuild what is derived from it (index, sizes, window totals).
 
         Measures of messages the new state shares with the old one are kept (a reload that
         only adds messages costs O(what it adds) in measuring, O(history) in indexing; ``shared``:
         the caller knows the new history starts with the old one's first ``shared`` messages,
-        so indexing costs O(what follows them)).
+        so indexing costs O(what follows them); ``before``: the old history as it was, when the
+        caller rearranged its list in place after those ``shared`` messages).
         """
         previous = getattr(self, "ledger", None)
         if previous is None:
             ledger = Ledger(state)
         elif reindex:
-            ledger = Ledger(state, previous, self.state.full_chat_history, shared)  # what it shares with the old history is kept
+            ledger = Ledger(state, previous, self.state.full_chat_history if before is None else before, shared)  # what it shares with the old history is kept
         else:
             ledger = previous
             ledger.rebuild(state, reindex=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import (
@@ -30,7 +31,7 @@ from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.interop.export import commit_fields
 from session_graph.messages import content_parts, role_of
-from session_graph.resize.history import LazyHistory
+from session_graph.resize.history import LazyHistory, Spliced
 from session_graph.resize.state import SessionState
 from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
 from session_graph.settings import SessionSettings
@@ -75,7 +76,7 @@ def _by_id(full: Sequence[BaseMessage], wanted: set[Any]) -> dict[Any, BaseMessa
     found: dict[Any, BaseMessage] = {}
     if not wanted:
         return found
-    newest_first = reversed(full) if isinstance(full, list) else (m for _, m in reversed(list(_held(full))))
+    newest_first = (m for _, m in reversed(list(_held(full)))) if isinstance(full, LazyHistory) else reversed(full)
     for message in newest_first:
         if message.id in wanted and message.id not in found:
             found[message.id] = message
@@ -97,6 +98,23 @@ _CLASSES: dict[str, type[BaseMessage]] = {
 
 _TYPE_NAMES = {name: name for name in _CLASSES}
 _FIELDS = {cls: frozenset(cls.model_fields) for cls in _CLASSES.values()}
+_DEFAULTS = {cls: {name: field.get_default(call_default_factory=True) for name, field in cls.model_fields.items()}
+             for cls in _CLASSES.values()}
+_SHARED_TEXT = 64  # a value this short that many messages repeat (a tool's name, a status) is kept once, as a literal is
+
+
+def _shared(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str and len(value) <= _SHARED_TEXT else value
+
+
+def _calls(calls: list[Any]) -> list[Any]:
+    """Tool calls with their names and kinds kept once across messages (each call's dict as read)."""
+    for call in calls:
+        if type(call) is dict:
+            for key in ("name", "type"):
+                if key in call:
+                    call[key] = _shared(call[key])
+    return calls
 
 
 def _built(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
@@ -107,9 +125,17 @@ def _built(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
     message = cls.__new__(cls)
     fields = {k: v for k, v in data.items()}  # built by insertion: a compact dict (272 bytes, a copy is 352)
     fields["type"] = _TYPE_NAMES[fields["type"]]  # one shared string per type, as the class default is
+    for key in ("name", "status"):
+        if key in fields:
+            fields[key] = _shared(fields[key])
+    if fields.get("tool_calls"):
+        fields["tool_calls"] = _calls(fields["tool_calls"])
     object.__setattr__(message, "__dict__", fields)
-    # the fields a caller would have passed: what is not empty (a set of all ten is 2-3x bigger)
-    object.__setattr__(message, "__pydantic_fields_set__", {k for k, v in data.items() if v or k == "content"})
+    # the fields a caller would have passed: what differs from its default, as a message made in
+    # process has (``type``, ``status="success"`` are defaults; a set of five or more is 3x bigger)
+    defaults = _DEFAULTS[cls]
+    object.__setattr__(message, "__pydantic_fields_set__",
+                       {k for k, v in data.items() if k == "content" or (k != "type" and v != defaults[k])})
     object.__setattr__(message, "__pydantic_extra__", {})  # messages allow extras: an empty dict, as pydantic sets
     object.__setattr__(message, "__pydantic_private__", None)
     return message
@@ -144,9 +170,9 @@ def messages_of(
     before the next is decoded (``Records`` are drained), so no record outlives its message and
     the heap is left as compact as messages made in process. ``arrived``: filled with each
     record's ``ts`` by its id (the message's own id string, not a second copy of it). ``own``:
-    ``held`` is a list the caller hands over, extended in place (no copy of it)."""
+    ``held`` is a list (or a ``Spliced`` history) the caller hands over, extended in place (no copy of it)."""
     items = records.drain() if isinstance(records, Records) else records
-    full: list[BaseMessage] = held if own and isinstance(held, list) else list(held)
+    full: list[BaseMessage] = held if own and isinstance(held, list | Spliced) else list(held)  # type: ignore[assignment]
     add = full.append
     for record in tracked(items, len(records), progress):
         message = record_message(record, where)
@@ -230,7 +256,8 @@ def snapshot_state(
     ``middle``: how to read the messages a window read skipped (``read(window=True)`` gives
     record 0 and the records from the window on); the full history is then a ``LazyHistory``.
     ``arrived``: filled with each record's arrival time (``ts``) by message id, in the same pass.
-    ``own``: ``held`` is a fresh list the caller hands over: the history is built on it, not on a copy.
+    ``own``: ``held`` is a fresh list (or a ``Spliced`` view) the caller hands over: the history is
+    built on it, not on a copy.
 
     Raises:
         StoreError: a record or the state document is damaged (naming which).

@@ -1,4 +1,5 @@
-"""A commit lease in the session store: one commit of a session at a time, across processes.
+"""A commit lease in the session store: one commit of a session at a time, across processes
+(and, with ``purpose="fold"``, one memo or summary fold of a session at a time).
 
 The file memory store serialises commits with a file lock; any other memory store (SQLite,
 Postgres, in memory) has no lock other processes see, so two processes committing one
@@ -27,9 +28,9 @@ from session_graph.stores.base import SessionStore, StoreChange, StoredSession
 __all__ = ["CommitLease", "lease_tenant"]
 
 
-def lease_tenant(tenant: str) -> str:
-    """The tenant that holds ``tenant``'s commit leases (``#`` keeps it apart from real tenants' names)."""
-    return f"{tenant}#commit-leases"
+def lease_tenant(tenant: str, purpose: str = "commit") -> str:
+    """The tenant that holds ``tenant``'s leases for ``purpose`` (``#`` keeps it apart from real tenants' names)."""
+    return f"{tenant}#{purpose}-leases"
 
 
 class CommitLease:
@@ -41,10 +42,13 @@ class CommitLease:
         key: the session key.
         ttl: seconds a lease lasts without a renewal.
         wait: the longest ``acquire`` waits for another holder (then ``StoreError``).
+        purpose: what the lease serialises (``"commit"``; ``"fold"``: a memo or summary fold of
+            the session, see ``integrations/binding.py``): each purpose has its own leases.
     """
 
-    def __init__(self, store: SessionStore, tenant: str, key: str, *, ttl: float = 300.0, wait: float = 3600.0) -> None:
-        self.store, self.tenant, self.key = store, lease_tenant(tenant), key
+    def __init__(self, store: SessionStore, tenant: str, key: str, *, ttl: float = 300.0, wait: float = 3600.0,
+                 purpose: str = "commit") -> None:
+        self.store, self.tenant, self.key = store, lease_tenant(tenant, purpose), key
         self.ttl, self.wait = ttl, wait
         self.owner = uuid.uuid4().hex
         self.waited = 0.0  # seconds the last acquire waited for another holder (for measurement)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
+from session_graph.resize.history import Spliced, is_loaded
 from session_graph.resize.state import SessionState
 from session_graph.stores.base import Snapshot
 from session_graph.stores.codec import snapshot_state
@@ -177,7 +178,7 @@ def merge_states(
     shared = shared if order_prefix is not None else 0
     stored = {m.id or "" for m in theirs.full_chat_history[shared:]}  # my messages before `shared` are theirs too
     unsaved = [m for m in mine.full_chat_history[base_count:] if m.id not in stored]
-    if own_theirs and isinstance(theirs.full_chat_history, list):  # handed over: the merged history is built on it
+    if own_theirs and isinstance(theirs.full_chat_history, list | Spliced):  # handed over: the merged history is built on it
         full = theirs.full_chat_history
         full.extend(unsaved)
     else:
@@ -276,23 +277,26 @@ class Merged:
     theirs_count: int = -1  # messages in theirs (its history list may be the merged one, extended)
 
 
-def merge_snapshot(
-    base: dict[str, Any], session: Session, snapshot: Snapshot, held: Sequence[BaseMessage], stored_count: int
-) -> Merged:
-    """Merge what ``snapshot`` holds (its records from ``len(held)`` on) with ``session``'s changes since ``base``.
+def merge_snapshot(base: dict[str, Any], session: Session, snapshot: Snapshot, held: int, stored_count: int) -> Merged:
+    """Merge what ``snapshot`` holds (its records from ``held`` on) with ``session``'s changes since ``base``.
 
-    ``held``: the session's first messages the store holds (a list is taken over: the stored
-    history is built on it). ``stored_count``: how many of the session's messages the store held
-    at the base (usually ``len(held)``; more when another writer cleared the session since: those
-    stay dropped).
+    ``held``: how many of the session's first messages the store holds; the stored history is
+    built on the session's own list as a ``Spliced`` view of them (no copy of the history: ``adopt``
+    rearranges that list in place, at O(what changed)); the session's history must be loaded
+    when ``held`` > 0. ``stored_count``: how many of the session's messages the store held at the
+    base (usually ``held``; more when another writer cleared the session since: those stay dropped).
     Pure: the session is not changed (``adopt`` does that).
     """
     arrived: dict[str, str] = {}
-    shared = len(held)  # a list ``held`` is handed over: theirs is built on it (no copy of the history)
-    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", held, arrived=arrived, own=True)
+    history = session.full_chat_history
+    if held and not is_loaded(history):
+        raise ValueError("merge_snapshot needs the session's history loaded (history.load()) when the store holds some of it")
+    own = history if isinstance(history, list) else history.load() if held else []  # type: ignore[attr-defined]
+    shared = Spliced(own, held)  # theirs is built on it: the first ``held`` messages are mine, by my index
+    theirs, metadata = snapshot_state(snapshot, f"session {session.id!r}", shared, arrived=arrived, own=True)
     theirs_count = len(theirs.full_chat_history)
-    merged, unsaved, dropped_fold, order = merge_states(base, stored_count, session.state, theirs, shared,
-                                                        session._ledger.position, own_theirs=True)  # held: by my index
+    merged, unsaved, dropped_fold, order = merge_states(base, stored_count, session.state, theirs, held,
+                                                        session._ledger.position, own_theirs=True)
     base_metadata = base.get("metadata") or {}
     mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
     return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, order, dropped_fold, theirs_count)
@@ -301,9 +305,21 @@ def merge_snapshot(
 def adopt(session: Session, result: Merged, late: Sequence[BaseMessage] = ()) -> None:
     """Adopt a merge in place (``late``: messages appended to the session meanwhile, kept on top).
 
-    The merged history starts with the session's own first ``result.stored.shared`` messages
-    (the merge built it on them), so only what follows them is indexed again."""
-    session._core.install(result.state, shared=result.stored.shared)  # Session.restore, with what the merge knows
+    The merged history is the session's own list, its first ``shared`` messages kept and what
+    followed them replaced by the merge's tail, in place (``Spliced.settle``): O(what changed),
+    and only that is indexed again. If the install fails, the list is put back as it was."""
+    state, full = result.state, result.state.full_chat_history
+    if isinstance(full, Spliced):
+        before = Spliced(full.base, full.shared, full.base[full.shared :])  # the session's history as it is now
+        state.full_chat_history = full.settle()
+        try:
+            session._core.install(state, shared=full.shared, before=before)  # Session.restore, with what the merge knows
+        except BaseException:
+            full.base[full.shared :] = before.tail
+            state.full_chat_history = full
+            raise
+    else:
+        session._core.install(state, shared=result.stored.shared)
     session.metadata = result.metadata
     session.arrived_at.update(result.arrived)  # in place: O(what arrived), not a copy of every stamp
     for message in late:

@@ -26,7 +26,7 @@ from session_graph._base.gc import paused_gc
 from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
 from session_graph.errors import ConfigurationError, StoreError
-from session_graph.resize.history import prefix
+from session_graph.resize.history import is_loaded, prefix
 from session_graph.resize.trace import saved_trace
 from session_graph.retrieval.messages import bind_store
 from session_graph.session import Session
@@ -156,8 +156,6 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     raced = manager.cache.get(key)
     if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
         return (yield from get_flow(manager, key, progress))
-    if len(snapshot.records) >= TRIM_AFTER:
-        trim_heap()  # what the decode freed outside Python's own allocator goes back to the OS
     log.info("session %r %s from the store: %d messages in %.2f s", key, "reloaded" if entry is not None else "loaded",
              len(state.full_chat_history), time.perf_counter() - started)
     session = entry.session if entry is not None else manager.session_factory(key)
@@ -169,6 +167,9 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     session.arrived_at = {**session.arrived_at, **arrived} if held else arrived
     remember(manager, key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
                                  snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
+    if len(snapshot.records) >= TRIM_AFTER:  # last: the restore's tables and the read state document are freed by now
+        snapshot = None  # type: ignore[assignment]  # its state document (a window of ids) goes before the trim
+        trim_heap()  # what the load freed outside Python's own allocator goes back to the OS
     return session
 
 
@@ -178,15 +179,17 @@ def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
     Reads only the records after the ones this session holds (O(what the other wrote)).
     """
     session = entry.session
-    held = session.full_chat_history[: entry.persisted]
-    snapshot = yield Call("read", (manager.tenant, key), {"since": len(held)})
-    if snapshot is not None and held and cleared(entry, snapshot.state, None, len(held)):
-        held = []
+    held = min(entry.persisted, len(session.full_chat_history))
+    snapshot = yield Call("read", (manager.tenant, key), {"since": held})
+    if snapshot is not None and held and cleared(entry, snapshot.state, None, held):
+        held = 0
         snapshot = yield Call("read", (manager.tenant, key))
     if snapshot is None:  # deleted meanwhile: what we hold is all there is
         entry.version, entry.persisted, entry.base = 0, 0, {}
         return
     log.info("session %r: merging %d message(s) another writer stored with this one's changes", key, len(snapshot.records))
+    if held and not is_loaded(session.full_chat_history):
+        yield Blocking(session.full_chat_history.load)  # type: ignore[attr-defined]  # the merge builds on the held messages
     result = yield Blocking(lambda: merge_with(manager, entry, snapshot, held))
     adopt(session, result)
     session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
@@ -228,8 +231,8 @@ def cleared(entry: Entry | None, state: dict[str, Any], count: int | None, held:
     return count < held or (entry is not None and resets(state) != resets(entry.base))
 
 
-def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: list[Any]) -> Merged:
-    """What merging ``snapshot`` (records from ``len(held)`` on) with the entry's session gives (pure)."""
+def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> Merged:
+    """What merging ``snapshot`` (records from ``held`` on) with the entry's session gives (pure)."""
     manager.merges += 1
     result = merge_snapshot(entry.base, entry.session, snapshot, held, entry.persisted)
     if result.dropped_fold:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from session_graph.errors import StoreConflictError, StoreError
-from session_graph.resize.history import is_loaded, prefix
+from session_graph.resize.history import is_loaded
 from session_graph.resize.trace import ResizeTrace, saved_trace
 from session_graph.session import Session
 from session_graph.stores.base import Snapshot, StoreChange, StoredSession, check_key, resets, update_options, utc_now
@@ -54,7 +54,7 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
         records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
         state = session_state(session, entry.created_at, now)
         revision = session.revision
-        held = min(entry.persisted, count)  # what the store holds of it; copied only if another writer's changes must be merged
+        held = min(entry.persisted, count)  # what the store holds of it (a merge builds on them, never copies them)
         merged: list[Merged] = []
         seen: list[StoredSession] = []
         change = saving(manager, entry, StoreChange(state, records, reset), held, now, merged, seen)
@@ -98,8 +98,7 @@ def saving(manager: Owner, entry: Entry, mine: StoreChange, held: int, now: str,
             raise NeedsHistory(f"session {key!r}: a merge needs the whole history")  # never read the store inside its lock
         if stored.state is None or cleared(entry, stored.state, stored.message_count, held):
             raise StoreConflictError(f"session {key!r} was deleted or cleared by another writer")
-        result = merge_with(manager, entry, Snapshot(key, stored.state, stored.records, stored.version),
-                            prefix(session.full_chat_history, held))
+        result = merge_with(manager, entry, Snapshot(key, stored.state, stored.records, stored.version), held)
         merged.append(result)
         arrived, stamps = result.arrived, session.arrived_at  # theirs first; no merged copy of every stamp
         trace = ResizeTrace(session.trace)
