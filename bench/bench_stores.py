@@ -250,7 +250,8 @@ def concurrent_writers(specs: dict[str, str], writers: int, turns: int) -> None:
     for name, spec in specs.items():
         tenant = f"w-{os.getpid()}-{name}"
         t0 = time.perf_counter()
-        runs = [subprocess.Popen([sys.executable, "-c", WRITER, spec, tenant, f"p{n}", str(turns)], stdout=subprocess.PIPE, text=True)
+        runs = [subprocess.Popen([sys.executable, "-c", WRITER, spec, tenant, f"p{n}", str(turns)], stdout=subprocess.PIPE, text=True,
+                                 cwd=Path(__file__).resolve().parents[1])  # this checkout's session_graph, not an installed copy
                 for n in range(writers)]
         merges = sum(int(run.communicate()[0] or 0) for run in runs)
         seconds = time.perf_counter() - t0
