@@ -36,11 +36,13 @@ from session_graph.errors import StoreError
 
 __all__ = [
     "STATE_PREFIX",
+    "Appending",
     "MetaCache",
     "Written",
     "current_state",
     "dumps",
     "encode",
+    "grown",
     "is_state_line",
     "meta_bytes",
     "replay",
@@ -80,6 +82,36 @@ class Written:
 
     def __init__(self, fields: dict[str, bytes], window: list[Any], trace: Any) -> None:
         self.fields, self.window, self.trace = fields, window, trace
+
+
+class Appending:
+    """What a save that only appends expects the stored state to be (the one its session last
+    saved: ``version``, ``persisted`` messages, the ``window`` ids before the new ones, ``memo``
+    and ``metadata``), and the top-level ``fields`` the new messages change (turns, updated_at)."""
+
+    __slots__ = ("fields", "memo", "metadata", "persisted", "version", "window")
+
+    def __init__(self, version: int, persisted: int, window: list[Any], memo: Any, metadata: Any, fields: dict[str, Any]) -> None:
+        self.version, self.persisted, self.window = version, persisted, window
+        self.memo, self.metadata, self.fields = memo, metadata, fields
+
+    def matches(self, stored: dict[str, Any]) -> bool:
+        """Whether ``stored`` is the state this expects (anything else: the caller saves in full)."""
+        return (stored.get("version") == self.version and stored.get("message_count") == self.persisted
+                and stored.get("window") == self.window and stored.get("memo") == self.memo
+                and stored.get("metadata") == self.metadata)
+
+
+def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: list[Any]) -> tuple[dict[str, Any], Written]:
+    """``old`` (as ``written``) with the window grown by ``ids`` and the ``changed`` fields set:
+    the new document and its encoding, only the changed fields encoded again."""
+    window = [*old.get("window", ()), *ids]
+    document = {**old, **changed, "window": window}
+    fields = dict(written.fields)
+    for name, value in changed.items():
+        fields[name] = dumps(value)
+    fields["window"] = dumps(window)
+    return document, Written(fields, window, written.trace)
 
 
 def current_state(log: Path, meta: Path, read_meta: Callable[[Path], dict[str, Any] | None]
@@ -263,9 +295,11 @@ class MetaCache:
             return None, None, 0
         return entry[1], entry[2], entry[3]
 
-    def put(self, path: Path, document: dict[str, Any], written: Written, on_disk: int | None = None) -> None:
+    def put(self, path: Path, document: dict[str, Any], written: Written, on_disk: int | None = None, *,
+            detached: bool = False) -> None:
         """Remember ``document`` as written; ``on_disk``: the log size the meta file describes
-        (None: the meta file was just rewritten with this document)."""
+        (None: the meta file was just rewritten with this document); ``detached``: it shares no
+        container with a caller already (``grown`` from a cached document), so it is kept as is."""
         signature = self._signature(path)
         with self._guard:
             if signature is None:
@@ -274,7 +308,7 @@ class MetaCache:
                 if len(self._entries) > 4096 and path not in self._entries:
                     self._entries.pop(next(iter(self._entries)))
                 at = int(document.get("bytes", 0)) if on_disk is None else on_disk
-                self._entries[path] = (signature, _detached(document, written), written, at)
+                self._entries[path] = (signature, document if detached else _detached(document, written), written, at)
 
     def forget(self, path: Path) -> None:
         with self._guard:
