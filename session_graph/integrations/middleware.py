@@ -111,7 +111,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self.binding.step(state, **save_point(state))  # the input durable before the model is called
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
-        self.binding.step(replies, resize=False, **save_point(state, replies))
+        self.binding.step(replies, resize=False, session=session, **save_point(state, replies))
         return _flat(session, request, response, replies)
 
     async def awrap_model_call(
@@ -122,7 +122,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
-        await self.binding.astep(replies, resize=False, **save_point(state, replies))
+        await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies))
         return _flat(session, request, response, replies)
 
     def _recalled(self, session: Session, request: ModelRequest | None = None) -> str:
