@@ -108,7 +108,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     # node per model call, which is most of what any middleware costs a turn)
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ExtendedModelResponse:
         state = request.state["messages"]
-        session = self.binding.step(state, **save_point(state))  # the input durable before the model is called
+        point = save_point(state)
+        session = self.binding.step(state, session=self._continued(request, point), **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
         self.binding.step(replies, resize=False, session=session, **save_point(state, replies))
@@ -118,12 +119,18 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ExtendedModelResponse:
         state = request.state["messages"]
-        session = await self.binding.astep(state, **save_point(state))
+        point = save_point(state)
+        session = await self.binding.astep(state, session=self._continued(request, point), **point)
         recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
         await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies))
         return _flat(session, request, response, replies)
+
+    def _continued(self, request: ModelRequest, point: dict[str, Any]) -> Session | None:
+        """Inside a turn (no new input: tool results), the session its earlier model call used,
+        taken without a store look-up while the manager still caches it; None at a turn's start."""
+        return None if point.get("durable") else self.binding.live(str(request.state.get("session_key") or ""))
 
     def _recalled(self, session: Session, request: ModelRequest | None = None) -> str:
         """The memories and evicted messages recalled for the newest user message, as prompt text

@@ -1,6 +1,7 @@
 """SessionMiddleware is one hook (``wrap_model_call``): LangGraph runs no node of its own per
-model call, the state is cut to the reply by the hook's command, and the step that records a
-reply reuses the session its model call was shown (no store look-up per reply)."""
+model call, the state is cut to the reply by the hook's command, and only a turn's first model
+call looks the session up in the store (the step that records a reply, and a model call after
+tool results, reuse the session the turn already holds)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_each_model_call_cuts_the_state_to_its_reply(tmp_path: Path) -> None:
     assert agent.get_state(config).values["session_key"] == "t1"
 
 
-def test_recording_a_reply_asks_the_store_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_turn_looks_its_session_up_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     manager = SessionManager(tmp_path)
     agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(manager=manager)])
     config = {"configurable": {"thread_id": "t1"}}
@@ -50,4 +51,5 @@ def test_recording_a_reply_asks_the_store_nothing(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(JsonlStore, "version", version)
     agent.invoke({"messages": [HumanMessage(content="q1")]}, config)
-    assert looked_up == ["t1", "t1"]  # one look-up per model call (two: a tool call, then the answer), none per reply
+    assert looked_up == ["t1"]  # at the turn's start; none per reply, none after the tool result
+    assert [m.content for m in manager.get("t1").full_chat_history if isinstance(m, HumanMessage)] == ["q0", "q1"]
