@@ -298,9 +298,13 @@ class MetaCache:
     def put(self, path: Path, document: dict[str, Any], written: Written, on_disk: int | None = None, *,
             detached: bool = False) -> None:
         """Remember ``document`` as written; ``on_disk``: the log size the meta file describes
-        (None: the meta file was just rewritten with this document); ``detached``: it shares no
-        container with a caller already (``grown`` from a cached document), so it is kept as is."""
-        signature = self._signature(path)
+        (None: the meta file was just rewritten with this document; else it is the file the
+        cached entry's ``stat`` describes, untouched under the session's lock: no ``stat`` again);
+        ``detached``: it shares no container with a caller already (``grown`` from a cached
+        document), so it is kept as is."""
+        with self._guard:
+            known = self._entries.get(path) if on_disk is not None else None
+        signature = known[0] if known is not None else self._signature(path)
         with self._guard:
             if signature is None:
                 self._entries.pop(path, None)
