@@ -113,3 +113,26 @@ def test_another_writer_in_between_makes_the_append_a_merge(tmp_path: Path, monk
     contents = [m.content for m in stored.full_chat_history]
     assert sorted(contents) == sorted(["question 0", "answer 0", "from the other writer", "question 1", "answer 1"])
     assert len(stored.current_chat_history) == 5
+
+
+def test_a_merge_after_appended_saves_keeps_both_writers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written = calls(monkeypatch)
+    mine, theirs = SessionManager(tmp_path), SessionManager(tmp_path)
+    session = mine.get_or_create("k")
+    turn(session, 0)
+    mine.save(session)
+    turn(session, 1)
+    mine.save(session)  # appended: what the manager remembers of the stored state is grown, not rebuilt
+    other = theirs.get("k")
+    assert len(other.full_chat_history) == 4
+    other.append_message({"role": "user", "content": "from the other writer"})
+    theirs.save(other)
+    turn(session, 2)
+    mine.save(session)  # merged on top of the appended state
+    assert written == ["update", "append_messages", "update", "update"]  # theirs: its store did not write last
+    stored = SessionManager(tmp_path).get("k")
+    contents = [m.content for m in stored.full_chat_history]
+    assert contents[:4] == ["question 0", "answer 0", "question 1", "answer 1"]
+    assert sorted(contents[4:]) == sorted(["from the other writer", "question 2", "answer 2"])
+    assert [m.id for m in stored.current_chat_history] == [m.id for m in stored.full_chat_history]
+    same(stored, session)
