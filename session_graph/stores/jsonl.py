@@ -202,15 +202,16 @@ class JsonlStore(StoreBase):
 
     def append_messages(self, tenant: str, key: str, records: list[dict[str, Any]], expect: Appending, *,
                         sync: bool = True) -> int | None:
-        """Append ``records`` and the state line they make (the window grows by their ids; the
-        count, the version and ``expect.fields`` change) in one write and one fsync, at the cost
+        """Append ``records`` and the state line they make (the window loses its first
+        ``expect.dropped`` ids and grows by theirs; the count, the version and ``expect.fields``
+        change) in one write and one fsync, at the cost
         of the records: the state document is neither built nor encoded again. Returns the new
         version; None, writing nothing, unless the log ends with the state this store wrote
         last and it is the one ``expect`` describes (the caller then saves in full, merging
         what another writer stored)."""
         with self._locked(tenant, key) as (log, meta):
             old, written, on_disk = self._written.get(meta)
-            if old is None or written is None or not records or int(old.get("bytes", -1)) != log_size(log) or not expect.matches(old):
+            if old is None or written is None or int(old.get("bytes", -1)) != log_size(log) or not expect.matches(old):
                 return None
             start = size = int(old["bytes"])
             offsets = offsets_of(old, expect.persisted, size)
@@ -220,7 +221,7 @@ class JsonlStore(StoreBase):
             count, position = _record_lines(records, expect.persisted, size, offsets, lines)
             version = expect.version + 1
             document, encoded = grown(old, written, {**expect.fields, "message_count": count, "version": version},
-                                      [record.get("id") for record in records])
+                                      [record.get("id") for record in records], expect.dropped)
             lines.append(state_line(encoded, written))
             position += len(lines[-1])
             with open(log, "ab") as handle:  # as update: the records and their state line, one write, one fsync

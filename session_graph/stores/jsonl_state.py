@@ -86,32 +86,45 @@ class Written:
 
 class Appending:
     """What a save that only appends expects the stored state to be (the one its session last
-    saved: ``version``, ``persisted`` messages, the ``window`` ids before the new ones, ``memo``
-    and ``metadata``), and the top-level ``fields`` the new messages change (turns, updated_at)."""
+    saved: ``version``, ``persisted`` messages, the ``window`` ids, ``memo`` and ``metadata``),
+    the top-level ``fields`` it changes (turns, updated_at; after a lite prune the window start,
+    the last resize turn and the trace too) and how many ids the window lost at its start
+    (``dropped``: a lite prune)."""
 
-    __slots__ = ("fields", "memo", "metadata", "persisted", "version", "window")
+    __slots__ = ("dropped", "fields", "memo", "metadata", "persisted", "version", "window")
 
-    def __init__(self, version: int, persisted: int, window: list[Any], memo: Any, metadata: Any, fields: dict[str, Any]) -> None:
+    def __init__(self, version: int, persisted: int, window: list[Any], memo: Any, metadata: Any, fields: dict[str, Any],
+                 dropped: int = 0) -> None:
         self.version, self.persisted, self.window = version, persisted, window
-        self.memo, self.metadata, self.fields = memo, metadata, fields
+        self.memo, self.metadata, self.fields, self.dropped = memo, metadata, fields, dropped
 
     def matches(self, stored: dict[str, Any]) -> bool:
-        """Whether ``stored`` is the state this expects (anything else: the caller saves in full)."""
+        """Whether ``stored`` is the state this expects (anything else: the caller saves in full;
+        the memo is not compared when ``fields`` set it)."""
         return (stored.get("version") == self.version and stored.get("message_count") == self.persisted
-                and stored.get("window") == self.window and stored.get("memo") == self.memo
-                and stored.get("metadata") == self.metadata)
+                and stored.get("window") == self.window and stored.get("metadata") == self.metadata
+                and ("memo" in self.fields or stored.get("memo") == self.memo))
 
 
-def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: list[Any]) -> tuple[dict[str, Any], Written]:
-    """``old`` (as ``written``) with the window grown by ``ids`` and the ``changed`` fields set:
-    the new document and its encoding, only the changed fields encoded again."""
-    window = [*old.get("window", ()), *ids]
+def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: list[Any], dropped: int = 0
+          ) -> tuple[dict[str, Any], Written]:
+    """``old`` (as ``written``) with the window's first ``dropped`` ids gone, grown by ``ids``,
+    and the ``changed`` fields set: the new document and its encoding, only the changed fields
+    encoded again (the trace not while it is the object encoded last); a changed container is
+    kept as it was encoded (the session edits its memo in place after a save)."""
+    window = [*old.get("window", ())[dropped:], *ids]
     document = {**old, **changed, "window": window}
     fields = dict(written.fields)
+    trace = written.trace
+    loads = orjson.loads if orjson is not None else json.loads
     for name, value in changed.items():
+        if name == "trace" and value is trace and "trace" in fields:
+            continue
         fields[name] = dumps(value)
+        if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
+            document[name] = loads(fields[name])
     fields["window"] = dumps(window)
-    return document, Written(fields, window, written.trace)
+    return document, Written(fields, window, changed.get("trace", trace))
 
 
 def current_state(log: Path, meta: Path, read_meta: Callable[[Path], dict[str, Any] | None]

@@ -1,14 +1,19 @@
-"""A save that only appends: the messages a session gained since its last save, at their cost.
+"""A save that only appends: what a session gained since its last save, at its cost.
 
-Most saves of an agent turn follow appends only (the user's input, a tool call and its result,
-the reply). When a session changed in no other way since the save the manager remembers (its
-revision moved by exactly the messages it gained: no resize, load, clear, touch or setting in
-between; the gained messages end its window; its memo and metadata are what was stored), and
-the store can append on top of the state it wrote last (``JsonlStore.append_messages``), the
-save writes those messages' records and the state line they make (the window grows by their
-ids; the count, the turns and the version move) without building or encoding the state
-document. Anything else, or a store without that method, is a full save (``session_save``),
-which merges what another writer stored.
+Most saves of an agent turn follow appends (the user's input, a tool call and its result, the
+reply) and, one turn in a few, a lite prune (the window lost its oldest messages). When that is
+all a session did since the save the manager remembers (the messages it gained end its window;
+the window's other messages are its stored window without its first ones, none held inline;
+its metadata, settings, memo cursor, fold records and commit ledger are what was stored; its
+memo too unless it pruned),
+and the store can append on top of the state it wrote last (``JsonlStore.append_messages``),
+the save writes those messages' records and the state line they make (the window loses its
+first ids and grows by theirs; the count, the turns, the window start, the last resize turn,
+the memo's note of the prune and the version move; the trace, kept in the meta file only,
+follows) without building or encoding
+the state document. Anything else (a fold, a clear, an edit, a touch, a setting, another writer)
+or a store without that method is a full save (``session_save``), which merges what another
+writer stored.
 """
 
 from __future__ import annotations
@@ -16,14 +21,18 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+from session_graph.interop.export import commit_fields
+from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
 from session_graph.stores.base import utc_now
-from session_graph.stores.codec import message_record
+from session_graph.stores.codec import message_record, window_start
 from session_graph.stores.flows import Blocking, Call
 from session_graph.stores.jsonl_state import Appending
 from session_graph.stores.session_load import Entry, Owner, remember
 
 __all__ = ["append_flow"]
+
+_COMMIT = ("archived_through", "usage", "archives")
 
 
 def append_flow(manager: Owner, entry: Entry, session: Session, durable: bool) -> Generator[Call | Blocking, Any, bool]:
@@ -32,22 +41,58 @@ def append_flow(manager: Owner, entry: Entry, session: Session, durable: bool) -
     append = getattr(manager.store, "append_messages", None)
     history = session.full_chat_history
     gained = len(history) - entry.persisted
-    if append is None or not entry.version or session.cleared or gained <= 0 or session.revision - entry.revision != gained:
+    if append is None or not entry.version or session.cleared or gained < 0:
         return False
     window = session.current_chat_history
     new = history[entry.persisted :]  # a lazy history's middle stays in the store
-    if len(window) < gained or any(a is not b for a, b in zip(window[len(window) - gained :], new, strict=True)):
+    kept = len(window) - gained
+    if kept < 0 or any(a is not b for a, b in zip(window[kept:], new, strict=True)):
+        return False
+    base, state = entry.base, session.state
+    stored = base.get("window")
+    if not isinstance(stored, list) or len(stored) < kept:
         return False
     now = utc_now()
-    state = session.state
-    before = [m.id for m in window[: len(window) - gained]]
-    expect = Appending(entry.version, entry.persisted, before, state.memo, session.metadata, {"updated_at": now, "turns": state.turns})
+    fields: dict[str, Any] = {"updated_at": now, "turns": state.turns}
+    dropped = len(stored) - kept
+    pruned = session.revision - entry.revision != gained or dropped  # more than appends: a prune, or nothing it can append
+    if pruned and (not (dropped or gained)
+                   or not _only_pruned(session, base, window[:kept], stored[dropped:], fields, entry.persisted if gained else len(history))):
+        return False
+    expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
     records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
     key = session.id
     version = yield Blocking(lambda: append(manager.tenant, key, records, expect, sync=durable))
     if version is None:
         return False
     entry.version, entry.persisted, entry.revision = version, entry.persisted + gained, session.revision
-    entry.base = {**entry.base, **expect.fields, "window": [*before, *(m.id for m in new)], "message_count": entry.persisted}
+    entry.base = {**base, **fields, "window": [*stored[dropped:], *(m.id for m in new)], "message_count": entry.persisted}
     remember(manager, key, entry)
+    return True
+
+
+def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], ids: list[Any], fields: dict[str, Any],
+                 after: int) -> bool:
+    """Whether the session changed since ``base`` (the document it last saved) only as a lite
+    prune does: its window's messages before the new ones are ``ids`` (the stored window
+    without its first ones), all in the history (nothing inline), and the memo's cursor, the
+    settings, the fold records and the commit ledger are as stored (the metadata the store
+    compares itself; the memo goes with the state line). Adds what the prune changed to ``fields`` (``after``: the first
+    position of the new messages, or the history's length)."""
+    state, index_of = session.state, session._ledger.index_of
+    if base.get("inline") or len(kept) != len(ids) or any(m.id != i for m, i in zip(kept, ids, strict=True)):
+        return False
+    positions = [index_of(m) for m in kept]
+    if None in positions:
+        return False
+    ledger = commit_fields(state)
+    if (base.get("memo_cursor") != state.memo_cursor or base.get("memo_ahead") != sorted(state.memo_ahead)
+            or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
+            or any(base.get(name) != ledger.get(name) for name in _COMMIT)):
+        return False
+    fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line
+    fields["last_resize_turn"] = state.last_resize_turn
+    fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
+    if session.trace:
+        fields["trace"] = session.trace.dump(SAVED_TRACE)  # the meta file's: no state line carries it
     return True
