@@ -110,7 +110,7 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
           ) -> tuple[dict[str, Any], Written]:
     """``old`` (as ``written``) with the window's first ``dropped`` ids gone, grown by ``ids``,
     and the ``changed`` fields set: the new document and its encoding, only the changed fields
-    encoded again (the trace not while it is the object encoded last); a changed container is
+    encoded again (the trace only when the meta file is written); a changed container is
     kept as it was encoded (the session edits its memo in place after a save)."""
     window = [*old.get("window", ())[dropped:], *ids]
     document = {**old, **changed, "window": window}
@@ -118,7 +118,9 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
     trace = written.trace
     loads = orjson.loads if orjson is not None else json.loads
     for name, value in changed.items():
-        if name == "trace" and value is trace and "trace" in fields:
+        if name == "trace":  # encoded when the meta file is written (``meta_bytes``), not per save
+            if value is not trace:
+                fields.pop("trace", None)
             continue
         fields[name] = dumps(value)
         if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
@@ -181,8 +183,9 @@ def encode(document: dict[str, Any], previous: Written | None) -> Written:
     fields: dict[str, bytes] = {}
     trace = document.get("trace")
     for name, value in document.items():
-        if name == "trace" and previous is not None and previous.trace is value and "trace" in previous.fields:
-            fields[name] = previous.fields["trace"]
+        if name == "trace":  # the meta file's only: encoded when it is written (``meta_bytes``), once per change
+            if previous is not None and previous.trace is value and "trace" in previous.fields:
+                fields[name] = previous.fields["trace"]
         else:
             fields[name] = dumps(value)
     window = document.get("window")
@@ -190,7 +193,9 @@ def encode(document: dict[str, Any], previous: Written | None) -> Written:
 
 
 def meta_bytes(written: Written) -> bytes:
-    """The meta file: the whole document, from its fields' JSON."""
+    """The meta file: the whole document, from its fields' JSON (the trace's encoded here, once per change)."""
+    if written.trace is not None and "trace" not in written.fields:
+        written.fields["trace"] = dumps(written.trace)
     return b"{" + b",".join(dumps(name) + b":" + value for name, value in written.fields.items()) + b"}"
 
 
