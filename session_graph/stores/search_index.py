@@ -82,6 +82,7 @@ class JsonlSearch:
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
+        self._bumped: dict[Path, float] = {}  # when a save last moved each tenant folder's change marker
         self.writer = TermsWriter(store)
 
     # -- writing (under the session's lock) -------------------------------------------------------
@@ -90,7 +91,7 @@ class JsonlSearch:
         terms file is written in batches (``search_writes.TermsWriter``); any search catches a terms
         file behind its log up first. Never fails the save."""
         self._appends += 1
-        search_marker.bump(log_path.parent)
+        search_marker.bump(log_path.parent, self._bumped)
         self.writer.appended(log_path, key, start, lines, tenant)
 
     def flush(self) -> None:

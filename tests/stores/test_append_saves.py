@@ -254,3 +254,32 @@ def test_a_fold_after_appended_prunes_is_a_full_save(tmp_path: Path, monkeypatch
     manager.save(session)
     assert written[count:] == ["update"]
     assert SessionManager(tmp_path).get("k").state.memo_cursor == 2
+
+
+def test_saves_in_a_burst_move_the_folder_marker_once_and_a_search_elsewhere_still_sees_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from session_graph.stores import search_index, search_marker
+
+    monkeypatch.setattr(search_index, "_FRESH", 0.0)  # each search checks the files (not only a moment later)
+    moved: list[Path] = []
+    real = os.utime
+    monkeypatch.setattr(os, "utime", lambda path, *a, **k: moved.append(Path(path)) or real(path, *a, **k))
+    clock = [1000.0]
+    monkeypatch.setattr(search_marker.time, "time", lambda: clock[0])
+    mine, theirs = SessionManager(tmp_path), SessionManager(tmp_path)  # two processes
+    session = mine.get_or_create("k")
+    turn(session, 0)
+    mine.save(session)
+    assert [h.seq for h in theirs.search("question", 10)] == [0]  # the marker is young: not trusted, a rescan next time
+    for i in range(1, 4):  # a burst: within RACY / 4 of the first bump
+        clock[0] += search_marker.RACY / 20
+        turn(session, i)
+        mine.save(session)
+    assert moved == [tmp_path / "default"]
+    assert sorted(h.seq for h in theirs.search("question", 10)) == [0, 2, 4, 6]  # the other process sees every save
+    clock[0] += search_marker.RACY / 4
+    turn(session, 4)
+    mine.save(session)
+    assert moved == [tmp_path / "default"] * 2  # past RACY / 4: moved again
