@@ -4,9 +4,11 @@ Run: ``PYTHONPATH=. python3 bench/bench_save_paths.py [--size 10000] [--rounds 7
 ``SessionManager`` (fsync on) holds a session of ``size`` messages (~200-char questions,
 ~600-char answers; lite prune at 40 messages); each step appends one turn (2 messages), saves,
 and when the policy asks, resizes and saves. Timed: CPU (``time.process_time``) of the save
-that follows a resize only, in alternating batches: ``appended`` as the branch does it,
-``full`` with the appended path turned off for saves that follow a prune (the previous
-behaviour). Medians of the batches; the load average is printed beside them.
+that follows a resize, and of every save of a turn (the turn's append-only save, plus the one
+after a resize when there is one), in alternating batches: ``appended`` as the branch does it,
+``full`` with the appended path turned off for saves that follow a prune and the tenant
+folder's change marker moved on every save (the previous behaviour). Medians of the batches;
+the load average is printed beside them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from session_graph import SessionManager
+from session_graph.stores import search_marker
 import session_graph.stores.session_append as session_append
 
 QUESTION = "How does the session keep its window inside the budget when tool results are large? " * 2
@@ -28,8 +31,9 @@ ANSWER = "It prunes the oldest messages of the window after a turn and folds the
 
 
 def run(size: int, rounds: int, batch: int) -> dict[str, float]:
-    real = session_append._only_pruned
+    real, bump = session_append._only_pruned, search_marker.bump
     times: dict[str, list[float]] = {"appended": [], "full": []}
+    turns: dict[str, list[float]] = {"appended": [], "full": []}
     with tempfile.TemporaryDirectory() as root:
         manager = SessionManager(Path(root))
         session = manager.get_or_create("bench").use_lite(messages=40)
@@ -42,12 +46,16 @@ def run(size: int, rounds: int, batch: int) -> dict[str, float]:
         for _ in range(rounds):
             for mode in ("appended", "full"):
                 session_append._only_pruned = real if mode == "appended" else (lambda *a, **k: False)
-                spent, saves = 0.0, 0
+                search_marker.bump = bump if mode == "appended" else (lambda folder, bumped=None: bump(folder))
+                spent, saves, all_saves, steps = 0.0, 0, 0.0, 0
                 while saves < batch:
                     turn += 1
+                    steps += 1
                     session.append_message({"role": "user", "content": f"{turn} {QUESTION}"})
                     session.append_message({"role": "assistant", "content": f"{turn} {ANSWER}"})
+                    start = time.process_time()
                     manager.save(session)
+                    all_saves += time.process_time() - start
                     if session.judge_resize() is not None:
                         session.resize()
                         start = time.process_time()
@@ -55,9 +63,11 @@ def run(size: int, rounds: int, batch: int) -> dict[str, float]:
                         spent += time.process_time() - start
                         saves += 1
                 times[mode].append(spent / saves * 1000)
-        session_append._only_pruned = real
+                turns[mode].append((all_saves + spent) / steps * 1000)
+        session_append._only_pruned, search_marker.bump = real, bump
     appended, full = statistics.median(times["appended"]), statistics.median(times["full"])
-    return {"appended": appended, "full": full, "ratio": appended / full}
+    turn_now, turn_before = statistics.median(turns["appended"]), statistics.median(turns["full"])
+    return {"appended": appended, "full": full, "ratio": appended / full, "turn": turn_now, "turn_before": turn_before}
 
 
 def main() -> None:
@@ -68,7 +78,9 @@ def main() -> None:
     args = parser.parse_args()
     r = run(args.size, args.rounds, args.batch)
     print(f"save after a lite prune at {args.size:,} messages, CPU per save (load {os.getloadavg()[0]:.1f}): "
-          f"appended {r['appended']:.3f} ms / full save {r['full']:.3f} ms = {r['ratio']:.2f}x")
+          f"appended {r['appended']:.3f} ms / full save {r['full']:.3f} ms = {r['ratio']:.2f}x; every save of a turn "
+          f"{r['turn']:.3f} ms / as before (full save after a prune, marker moved per save) {r['turn_before']:.3f} ms = "
+          f"{r['turn'] / r['turn_before']:.2f}x")
 
 
 if __name__ == "__main__":
