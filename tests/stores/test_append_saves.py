@@ -283,3 +283,17 @@ def test_saves_in_a_burst_move_the_folder_marker_once_and_a_search_elsewhere_sti
     turn(session, 4)
     mine.save(session)
     assert moved == [tmp_path / "default"] * 2  # past RACY / 4: moved again
+
+
+def test_a_window_edited_in_place_is_a_full_save(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written = calls(monkeypatch)
+    manager = SessionManager(tmp_path)
+    session = manager.get_or_create("k")
+    turn(session, 0)
+    manager.save(session)
+    session.current_chat_history[1] = session.current_chat_history[0]  # not through the API: no revision change
+    turn(session, 1)
+    manager.save(session)
+    assert written == ["update", "update"]
+    stored = JsonlStore(tmp_path).read("default", "k")
+    assert stored is not None and stored.state["window"] == [m.id for m in session.current_chat_history]
