@@ -8,11 +8,12 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
 - session: ``SessionMiddleware`` over a JSONL ``SessionManager`` (fsync on) whose session
   already holds 10,000 (and 100,000) messages of such turns, token budget 4,000.
 
-- floor: a no-op ``AgentMiddleware`` with the same two hooks (``before_model`` returning
-  None, ``wrap_model_call`` calling the handler): what any middleware costs in LangChain.
+- floor: a no-op ``AgentMiddleware`` with the same one hook as ``SessionMiddleware``
+  (``wrap_model_call`` calling the handler): what any middleware costs in LangChain; and one
+  with two hooks (``before_model`` returning None too), what the middleware's former shape cost.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-session and floor in alternating batches, median of the batches; ``os.fsync`` calls per turn
+session and the two floors in alternating batches, median of the batches; ``os.fsync`` calls per turn
 are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
 """
 
@@ -88,19 +89,24 @@ def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], Session
 
 
 class NoOp(AgentMiddleware):
-    """The floor of any middleware: the same two hooks, doing nothing."""
-
-    def before_model(self, state: Any, runtime: Any) -> None:
-        return None
+    """The floor of any middleware: the one hook ``SessionMiddleware`` has, doing nothing."""
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         return handler(request)
+
+
+class NoOpTwo(NoOp):
+    """A no-op with two hooks (``before_model`` too): what a middleware of that shape costs."""
+
+    def before_model(self, state: Any, runtime: Any) -> None:
+        return None
 
 
 def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float]:
     """CPU ms per turn (stock, session, no-op floor), the ratios and fsyncs per session turn at ``size`` messages."""
     stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
     floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
+    floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
     agent, config, _ = session_agent(folder, size)
     turn = [0]
 
@@ -112,17 +118,22 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
         turn[0] += 1
         floor.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
 
+    def run_floor2() -> None:
+        turn[0] += 1
+        floor2.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
+
     def run_session() -> None:
         turn[0] += 1
         agent.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, config)
 
-    for fn in (run_stock, run_floor, run_session):  # warm up
+    runs = (("stock", run_stock), ("floor", run_floor), ("floor2", run_floor2), ("session", run_session))
+    for _, fn in runs:  # warm up
         for _ in range(3):
             fn()
-    times: dict[str, list[float]] = {"stock": [], "floor": [], "session": []}
+    times: dict[str, list[float]] = {name: [] for name, _ in runs}
     fsyncs = turns = 0
     for _ in range(rounds):
-        for name, fn in (("stock", run_stock), ("floor", run_floor), ("session", run_session)):
+        for name, fn in runs:
             with FsyncCounter() as counter:
                 start = time.process_time()
                 for _ in range(batch):
@@ -132,9 +143,9 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
                 fsyncs += counter.calls
                 turns += batch
     stock_ms, session_ms = statistics.median(times["stock"]) * 1e3, statistics.median(times["session"]) * 1e3
-    floor_ms = statistics.median(times["floor"]) * 1e3
+    floor_ms, floor2_ms = statistics.median(times["floor"]) * 1e3, statistics.median(times["floor2"]) * 1e3
     return {"stock_ms": stock_ms, "session_ms": session_ms, "ratio": session_ms / stock_ms, "fsyncs": fsyncs / turns,
-            "floor_ms": floor_ms, "floor": floor_ms / stock_ms}
+            "floor_ms": floor_ms, "floor": floor_ms / stock_ms, "floor2_ms": floor2_ms, "floor2": floor2_ms / stock_ms}
 
 
 def main() -> None:
@@ -149,8 +160,9 @@ def main() -> None:
             print(f"agent turn (create_agent, 1 tool call), CPU: SessionMiddleware + JSONL store at {size:,} messages "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
                   f"{r['ratio']:.2f}x (goal <= 1.2); fsyncs per turn {r['fsyncs']:.1f} (goal 1)")
-            print(f"  floor of any middleware: a no-op AgentMiddleware (the same two hooks) {r['floor_ms']:.2f} ms / stock agent = "
-                  f"{r['floor']:.2f}x")
+            print(f"  floor of any middleware: a no-op AgentMiddleware (wrap_model_call, the one hook SessionMiddleware has) "
+                  f"{r['floor_ms']:.2f} ms / stock agent = {r['floor']:.2f}x; with before_model too (two hooks) "
+                  f"{r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x")
 
 
 if __name__ == "__main__":

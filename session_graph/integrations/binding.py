@@ -167,18 +167,20 @@ class SessionBinding:
     # -- the step ------------------------------------------------------------------------------
     def step(
         self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
-        save: bool | int = 0, durable: bool = True,
+        save: bool | int = 0, durable: bool = True, session: Session | None = None,
     ) -> Session:
         """Record ``messages``, judge and resize (when ``resize``), save when needed; returns the session.
 
         ``save``: True saves whenever something changed; an int ``n`` saves only when a resize
         ran or more than ``n`` messages are not stored yet (the caller's state still holds its
         newest ``n``); False never saves. ``durable=False``: the save is written but not flushed
-        to disk where the store can defer that (see ``SessionManager.save``).
+        to disk where the store can defer that (see ``SessionManager.save``). ``session``: the
+        one an earlier step of this run returned, used as is while the manager still caches it
+        (no look-up in the store; a save merges what another process wrote meanwhile).
         """
         key = self.key(config)
         with self._lock(key, "thread", threading.RLock):  # taken before the session is read: see _lock
-            flow = self._flow(key, messages, resize, save, durable)
+            flow = self._flow(key, messages, resize, save, durable, session)
             reply: Any = None
             while True:
                 try:
@@ -189,7 +191,7 @@ class SessionBinding:
 
     async def astep(
         self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
-        save: bool | int = 0, locked: bool = True, durable: bool = True,
+        save: bool | int = 0, locked: bool = True, durable: bool = True, session: Session | None = None,
     ) -> Session:
         """Async twin of :meth:`step` (store I/O off the event loop, one step per session at a time).
 
@@ -200,7 +202,7 @@ class SessionBinding:
         if lock is not None:
             await lock.acquire()  # before the session is read: see _lock
         try:
-            flow = self._flow(key, messages, resize, save, durable)
+            flow = self._flow(key, messages, resize, save, durable, session)
             reply: Any = None
             while True:
                 try:
@@ -230,8 +232,9 @@ class SessionBinding:
             return lock
 
     def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int,
-              durable: bool = True) -> Generator[_Op, Any, Session]:
-        session: Session = yield _Op("session", key)
+              durable: bool = True, known: Session | None = None) -> Generator[_Op, Any, Session]:
+        entry = self.manager.cache.get(key) if known is not None and self.manager is not None else None
+        session: Session = known if entry is not None and entry.session is known else (yield _Op("session", key))
         self._live[key] = session
         self.record(session, messages)
         resized = False

@@ -1,15 +1,18 @@
-"""SessionMiddleware: a session in front of a LangChain ``create_agent`` model, in two hooks.
+"""SessionMiddleware: a session in front of a LangChain ``create_agent`` model, in one hook.
 
-``before_model`` runs the agent step (record what the session does not hold yet, judge,
-resize, save what is not stored yet) and flattens the agent's ``messages``: the session's
-store holds them, so every checkpoint stays the size of one turn. The save comes first, so
-the user's input is durable before the model (or anything after it) can fail or be cancelled.
-``wrap_model_call`` hands the model the session's view (the agent's system prompt merged
-with the session's system prompt and the memo or summary into one system message, which
-every provider accepts, then the window within the token budget), and records the reply the
-moment the model returns; ``save_point`` says where a turn is saved (once durably, before
-the first model call; the turn's end written without an fsync). Both hooks have async
-twins from the same step, so an async agent never blocks its event loop on the store.
+``wrap_model_call`` runs the agent step (record what the session does not hold yet, judge,
+resize, save what is not stored yet), hands the model the session's view (the agent's system
+prompt merged with the session's system prompt and the memo or summary into one system
+message, which every provider accepts, then the window within the token budget), records the
+reply the moment the model returns, and cuts the agent's ``messages`` to that reply (an
+``ExtendedModelResponse`` whose command overwrites them): the session's store holds the rest,
+so every checkpoint stays the size of one turn. The save comes first, so the user's input is
+durable before the model (or anything after it) can fail or be cancelled; ``save_point`` says
+where a turn is saved (once durably, before the first model call; tool results before the next
+model call and the turn's end written without an fsync). One hook, not ``before_model`` too:
+LangGraph then runs no extra node per model call, the largest part of what any middleware
+costs a turn. The async twin runs the same step, so an async agent never blocks its event
+loop on the store.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from collections.abc import Awaitable, Callable
 import logging
 from typing import Any, NotRequired, Unpack
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langgraph.types import Overwrite
+from langgraph.types import Command, Overwrite
 
 from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
@@ -100,46 +103,34 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         if history is not None and history.tool:
             self.tools.extend(history_tools(self.binding, history))
 
-    # -- before each model call: the step, then a state of one turn ----------------------------
-    def before_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = self.binding.step(state["messages"], **save_point(state["messages"]))
-        return self._flat(session, state)
-
-    async def abefore_model(self, state: SessionAgentState, runtime: Any) -> dict[str, Any] | None:
-        session = await self.binding.astep(state["messages"], **save_point(state["messages"]))
-        return self._flat(session, state)
-
-    @staticmethod
-    def _flat(session: Session, state: SessionAgentState) -> dict[str, Any]:
-        update: dict[str, Any] = {}
-        if state.get("session_key") != session.id:
-            update["session_key"] = session.id
-        if state["messages"]:  # all recorded: the model reads the session's view, tools read what it adds next
-            update["messages"] = Overwrite([])
-        return update
-
-    # -- the model sees the view; its reply is recorded at once ---------------------------------
-    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        session = self._session(request)
+    # -- one hook: the step, the view, the reply recorded, then a state of one turn -------------
+    # (one wrap_model_call instead of before_model + wrap_model_call: LangGraph runs no extra
+    # node per model call, which is most of what any middleware costs a turn)
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ExtendedModelResponse:
+        state = request.state["messages"]
+        point = save_point(state)
+        session = self.binding.step(state, session=self._continued(request, point), **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
-        self.binding.step(replies, resize=False, **save_point(request.state["messages"], replies))
-        return response
+        self.binding.step(replies, resize=False, session=session, **save_point(state, replies))
+        return _flat(session, request, response, replies)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
-    ) -> ModelResponse:
-        session = self._session(request)
+    ) -> ExtendedModelResponse:
+        state = request.state["messages"]
+        point = save_point(state)
+        session = await self.binding.astep(state, session=self._continued(request, point), **point)
         recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
-        await self.binding.astep(replies, resize=False, **save_point(request.state["messages"], replies))
-        return response
+        await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies))
+        return _flat(session, request, response, replies)
 
-    def _session(self, request: ModelRequest) -> Session:
-        key = request.state.get("session_key") or self.binding.key()
-        session = self.binding.live(key)
-        return session if session is not None else self.binding.session()
+    def _continued(self, request: ModelRequest, point: dict[str, Any]) -> Session | None:
+        """Inside a turn (no new input: tool results), the session its earlier model call used,
+        taken without a store look-up while the manager still caches it; None at a turn's start."""
+        return None if point.get("durable") else self.binding.live(str(request.state.get("session_key") or ""))
 
     def _recalled(self, session: Session, request: ModelRequest | None = None) -> str:
         """The memories and evicted messages recalled for the newest user message, as prompt text
@@ -174,6 +165,17 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         parts += [recalled] if recalled else []
         system = SystemMessage(content="\n\n".join(p for p in parts if p)) if parts else None
         return request.override(messages=list(view[lead:]), system_message=system)
+
+
+def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ExtendedModelResponse:
+    """The model's response, and the agent's state cut to it: the store holds everything before
+    it (recorded and written by the step above), so every checkpoint stays the size of one turn;
+    tools read the reply's calls and add their results after it."""
+    update: dict[str, Any] = {"messages": Overwrite(replies)}
+    if request.state.get("session_key") != session.id:
+        update["session_key"] = session.id
+    model_response = response if isinstance(response, ModelResponse) else ModelResponse(result=replies)
+    return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
 
 
 def _replies(response: Any) -> list[BaseMessage]:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the session module does not depend on stores; only this hin
 
 log = logging.getLogger(__name__)
 
-__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document"]
+__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document", "window_start"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -206,7 +206,7 @@ def state_document(
     window = state.current_chat_history
     positions = [index_of(m) for m in window]
     inline = {m.id: message_to_dict(m) for m, p in zip(window, positions, strict=True) if p is None and not in_history(m)}
-    start = _window_start(state, min((p for p in positions if p is not None), default=len(state.full_chat_history)))
+    start = window_start(state, min((p for p in positions if p is not None), default=len(state.full_chat_history)))
     return {
         "schema": SCHEMA_VERSION,
         "key": state.id,
@@ -229,7 +229,7 @@ def state_document(
     }
 
 
-def _window_start(state: SessionState, start: int) -> int:
+def window_start(state: SessionState, start: int) -> int:
     """``start`` (the window's first position), or the memo's cursor when a fold still reads from before it."""
     limits = state.settings.resolved()
     if limits.memo_enabled or limits.summary_enabled:

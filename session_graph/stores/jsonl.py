@@ -56,11 +56,13 @@ from session_graph.stores.jsonl_log import (
     window_records,
 )
 from session_graph.stores.jsonl_state import (
+    Appending,
     MetaCache,
     Written,
     current_state,
     dumps,
     encode,
+    grown,
     meta_bytes,
     state_line,
 )
@@ -172,12 +174,7 @@ class JsonlStore(StoreBase):
                 lines.append((json.dumps({"_type": RESET, "ts": state.get("updated_at")}) + "\n").encode())
                 position += len(lines[-1])
                 count = 0
-            for record in change.records:
-                if count % OFFSET_STEP == 0:
-                    offsets.append([count, position])
-                lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
-                position += len(lines[-1])
-                count += 1
+            count, position = _record_lines(change.records, count, position, offsets, lines)
             version = stored + 1
             document = {**state, "key": key, "tenant": tenant, "message_count": count, "version": version,
                         "resets": resets(old) + change.reset}
@@ -199,6 +196,45 @@ class JsonlStore(StoreBase):
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
             if mine and not change.reset and size - on_disk < _META_LAG:  # the log's state lines say the rest
                 self._written.put(meta, document, encoded, on_disk)
+            else:
+                self._replace(meta, document, encoded)
+            return version
+
+    def append_messages(self, tenant: str, key: str, records: list[dict[str, Any]], expect: Appending, *,
+                        sync: bool = True) -> int | None:
+        """Append ``records`` and the state line they make (the window loses its first
+        ``expect.dropped`` ids and grows by theirs; the count, the version and ``expect.fields``
+        change) in one write and one fsync, at the cost
+        of the records: the state document is neither built nor encoded again. Returns the new
+        version; None, writing nothing, unless the log ends with the state this store wrote
+        last and it is the one ``expect`` describes (the caller then saves in full, merging
+        what another writer stored)."""
+        with self._locked(tenant, key) as (log, meta):
+            old, written, on_disk = self._written.get(meta)
+            if old is None or written is None or int(old.get("bytes", -1)) != log_size(log) or not expect.matches(old):
+                return None
+            start = size = int(old["bytes"])
+            offsets = offsets_of(old, expect.persisted, size)
+            if offsets is None:
+                return None
+            lines: list[bytes] = []
+            count, position = _record_lines(records, expect.persisted, size, offsets, lines)
+            version = expect.version + 1
+            document, encoded = grown(old, written, {**expect.fields, "message_count": count, "version": version},
+                                      [record.get("id") for record in records], expect.dropped)
+            lines.append(state_line(encoded, written))
+            position += len(lines[-1])
+            with open(log, "ab") as handle:  # as update: the records and their state line, one write, one fsync
+                handle.write(b"".join(lines))
+                handle.flush()
+                if self.fsync and sync:
+                    os.fsync(handle.fileno())
+                size = handle.tell()
+            self.search_index.appended(log, key, start, lines, tenant=tenant)
+            document["offsets"], document["bytes"] = (offsets if size == position else []), size
+            encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
+            if size - on_disk < _META_LAG:
+                self._written.put(meta, document, encoded, on_disk, detached=True)
             else:
                 self._replace(meta, document, encoded)
             return version
@@ -334,3 +370,16 @@ class JsonlStore(StoreBase):
     def _quarantine(self, tenant: str, key: str, log: Path, bad: list[tuple[int, bytes]], locked: bool = False) -> None:
         lock = contextlib.nullcontext() if locked else self._locked(tenant, key)
         quarantine_lines(self.root, key, log, bad, write=self.create, lock=lock)
+
+
+def _record_lines(records: list[dict[str, Any]], count: int, position: int, offsets: list[list[int]],
+                  lines: list[bytes]) -> tuple[int, int]:
+    """``records`` as log lines (numbered from ``count``) added to ``lines``, an offset noted every
+    ``OFFSET_STEP`` records; returns the count and the log position after them."""
+    for record in records:
+        if count % OFFSET_STEP == 0:
+            offsets.append([count, position])
+        lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
+        position += len(lines[-1])
+        count += 1
+    return count, position

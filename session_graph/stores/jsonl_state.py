@@ -36,11 +36,13 @@ from session_graph.errors import StoreError
 
 __all__ = [
     "STATE_PREFIX",
+    "Appending",
     "MetaCache",
     "Written",
     "current_state",
     "dumps",
     "encode",
+    "grown",
     "is_state_line",
     "meta_bytes",
     "replay",
@@ -80,6 +82,51 @@ class Written:
 
     def __init__(self, fields: dict[str, bytes], window: list[Any], trace: Any) -> None:
         self.fields, self.window, self.trace = fields, window, trace
+
+
+class Appending:
+    """What a save that only appends expects the stored state to be (the one its session last
+    saved: ``version``, ``persisted`` messages, the ``window`` ids, ``memo`` and ``metadata``),
+    the top-level ``fields`` it changes (turns, updated_at; after a lite prune the window start,
+    the last resize turn and the trace too) and how many ids the window lost at its start
+    (``dropped``: a lite prune)."""
+
+    __slots__ = ("dropped", "fields", "memo", "metadata", "persisted", "version", "window")
+
+    def __init__(self, version: int, persisted: int, window: list[Any], memo: Any, metadata: Any, fields: dict[str, Any],
+                 dropped: int = 0) -> None:
+        self.version, self.persisted, self.window = version, persisted, window
+        self.memo, self.metadata, self.fields, self.dropped = memo, metadata, fields, dropped
+
+    def matches(self, stored: dict[str, Any]) -> bool:
+        """Whether ``stored`` is the state this expects (anything else: the caller saves in full;
+        the memo is not compared when ``fields`` set it)."""
+        return (stored.get("version") == self.version and stored.get("message_count") == self.persisted
+                and stored.get("window") == self.window and stored.get("metadata") == self.metadata
+                and ("memo" in self.fields or stored.get("memo") == self.memo))
+
+
+def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: list[Any], dropped: int = 0
+          ) -> tuple[dict[str, Any], Written]:
+    """``old`` (as ``written``) with the window's first ``dropped`` ids gone, grown by ``ids``,
+    and the ``changed`` fields set: the new document and its encoding, only the changed fields
+    encoded again (the trace only when the meta file is written); a changed container is
+    kept as it was encoded (the session edits its memo in place after a save)."""
+    window = [*old.get("window", ())[dropped:], *ids]
+    document = {**old, **changed, "window": window}
+    fields = dict(written.fields)
+    trace = written.trace
+    loads = orjson.loads if orjson is not None else json.loads
+    for name, value in changed.items():
+        if name == "trace":  # encoded when the meta file is written (``meta_bytes``), not per save
+            if value is not trace:
+                fields.pop("trace", None)
+            continue
+        fields[name] = dumps(value)
+        if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
+            document[name] = loads(fields[name])
+    fields["window"] = dumps(window)
+    return document, Written(fields, window, changed.get("trace", trace))
 
 
 def current_state(log: Path, meta: Path, read_meta: Callable[[Path], dict[str, Any] | None]
@@ -136,8 +183,9 @@ def encode(document: dict[str, Any], previous: Written | None) -> Written:
     fields: dict[str, bytes] = {}
     trace = document.get("trace")
     for name, value in document.items():
-        if name == "trace" and previous is not None and previous.trace is value and "trace" in previous.fields:
-            fields[name] = previous.fields["trace"]
+        if name == "trace":  # the meta file's only: encoded when it is written (``meta_bytes``), once per change
+            if previous is not None and previous.trace is value and "trace" in previous.fields:
+                fields[name] = previous.fields["trace"]
         else:
             fields[name] = dumps(value)
     window = document.get("window")
@@ -145,7 +193,9 @@ def encode(document: dict[str, Any], previous: Written | None) -> Written:
 
 
 def meta_bytes(written: Written) -> bytes:
-    """The meta file: the whole document, from its fields' JSON."""
+    """The meta file: the whole document, from its fields' JSON (the trace's encoded here, once per change)."""
+    if written.trace is not None and "trace" not in written.fields:
+        written.fields["trace"] = dumps(written.trace)
     return b"{" + b",".join(dumps(name) + b":" + value for name, value in written.fields.items()) + b"}"
 
 
@@ -263,10 +313,16 @@ class MetaCache:
             return None, None, 0
         return entry[1], entry[2], entry[3]
 
-    def put(self, path: Path, document: dict[str, Any], written: Written, on_disk: int | None = None) -> None:
+    def put(self, path: Path, document: dict[str, Any], written: Written, on_disk: int | None = None, *,
+            detached: bool = False) -> None:
         """Remember ``document`` as written; ``on_disk``: the log size the meta file describes
-        (None: the meta file was just rewritten with this document)."""
-        signature = self._signature(path)
+        (None: the meta file was just rewritten with this document; else it is the file the
+        cached entry's ``stat`` describes, untouched under the session's lock: no ``stat`` again);
+        ``detached``: it shares no container with a caller already (``grown`` from a cached
+        document), so it is kept as is."""
+        with self._guard:
+            known = self._entries.get(path) if on_disk is not None else None
+        signature = known[0] if known is not None else self._signature(path)
         with self._guard:
             if signature is None:
                 self._entries.pop(path, None)
@@ -274,7 +330,7 @@ class MetaCache:
                 if len(self._entries) > 4096 and path not in self._entries:
                     self._entries.pop(next(iter(self._entries)))
                 at = int(document.get("bytes", 0)) if on_disk is None else on_disk
-                self._entries[path] = (signature, _detached(document, written), written, at)
+                self._entries[path] = (signature, document if detached else _detached(document, written), written, at)
 
     def forget(self, path: Path) -> None:
         with self._guard:

@@ -8,7 +8,7 @@ at ``flush`` (``JsonlStore.close``); no fsync (the index can always be derived f
 
 Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
 query, brings each session up to date from the end of its terms file. The tenant folder's
-mtime is the change marker (every save replaces a file there and bumps it), so a query on an
+mtime is the change marker (a save bumps it, but not again within ``RACY / 4`` of its last bump: see ``search_marker``), so a query on an
 unchanged tenant costs one stat, not a listing and a stat per session. Every terms line carries a CRC-32 and the offsets must tile the log without
 gaps, so a damaged, foreign or stale file is never trusted: it is rebuilt from the log, under
 the session's lock, and reported. A terms file behind its log (a batch not written
@@ -82,6 +82,7 @@ class JsonlSearch:
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
+        self._bumped: dict[Path, float] = {}  # when a save last moved each tenant folder's change marker
         self.writer = TermsWriter(store)
 
     # -- writing (under the session's lock) -------------------------------------------------------
@@ -90,7 +91,7 @@ class JsonlSearch:
         terms file is written in batches (``search_writes.TermsWriter``); any search catches a terms
         file behind its log up first. Never fails the save."""
         self._appends += 1
-        search_marker.bump(log_path.parent)
+        search_marker.bump(log_path.parent, self._bumped)
         self.writer.appended(log_path, key, start, lines, tenant)
 
     def flush(self) -> None:

@@ -21,6 +21,7 @@ from session_graph.stores.base import Snapshot, StoreChange, StoredSession, chec
 from session_graph.stores.codec import message_record, session_state, state_document
 from session_graph.stores.flows import Blocking, Call, Operation
 from session_graph.stores.merge import Merged, adopt, base_document
+from session_graph.stores.session_append import append_flow
 from session_graph.stores.session_load import Entry, Owner, cleared, merge_flow, merge_with, remember
 
 MAX_MERGES = 50
@@ -45,6 +46,8 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
         entry = Entry(session, 0, 0, -1, utc_now(), {})
     if entry.version and entry.revision == session.revision and not session.cleared:
         return  # nothing changed since the last save (metadata edits: bump session.revision)
+    if (yield from append_flow(manager, entry, session, durable)):
+        return  # it only gained messages: appended at their cost (session_append)
     for _ in range(MAX_MERGES):
         history = session.full_chat_history
         count = len(history)

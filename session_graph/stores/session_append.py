@@ -1,0 +1,98 @@
+"""A save that only appends: what a session gained since its last save, at its cost.
+
+Most saves of an agent turn follow appends (the user's input, a tool call and its result, the
+reply) and, one turn in a few, a lite prune (the window lost its oldest messages). When that is
+all a session did since the save the manager remembers (the messages it gained end its window;
+the window's other messages are its stored window without its first ones, none held inline;
+its metadata, settings, memo cursor, fold records and commit ledger are what was stored; its
+memo too unless it pruned),
+and the store can append on top of the state it wrote last (``JsonlStore.append_messages``),
+the save writes those messages' records and the state line they make (the window loses its
+first ids and grows by theirs; the count, the turns, the window start, the last resize turn,
+the memo's note of the prune and the version move; the trace, kept in the meta file only,
+follows) without building or encoding
+the state document. Anything else (a fold, a clear, an edit, a touch, a setting, another writer)
+or a store without that method is a full save (``session_save``), which merges what another
+writer stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from session_graph.interop.export import commit_fields
+from session_graph.resize.trace import SAVED_TRACE
+from session_graph.session import Session
+from session_graph.stores.base import utc_now
+from session_graph.stores.codec import message_record, window_start
+from session_graph.stores.flows import Blocking, Call
+from session_graph.stores.jsonl_state import Appending
+from session_graph.stores.session_load import Entry, Owner, remember
+
+__all__ = ["append_flow"]
+
+_COMMIT = ("archived_through", "usage", "archives")
+
+
+def append_flow(manager: Owner, entry: Entry, session: Session, durable: bool) -> Generator[Call | Blocking, Any, bool]:
+    """Save ``session`` (``entry``'s, stored before) by appending what it gained; False when it
+    cannot (nothing written: the caller saves in full)."""
+    append = getattr(manager.store, "append_messages", None)
+    history = session.full_chat_history
+    gained = len(history) - entry.persisted
+    if append is None or not entry.version or session.cleared or gained < 0:
+        return False
+    window = session.current_chat_history
+    new = history[entry.persisted :]  # a lazy history's middle stays in the store
+    kept = len(window) - gained
+    if kept < 0 or any(a is not b for a, b in zip(window[kept:], new, strict=True)):
+        return False
+    base, state = entry.base, session.state
+    stored = base.get("window")
+    if not isinstance(stored, list) or len(stored) < kept:
+        return False
+    now = utc_now()
+    fields: dict[str, Any] = {"updated_at": now, "turns": state.turns}
+    dropped = len(stored) - kept
+    if any(m.id != i for m, i in zip(window[:kept], stored[dropped:], strict=True)):
+        return False  # the window is not the stored one without its first ids and with the new messages
+    pruned = session.revision - entry.revision != gained or dropped  # more than appends: a prune, or nothing it can append
+    if pruned and (not (dropped or gained) or not _only_pruned(session, base, window[:kept], fields, entry.persisted if gained else len(history))):
+        return False
+    expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
+    records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
+    key = session.id
+    version = yield Blocking(lambda: append(manager.tenant, key, records, expect, sync=durable))
+    if version is None:
+        return False
+    entry.version, entry.persisted, entry.revision = version, entry.persisted + gained, session.revision
+    entry.base = {**base, **fields, "window": [*stored[dropped:], *(m.id for m in new)], "message_count": entry.persisted}
+    remember(manager, key, entry)
+    return True
+
+
+def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields: dict[str, Any], after: int) -> bool:
+    """Whether the session changed since ``base`` (the document it last saved) only as a lite
+    prune does: its window's messages before the new ones (``kept``: the stored window without
+    its first ones) are all in the history (nothing inline), and the memo's cursor, the
+    settings, the fold records and the commit ledger are as stored (the metadata the store
+    compares itself; the memo goes with the state line). Adds what the prune changed to ``fields`` (``after``: the first
+    position of the new messages, or the history's length)."""
+    state, index_of = session.state, session._ledger.index_of
+    if base.get("inline"):
+        return False
+    positions = [index_of(m) for m in kept]
+    if None in positions:
+        return False
+    ledger = commit_fields(state)
+    if (base.get("memo_cursor") != state.memo_cursor or base.get("memo_ahead") != sorted(state.memo_ahead)
+            or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
+            or any(base.get(name) != ledger.get(name) for name in _COMMIT)):
+        return False
+    fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line
+    fields["last_resize_turn"] = state.last_resize_turn
+    fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
+    if session.trace:
+        fields["trace"] = session.trace.dump(SAVED_TRACE)  # the meta file's: no state line carries it
+    return True

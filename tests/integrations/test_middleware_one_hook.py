@@ -1,0 +1,55 @@
+"""SessionMiddleware is one hook (``wrap_model_call``): LangGraph runs no node of its own per
+model call, the state is cut to the reply by the hook's command, and only a turn's first model
+call looks the session up in the store (the step that records a reply, and a model call after
+tool results, reuse the session the turn already holds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents_util import lookup, model
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+import pytest
+
+from session_graph import Session, SessionManager
+from session_graph.integrations import SessionMiddleware
+from session_graph.stores import JsonlStore
+
+
+def test_the_agent_graph_has_no_node_of_the_middleware() -> None:
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(Session())])
+    assert set(agent.get_graph().nodes) == {"__start__", "model", "tools", "__end__"}
+
+
+def test_each_model_call_cuts_the_state_to_its_reply(tmp_path: Path) -> None:
+    manager = SessionManager(tmp_path)
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(manager=manager)], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    seen = []
+    for update in agent.stream({"messages": [HumanMessage(content="q0", id="q0")]}, config, stream_mode="values"):
+        seen.append([m.type for m in update["messages"]])
+    # the input; the tool call alone (the input is in the store); its result added; the answer alone
+    assert seen == [["human"], ["ai"], ["ai", "tool"], ["ai"]]
+    session = manager.get("t1")
+    assert [m.type for m in session.full_chat_history] == ["human", "ai", "tool", "ai"]
+    assert agent.get_state(config).values["session_key"] == "t1"
+
+
+def test_a_turn_looks_its_session_up_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manager = SessionManager(tmp_path)
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(manager=manager)])
+    config = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": [HumanMessage(content="q0")]}, config)
+    looked_up: list[str] = []
+    real = JsonlStore.version
+
+    def version(self, tenant, key):
+        looked_up.append(key)
+        return real(self, tenant, key)
+
+    monkeypatch.setattr(JsonlStore, "version", version)
+    agent.invoke({"messages": [HumanMessage(content="q1")]}, config)
+    assert looked_up == ["t1"]  # at the turn's start; none per reply, none after the tool result
+    assert [m.content for m in manager.get("t1").full_chat_history if isinstance(m, HumanMessage)] == ["q0", "q1"]
