@@ -1,0 +1,84 @@
+"""SessionMiddleware beside other ``wrap_model_call`` middleware: what they write in the model's
+step (an edited reply, a message of their own, a command that overwrites ``messages``) reaches
+the agent's state as it would without the session; the session cuts only the messages it holds."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agents_util import lookup, model
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelResponse
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, Overwrite
+import pytest
+
+from session_graph import Session
+from session_graph.integrations import SessionMiddleware
+
+CONFIG = {"configurable": {"thread_id": "t1"}}
+
+
+class Redact(AgentMiddleware):
+    """A guardrail around the model: rewrites every reply (same id)."""
+
+    @staticmethod
+    def _redacted(response: ModelResponse) -> ModelResponse:
+        return ModelResponse(result=[m.model_copy(update={"content": str(m.content).replace("answer", "[redacted]")})
+                                     for m in response.result])
+
+    def wrap_model_call(self, request: Any, handler: Any) -> ModelResponse:
+        return self._redacted(handler(request))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> ModelResponse:
+        return self._redacted(await handler(request))
+
+
+class Note(AgentMiddleware):
+    """Adds a message of its own to the state through the model step's command."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> ExtendedModelResponse:
+        response = handler(request)
+        note = AIMessage(content="note from a middleware", id=f"note-{len(request.state['messages'])}")
+        return ExtendedModelResponse(model_response=response, command=Command(update={"messages": [note]}))
+
+
+class Overwriting(AgentMiddleware):
+    """Sets ``messages`` itself with an Overwrite in the model step (the state and the reply)."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> ExtendedModelResponse:
+        response = handler(request)
+        kept = Overwrite([*request.state["messages"], *response.result])
+        return ExtendedModelResponse(model_response=response, command=Command(update={"messages": kept}))
+
+
+def test_a_reply_edited_by_a_middleware_outside_is_what_the_user_gets() -> None:
+    agent = create_agent(model(), tools=[lookup], middleware=[Redact(), SessionMiddleware(Session())],
+                         checkpointer=InMemorySaver())
+    result = agent.invoke({"messages": [HumanMessage(content="q0")]}, CONFIG)
+    assert [m.content.split(" ")[0] for m in result["messages"]] == ["[redacted]"]
+    result = asyncio.run(agent.ainvoke({"messages": [HumanMessage(content="q1")]}, CONFIG))
+    assert [m.content.split(" ")[0] for m in result["messages"]] == ["[redacted]"]
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["inside", "outside"])
+def test_a_message_another_middleware_adds_is_kept_and_then_recorded(inside: bool) -> None:
+    session = Session()
+    middleware = [SessionMiddleware(session), Note()] if inside else [Note(), SessionMiddleware(session)]
+    agent = create_agent(model(), tools=[lookup], middleware=middleware, checkpointer=InMemorySaver())
+    result = agent.invoke({"messages": [HumanMessage(content="q0")]}, CONFIG)
+    assert [m.content for m in result["messages"]][-1] == "note from a middleware"
+    assert result["messages"][0].tool_calls  # the model's reply, then the note
+    agent.invoke({"messages": [HumanMessage(content="q1")]}, CONFIG)
+    assert "note from a middleware" in [m.content for m in session.full_chat_history]
+
+
+def test_a_middleware_that_overwrites_messages_too_does_not_fail_the_run() -> None:
+    session = Session()
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(session), Overwriting()],
+                         checkpointer=InMemorySaver())
+    result = agent.invoke({"messages": [HumanMessage(content="q0")]}, CONFIG)
+    assert result["messages"][-1].content.startswith("answer 0")
+    assert [m.type for m in session.full_chat_history] == ["human", "ai", "tool", "ai"]
