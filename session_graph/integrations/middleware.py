@@ -24,7 +24,7 @@ import logging
 from typing import Any, NotRequired, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langgraph.types import Command, Overwrite
 
 from session_graph._base.ids import utc_now
@@ -170,12 +170,29 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ExtendedModelResponse:
     """The model's response, and the agent's state cut to it: the store holds everything before
     it (recorded and written by the step above), so every checkpoint stays the size of one turn;
-    tools read the reply's calls and add their results after it."""
-    update: dict[str, Any] = {"messages": Overwrite(replies)}
+    tools read the reply's calls and add their results after it.
+
+    The cut removes the messages the state held by id rather than overwriting ``messages``: an
+    ``Overwrite`` would discard everything else written in the model's step (a reply another
+    middleware edited, a message one adds through its own command) and fail the run beside a
+    middleware that overwrites too. Only when the state holds a message without an id, or a
+    malformed tool call LangChain answers in the step itself, is the state overwritten."""
+    held = request.state["messages"]
+    update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
     if request.state.get("session_key") != session.id:
         update["session_key"] = session.id
     model_response = response if isinstance(response, ModelResponse) else ModelResponse(result=replies)
     return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
+
+
+def _removable(held: list[BaseMessage]) -> bool:
+    """Whether removing ``held`` by id leaves nothing of them: every one has an id, and no
+    malformed tool call is unanswered (the model's step adds an answer of its own to those)."""
+    answered = {m.tool_call_id for m in held if isinstance(m, ToolMessage)}
+    return all(m.id for m in held) and not any(
+        call.get("id") is not None and call.get("id") not in answered
+        for m in held if isinstance(m, AIMessage) for call in m.invalid_tool_calls
+    )
 
 
 def _replies(response: Any) -> list[BaseMessage]:

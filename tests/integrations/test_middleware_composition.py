@@ -82,3 +82,15 @@ def test_a_middleware_that_overwrites_messages_too_does_not_fail_the_run() -> No
     result = agent.invoke({"messages": [HumanMessage(content="q0")]}, CONFIG)
     assert result["messages"][-1].content.startswith("answer 0")
     assert [m.type for m in session.full_chat_history] == ["human", "ai", "tool", "ai"]
+
+
+def test_a_malformed_tool_call_left_in_the_state_is_cut_with_the_rest() -> None:
+    session = Session()
+    bad = AIMessage(content="", invalid_tool_calls=[{"id": "bad1", "name": "lookup", "args": "{oops", "error": "bad json",
+                                                     "type": "invalid_tool_call"}])
+    agent = create_agent(model(iter([bad, AIMessage(content="fine")])), tools=[lookup],
+                         middleware=[SessionMiddleware(session)], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage(content="q0")]}, CONFIG)
+    result = agent.invoke({"messages": [HumanMessage(content="q1")]}, CONFIG)  # LangChain answers the bad call in this step
+    assert [m.content for m in result["messages"]] == ["fine"]
+    assert [m.type for m in session.full_chat_history] == ["human", "ai", "human", "ai"]
