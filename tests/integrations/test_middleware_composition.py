@@ -94,3 +94,22 @@ def test_a_malformed_tool_call_left_in_the_state_is_cut_with_the_rest() -> None:
     result = agent.invoke({"messages": [HumanMessage(content="q1")]}, CONFIG)  # LangChain answers the bad call in this step
     assert [m.content for m in result["messages"]] == ["fine"]
     assert [m.type for m in session.full_chat_history] == ["human", "ai", "human", "ai"]
+
+
+def test_a_structured_answer_ends_the_turn_and_is_written(tmp_path) -> None:
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    from session_graph import SessionManager
+
+    class Answer(BaseModel):
+        text: str
+
+    manager = SessionManager(tmp_path)
+    replies = iter([AIMessage(content="", tool_calls=[{"id": "s1", "name": "Answer", "args": {"text": "hello"}}])])
+    agent = create_agent(model(replies), tools=[lookup], middleware=[SessionMiddleware(manager=manager)],
+                         response_format=ToolStrategy(Answer))  # no checkpointer: the store is all there is
+    result = agent.invoke({"messages": [HumanMessage(content="q0")]}, CONFIG)
+    assert result["structured_response"] == Answer(text="hello")
+    stored = SessionManager(tmp_path).get("t1")  # another process reads the turn's end
+    assert [m.type for m in stored.full_chat_history] == ["human", "ai", "tool"]
