@@ -112,7 +112,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self.binding.step(state, session=self._continued(request, point), **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
-        self.binding.step(replies, resize=False, session=session, **save_point(state, replies))
+        self.binding.step(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
         return _flat(session, request, response, replies)
 
     async def awrap_model_call(
@@ -124,7 +124,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
-        await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies))
+        await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
         return _flat(session, request, response, replies)
 
     def _continued(self, request: ModelRequest, point: dict[str, Any]) -> Session | None:
@@ -200,7 +200,12 @@ def _replies(response: Any) -> list[BaseMessage]:
     return [m for m in messages if isinstance(m, BaseMessage)]
 
 
-def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = None) -> dict[str, Any]:
+def _answered(response: Any) -> bool:
+    """Whether the model's response is the agent's structured answer (``response_format``): the turn ends."""
+    return isinstance(response, ModelResponse) and response.structured_response is not None
+
+
+def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = None, *, answered: bool = False) -> dict[str, Any]:
     """Where an agent turn is saved: the ``save``/``durable`` options of a step. One durable
     write (one fsync on the JSONL store) per turn, and every message in the store before the
     agent's state drops it (a flattened state keeps one turn):
@@ -208,7 +213,8 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
     - before the first model call of a turn (the state holds the user's new input): a durable
       save that carries the input (so a model call that fails never loses it; see issue 19),
       the previous turn's replies and any resize the step just made;
-    - when a reply ends the turn (no tool calls): a write without fsync, so the answer outlives
+    - when a reply ends the turn (no tool calls, or ``answered``: the structured answer of a
+      ``response_format``, whose tool call ends the agent): a write without fsync, so the answer outlives
       the process; the next turn's durable save makes it durable against a power loss too;
     - in between (tool results the flattened checkpoint is about to drop, a resize between two
       model calls): a write without fsync when something is not stored yet, so a process that
@@ -217,5 +223,5 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
     if replies is None:
         starts = any(isinstance(m, HumanMessage) for m in state)
         return {"save": True, "durable": True} if starts else {"save": 0, "durable": False}
-    ended = any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
+    ended = answered or any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
     return {"save": True, "durable": False} if ended else {"save": False}
