@@ -68,6 +68,19 @@ class _Op:
     target: Any
 
 
+_LOCKS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple[str, Any], Any]] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _locks_of(owner: SessionManager | Session) -> weakref.WeakValueDictionary[tuple[str, Any], Any]:
+    """The step locks of every binding over ``owner`` (a manager, or a fixed session), by key and loop."""
+    with _LOCKS_GUARD:
+        locks = _LOCKS.get(owner)
+        if locks is None:
+            locks = _LOCKS[owner] = weakref.WeakValueDictionary()
+        return locks
+
+
 class SessionBinding:
     """A fixed session, or sessions by thread from a manager, and the agent step over them.
 
@@ -103,7 +116,7 @@ class SessionBinding:
         self.share_across_threads = share_across_threads
         self._thread: str | None = None
         self._live: dict[str, Session] = {}
-        self._locks: weakref.WeakValueDictionary[tuple[str, Any], Any] = weakref.WeakValueDictionary()
+        self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
         self._guard = threading.Lock()
 
     # -- which session -----------------------------------------------------------------------
@@ -214,9 +227,11 @@ class SessionBinding:
 
         Keyed by the session key, not the session object, and taken before the step reads the
         session: two runs on one new (or just changed) thread must not each load or create their
-        own object and save over each other (one user message or reply would be lost).
+        own object and save over each other (one user message or reply would be lost). The locks
+        belong to the manager (or the fixed session), not to this binding: two agents over one
+        manager share its cached session objects, so their steps on a key take turns too.
         """
-        with self._guard:
+        with _LOCKS_GUARD:
             lock = self._locks.get((key, owner))
             if lock is None:
                 lock = self._locks[(key, owner)] = make()
