@@ -135,3 +135,19 @@ def test_a_run_that_ends_in_the_tools_node_is_stored(tmp_path) -> None:
     result = agent.invoke({"messages": [HumanMessage(content="q0")]}, CONFIG)
     assert result["messages"][-1].content == "direct answer about x"
     assert [m.type for m in SessionManager(tmp_path).get("t1").full_chat_history] == ["human", "ai", "tool"]
+
+
+@pytest.mark.parametrize("session_first", [True, False], ids=["session-first", "summarization-first"])
+def test_langchains_summary_message_is_never_recorded_as_the_users(session_first: bool) -> None:
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    session = Session()
+    summarize = SummarizationMiddleware(model=FakeListChatModel(responses=["SUMMARY"] * 10), trigger=("tokens", 20),
+                                        keep=("messages", 1))
+    middleware = [SessionMiddleware(session), summarize] if session_first else [summarize, SessionMiddleware(session)]
+    agent = create_agent(model(), tools=[lookup], middleware=middleware, checkpointer=InMemorySaver())
+    for turn in range(2):  # the second turn's state (the last answer, the new input) is over the trigger
+        agent.invoke({"messages": [HumanMessage(content=f"q{turn} " + "long text " * 30)]}, CONFIG)
+    assert [m.content.split(" ")[0] for m in session.full_chat_history if m.type == "human"] == ["q0", "q1"]
+    assert [m.type for m in session.full_chat_history] == ["human", "ai", "tool", "ai"] * 2
