@@ -49,9 +49,13 @@ class BindingOptions(TypedDict, total=False):
 
 
 def is_view_artifact(message: Any) -> bool:
-    """A message the view made (the summary or memo message, a synthetic tool result), never recorded."""
+    """A message a view made, never recorded: ours (the summary or memo message, a synthetic
+    tool result) or the summary LangChain's ``SummarizationMiddleware`` puts in the agent's state
+    in place of messages the session already holds in full (recorded, it would read as the
+    user's)."""
     marks = getattr(message, "response_metadata", {}).get("session_graph") or {}
-    return bool(marks.get("context") or marks.get("synthetic"))
+    return bool(marks.get("context") or marks.get("synthetic")) or (
+        getattr(message, "additional_kwargs", {}).get("lc_source") == "summarization")
 
 
 def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
