@@ -176,7 +176,9 @@ def _flat(session: Session, request: ModelRequest, response: Any, replies: list[
     ``Overwrite`` would discard everything else written in the model's step (a reply another
     middleware edited, a message one adds through its own command) and fail the run beside a
     middleware that overwrites too. Only when the state holds a message without an id, or a
-    malformed tool call LangChain answers in the step itself, is the state overwritten."""
+    malformed tool call LangChain answers in the step itself, is the state overwritten. (A
+    middleware inside this one whose own command removes the same messages in that step, e.g.
+    ``RemoveMessage(REMOVE_ALL_MESSAGES)``, makes LangGraph refuse the second removal.)"""
     held = request.state["messages"]
     update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
     if request.state.get("session_key") != session.id:
