@@ -43,3 +43,18 @@ def test_two_agents_on_one_manager_and_thread_take_turns_and_lose_nothing(tmp_pa
     assert max(Counter(m.id for m in stored).values()) == 1
     assert sorted(m.content for m in stored if m.type == "human") == ["a-0", "a-1", "b-0", "b-1"]
     assert len(stored) == 16
+
+
+def test_the_middleware_keeps_no_session_the_managers_cache_let_go(tmp_path: Path) -> None:
+    import gc
+    import weakref
+
+    manager = SessionManager(tmp_path, cache_size=2)
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(manager=manager)])
+    served = []
+    for thread in range(6):  # a server: one thread per user
+        agent.invoke({"messages": [HumanMessage(content=f"hi {thread}")]}, {"configurable": {"thread_id": f"u{thread}"}})
+        served.append(weakref.ref(manager.cache.get(f"u{thread}").session))
+    gc.collect()
+    assert sum(ref() is not None for ref in served) == 2  # the cache's two, not every thread ever served
+    assert [m.content for m in SessionManager(tmp_path).get("u0").full_chat_history][0] == "hi 0"
