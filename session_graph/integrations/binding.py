@@ -119,7 +119,7 @@ class SessionBinding:
         self.on_memory_error = on_memory_error
         self.share_across_threads = share_across_threads
         self._thread: str | None = None
-        self._live: dict[str, Session] = {}
+        self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
         self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
         self._guard = threading.Lock()
 
@@ -151,7 +151,8 @@ class SessionBinding:
         return f"{self.key_prefix}{thread}"
 
     def live(self, key: str) -> Session | None:
-        """The session the latest step of ``key`` used, without touching the store."""
+        """The session the latest step of ``key`` used, without touching the store (None once
+        nothing holds it: the manager's cache let it go and no run uses it)."""
         return self.fixed if self.fixed is not None else self._live.get(key)
 
     def session(self, config: RunnableConfig | None = None) -> Session:

@@ -57,4 +57,4 @@ def test_the_middleware_keeps_no_session_the_managers_cache_let_go(tmp_path: Pat
         served.append(weakref.ref(manager.cache.get(f"u{thread}").session))
     gc.collect()
     assert sum(ref() is not None for ref in served) == 2  # the cache's two, not every thread ever served
-    assert [m.content for m in SessionManager(tmp_path).get("u0").full_chat_history][0] == "hi 0"
+    assert SessionManager(tmp_path).get("u0").full_chat_history[0].content == "hi 0"
