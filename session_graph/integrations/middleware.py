@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 import logging
 from typing import Any, NotRequired, Unpack
+import uuid
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
@@ -127,6 +128,26 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
         return _flat(session, request, response, replies)
 
+    # -- tool results: recorded as they return; written when the run ends in the tools node ------
+    # (wrap_tool_call wraps the tool's execution: no graph node; a run whose tools are all
+    # return_direct ends after them without another model call, so their results are written here)
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        result = handler(request)
+        messages = _tool_messages(result)
+        if messages:
+            self.binding.step(messages, resize=False, session=self._held(request), **_tool_point(request))
+        return result
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        result = await handler(request)
+        messages = _tool_messages(result)
+        if messages:
+            await self.binding.astep(messages, resize=False, session=self._held(request), **_tool_point(request))
+        return result
+
+    def _held(self, request: Any) -> Session | None:
+        return self.binding.live(str((request.state or {}).get("session_key") or ""))
+
     def _continued(self, request: ModelRequest, point: dict[str, Any]) -> Session | None:
         """Inside a turn (no new input: tool results), the session its earlier model call used,
         taken without a store look-up while the manager still caches it; None at a turn's start."""
@@ -195,6 +216,27 @@ def _removable(held: list[BaseMessage]) -> bool:
         call.get("id") is not None and call.get("id") not in answered
         for m in held if isinstance(m, AIMessage) for call in m.invalid_tool_calls
     )
+
+
+def _tool_messages(result: Any) -> list[BaseMessage]:
+    """The tool results a tool call returned (a ToolMessage, or those a Command's update adds)."""
+    if isinstance(result, Command):
+        update = result.update if isinstance(result.update, dict) else {}
+        found = update.get("messages") or []
+        messages = [m for m in found if isinstance(m, ToolMessage)]
+    else:
+        messages = [result] if isinstance(result, ToolMessage) else []
+    for message in messages:  # the id the agent's state keeps (add_messages keeps a given one): recorded once
+        message.id = message.id or str(uuid.uuid4())
+    return messages
+
+
+def _tool_point(request: Any) -> dict[str, Any]:
+    """A tool result is recorded in memory; a ``return_direct`` tool's is written too (no fsync):
+    the run ends after the tools node when every tool it ran is return_direct, and no later
+    model call saves it. (Parallel return_direct calls each write: the last holds them all.)"""
+    tool = getattr(request, "tool", None)
+    return {"save": True, "durable": False} if getattr(tool, "return_direct", False) else {"save": False}
 
 
 def _replies(response: Any) -> list[BaseMessage]:
