@@ -149,3 +149,33 @@ def test_langchains_summary_message_is_never_recorded_as_the_users(session_first
         agent.invoke({"messages": [HumanMessage(content=f"q{turn} " + "long text " * 30)]}, CONFIG)
     assert [m.content.split(" ")[0] for m in session.full_chat_history if m.type == "human"] == ["q0", "q1"]
     assert [m.type for m in session.full_chat_history] == ["human", "ai", "tool", "ai"] * 2
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_parallel_tool_calls_are_stored_once_after_their_call(tmp_path, mode: str) -> None:
+    from langchain.agents.middleware import ToolRetryMiddleware
+    from langchain_core.tools import tool
+
+    from session_graph import SessionManager
+
+    @tool(return_direct=True)
+    def final(topic: str) -> str:
+        """Answer the user directly."""
+        return f"direct answer about {topic}"
+
+    @tool(return_direct=True)
+    def broken(topic: str) -> str:
+        """Always fails."""
+        raise ValueError(f"no {topic}")
+
+    calls = [{"id": "f1", "name": "final", "args": {"topic": "x"}}, {"id": "f2", "name": "final", "args": {"topic": "y"}},
+             {"id": "b1", "name": "broken", "args": {"topic": "z"}}]
+    manager = SessionManager(tmp_path)
+    agent = create_agent(model(iter([AIMessage(content="", tool_calls=calls)])), tools=[final, broken],
+                         middleware=[SessionMiddleware(manager=manager), ToolRetryMiddleware(max_retries=1, initial_delay=0)])
+    request = {"messages": [HumanMessage(content="q0")]}
+    agent.invoke(request, CONFIG) if mode == "sync" else asyncio.run(agent.ainvoke(request, CONFIG))
+    stored = SessionManager(tmp_path).get("t1").full_chat_history
+    assert [m.type for m in stored] == ["human", "ai", "tool", "tool", "tool"]
+    assert sorted(m.tool_call_id for m in stored[2:]) == ["b1", "f1", "f2"]
+    assert "no z" in next(m.content for m in stored if getattr(m, "tool_call_id", None) == "b1")
