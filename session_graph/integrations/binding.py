@@ -57,9 +57,13 @@ class BindingOptions(TypedDict, total=False):
 
 
 def is_view_artifact(message: Any) -> bool:
-    """A message the view made (the summary or memo message, a synthetic tool result), never recorded."""
+    """A message a view made, never recorded: ours (the summary or memo message, a synthetic
+    tool result) or the summary LangChain's ``SummarizationMiddleware`` puts in the agent's state
+    in place of messages the session already holds in full (recorded, it would read as the
+    user's)."""
     marks = getattr(message, "response_metadata", {}).get("session_graph") or {}
-    return bool(marks.get("context") or marks.get("synthetic"))
+    return bool(marks.get("context") or marks.get("synthetic")) or (
+        getattr(message, "additional_kwargs", {}).get("lc_source") == "summarization")
 
 
 def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -74,6 +78,19 @@ def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 class _Op:
     kind: Literal["session", "judge", "resize", "fold", "save", "write"]
     target: Any
+
+
+_LOCKS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple[str, Any], Any]] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _locks_of(owner: SessionManager | Session) -> weakref.WeakValueDictionary[tuple[str, Any], Any]:
+    """The step locks of every binding over ``owner`` (a manager, or a fixed session), by key and loop."""
+    with _LOCKS_GUARD:
+        locks = _LOCKS.get(owner)
+        if locks is None:
+            locks = _LOCKS[owner] = weakref.WeakValueDictionary()
+        return locks
 
 
 class SessionBinding:
@@ -111,8 +128,8 @@ class SessionBinding:
         self.share_across_threads = share_across_threads
         self.fold_wait = FOLD_WAIT  # seconds a step waits for another process's fold lease (then folds without it)
         self._thread: str | None = None
-        self._live: dict[str, Session] = {}
-        self._locks: weakref.WeakValueDictionary[tuple[str, Any], Any] = weakref.WeakValueDictionary()
+        self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
+        self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
         self._guard = threading.Lock()
 
     # -- which session -----------------------------------------------------------------------
@@ -143,7 +160,8 @@ class SessionBinding:
         return f"{self.key_prefix}{thread}"
 
     def live(self, key: str) -> Session | None:
-        """The session the latest step of ``key`` used, without touching the store."""
+        """The session the latest step of ``key`` used, without touching the store (None once
+        nothing holds it: the manager's cache let it go and no run uses it)."""
         return self.fixed if self.fixed is not None else self._live.get(key)
 
     def session(self, config: RunnableConfig | None = None) -> Session:
@@ -223,9 +241,11 @@ class SessionBinding:
 
         Keyed by the session key, not the session object, and taken before the step reads the
         session: two runs on one new (or just changed) thread must not each load or create their
-        own object and save over each other (one user message or reply would be lost).
+        own object and save over each other (one user message or reply would be lost). The locks
+        belong to the manager (or the fixed session), not to this binding: two agents over one
+        manager share its cached session objects, so their steps on a key take turns too.
         """
-        with self._guard:
+        with _LOCKS_GUARD:
             lock = self._locks.get((key, owner))
             if lock is None:
                 lock = self._locks[(key, owner)] = make()

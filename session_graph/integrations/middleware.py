@@ -22,9 +22,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 import logging
 from typing import Any, NotRequired, Unpack
+import uuid
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langgraph.types import Command, Overwrite
 
 from session_graph._base.ids import utc_now
@@ -112,7 +113,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         session = self.binding.step(state, session=self._continued(request, point), **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         replies = _replies(response)
-        self.binding.step(replies, resize=False, session=session, **save_point(state, replies))
+        self.binding.step(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
         return _flat(session, request, response, replies)
 
     async def awrap_model_call(
@@ -124,8 +125,28 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
-        await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies))
+        await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
         return _flat(session, request, response, replies)
+
+    # -- tool results: recorded as they return; written when the run ends in the tools node ------
+    # (wrap_tool_call wraps the tool's execution: no graph node; a run whose tools are all
+    # return_direct ends after them without another model call, so their results are written here)
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        result = handler(request)
+        messages = _tool_messages(result)
+        if messages:
+            self.binding.step(messages, resize=False, session=self._held(request), **_tool_point(request))
+        return result
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        result = await handler(request)
+        messages = _tool_messages(result)
+        if messages:
+            await self.binding.astep(messages, resize=False, session=self._held(request), **_tool_point(request))
+        return result
+
+    def _held(self, request: Any) -> Session | None:
+        return self.binding.live(str((request.state or {}).get("session_key") or ""))
 
     def _continued(self, request: ModelRequest, point: dict[str, Any]) -> Session | None:
         """Inside a turn (no new input: tool results), the session its earlier model call used,
@@ -170,12 +191,52 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ExtendedModelResponse:
     """The model's response, and the agent's state cut to it: the store holds everything before
     it (recorded and written by the step above), so every checkpoint stays the size of one turn;
-    tools read the reply's calls and add their results after it."""
-    update: dict[str, Any] = {"messages": Overwrite(replies)}
+    tools read the reply's calls and add their results after it.
+
+    The cut removes the messages the state held by id rather than overwriting ``messages``: an
+    ``Overwrite`` would discard everything else written in the model's step (a reply another
+    middleware edited, a message one adds through its own command) and fail the run beside a
+    middleware that overwrites too. Only when the state holds a message without an id, or a
+    malformed tool call LangChain answers in the step itself, is the state overwritten. (A
+    middleware inside this one whose own command removes the same messages in that step, e.g.
+    ``RemoveMessage(REMOVE_ALL_MESSAGES)``, makes LangGraph refuse the second removal.)"""
+    held = request.state["messages"]
+    update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
     if request.state.get("session_key") != session.id:
         update["session_key"] = session.id
     model_response = response if isinstance(response, ModelResponse) else ModelResponse(result=replies)
     return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
+
+
+def _removable(held: list[BaseMessage]) -> bool:
+    """Whether removing ``held`` by id leaves nothing of them: every one has an id, and no
+    malformed tool call is unanswered (the model's step adds an answer of its own to those)."""
+    answered = {m.tool_call_id for m in held if isinstance(m, ToolMessage)}
+    return all(m.id for m in held) and not any(
+        call.get("id") is not None and call.get("id") not in answered
+        for m in held if isinstance(m, AIMessage) for call in m.invalid_tool_calls
+    )
+
+
+def _tool_messages(result: Any) -> list[BaseMessage]:
+    """The tool results a tool call returned (a ToolMessage, or those a Command's update adds)."""
+    if isinstance(result, Command):
+        update = result.update if isinstance(result.update, dict) else {}
+        found = update.get("messages") or []
+        messages = [m for m in found if isinstance(m, ToolMessage)]
+    else:
+        messages = [result] if isinstance(result, ToolMessage) else []
+    for message in messages:  # the id the agent's state keeps (add_messages keeps a given one): recorded once
+        message.id = message.id or str(uuid.uuid4())
+    return messages
+
+
+def _tool_point(request: Any) -> dict[str, Any]:
+    """A tool result is recorded in memory; a ``return_direct`` tool's is written too (no fsync):
+    the run ends after the tools node when every tool it ran is return_direct, and no later
+    model call saves it. (Parallel return_direct calls each write: the last holds them all.)"""
+    tool = getattr(request, "tool", None)
+    return {"save": True, "durable": False} if getattr(tool, "return_direct", False) else {"save": False}
 
 
 def _replies(response: Any) -> list[BaseMessage]:
@@ -183,7 +244,12 @@ def _replies(response: Any) -> list[BaseMessage]:
     return [m for m in messages if isinstance(m, BaseMessage)]
 
 
-def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = None) -> dict[str, Any]:
+def _answered(response: Any) -> bool:
+    """Whether the model's response is the agent's structured answer (``response_format``): the turn ends."""
+    return isinstance(response, ModelResponse) and response.structured_response is not None
+
+
+def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = None, *, answered: bool = False) -> dict[str, Any]:
     """Where an agent turn is saved: the ``save``/``durable`` options of a step. One durable
     write (one fsync on the JSONL store) per turn, and every message in the store before the
     agent's state drops it (a flattened state keeps one turn):
@@ -191,7 +257,8 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
     - before the first model call of a turn (the state holds the user's new input): a durable
       save that carries the input (so a model call that fails never loses it; see issue 19),
       the previous turn's replies and any resize the step just made;
-    - when a reply ends the turn (no tool calls): a write without fsync, so the answer outlives
+    - when a reply ends the turn (no tool calls, or ``answered``: the structured answer of a
+      ``response_format``, whose tool call ends the agent): a write without fsync, so the answer outlives
       the process; the next turn's durable save makes it durable against a power loss too;
     - in between (tool results the flattened checkpoint is about to drop, a resize between two
       model calls): a write without fsync when something is not stored yet, so a process that
@@ -200,5 +267,5 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
     if replies is None:
         starts = any(isinstance(m, HumanMessage) for m in state)
         return {"save": True, "durable": True} if starts else {"save": 0, "durable": False}
-    ended = any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
+    ended = answered or any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
     return {"save": True, "durable": False} if ended else {"save": False}
