@@ -9,9 +9,13 @@ reply the moment the model returns, and cuts the agent's ``messages`` to that re
 so every checkpoint stays the size of one turn. The save comes first, so the user's input is
 durable before the model (or anything after it) can fail or be cancelled; ``save_point`` says
 where a turn is saved (once durably, before the first model call; tool results before the next
-model call and the turn's end written without an fsync). One hook, not ``before_model`` too:
-LangGraph then runs no extra node per model call, the largest part of what any middleware
-costs a turn. The async twin runs the same step, so an async agent never blocks its event
+model call and the turn's end written without an fsync). One model hook, not ``before_model``
+too: LangGraph then runs no extra node per model call, the largest part of what any middleware
+costs a turn. ``wrap_tool_call`` (it wraps a tool's run, no node) records each tool result as it
+returns and writes it at once when the tool is ``return_direct``: the run ends in the tools node
+then, and no later model call would save it. A run that another middleware ends from
+``after_model`` (a call-limit's ``exit_behavior="end"``) is not seen by any hook of ours: its
+last messages reach the store only through a checkpointer's next turn. The async twin runs the same step, so an async agent never blocks its event
 loop on the store.
 """
 
