@@ -11,7 +11,7 @@ import pytest
 from session_graph import ConfigurationError, SessionManager
 from session_graph.memory import MemoryConfig, list_memories
 from session_graph.memory.migrate import migrate_to_tenant
-from session_graph.memory.recall import remember
+from session_graph.memory.recall import recall, remember
 
 
 def test_the_default_tenant_is_the_tenantless_place_everywhere(tmp_path: Path) -> None:
@@ -29,3 +29,30 @@ def test_the_default_tenant_is_the_tenantless_place_everywhere(tmp_path: Path) -
     with pytest.raises(ConfigurationError, match="already the target"):
         migrate_to_tenant(plain, "default")
     assert [v["content"] for v in list_memories(manager.memory)] == ["Bob drinks green tea."]
+
+
+def test_a_migration_that_crashed_after_a_put_is_seen_by_a_running_reader_once_rerun(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crash between the put at the tenant's place and its change-feed bump: the rerun finds the
+    copy (``same``) and must still record it in the feed, or a process that already indexed the
+    tenant's (empty) namespace never sees the moved memory and its next remember duplicates it."""
+    import session_graph.memory.migrate as migrate
+
+    store = InMemoryStore()
+    remember(MemoryConfig(store=store, user="bob"), "Bob drinks green tea every morning.", key="drink")
+    tenant = MemoryConfig(store=store, user="bob", tenant="acme")
+    assert recall(tenant, "green tea") == []  # a running reader indexes the tenant's empty namespace
+    real_bump, calls = migrate.bump, []
+
+    def crash_once(*args: object) -> None:
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError("killed")
+        real_bump(*args)
+
+    monkeypatch.setattr(migrate, "bump", crash_once)
+    with pytest.raises(OSError):
+        migrate_to_tenant(tenant.for_tenant(None), "acme")
+    assert [r["action"] for r in migrate_to_tenant(tenant.for_tenant(None), "acme") if r["kind"] == "item"] == ["same"]
+    assert [v["content"] for v in recall(tenant, "green tea")] == ["Bob drinks green tea every morning."]
+    assert remember(tenant, "Bob drinks green tea every morning.", key="drink") == "skipped"

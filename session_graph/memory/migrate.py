@@ -109,8 +109,8 @@ def _move(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], category
         if action == "move":
             active = kind == "item" and value.get("status") == "active"
             store.put(new, item.key, value, index=index_fields(value) if active else False)
-            if kind == "item":
-                bump(store, new, item.key)
+        if kind == "item":  # "same" too: a run killed between the put and this bump left the feed without it
+            bump(store, new, item.key)
         store.delete(old, item.key)
         if kind == "item":
             bump(store, old, item.key)
