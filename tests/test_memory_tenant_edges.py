@@ -9,7 +9,7 @@ from langgraph.store.memory import InMemoryStore
 import pytest
 
 from session_graph import ConfigurationError, SessionManager
-from session_graph.memory import MemoryConfig, list_memories
+from session_graph.memory import MemoryConfig, list_memories, memory_history
 from session_graph.memory.migrate import migrate_to_tenant
 from session_graph.memory.recall import recall, remember
 
@@ -56,3 +56,21 @@ def test_a_migration_that_crashed_after_a_put_is_seen_by_a_running_reader_once_r
     assert [r["action"] for r in migrate_to_tenant(tenant.for_tenant(None), "acme") if r["kind"] == "item"] == ["same"]
     assert [v["content"] for v in recall(tenant, "green tea")] == ["Bob drinks green tea every morning."]
     assert remember(tenant, "Bob drinks green tea every morning.", key="drink") == "skipped"
+
+
+def test_the_history_of_an_item_left_in_place_by_a_conflict_stays_with_it() -> None:
+    """An item the tenant already holds with other content is left at the old place: its past
+    versions must stay with it, not move into the history of the tenant's (different) item."""
+    store = InMemoryStore()
+    old = MemoryConfig(store=store, user="bob")
+    remember(old, "Bob drinks green tea.", key="drink")
+    remember(old, "Bob drinks black tea now.", key="drink")
+    tenant = MemoryConfig(store=store, user="bob", tenant="acme")
+    remember(tenant, "Bob drinks coffee.", key="drink")
+    report = migrate_to_tenant(old, "acme")
+    assert {(r["kind"], r["key"], r["action"]) for r in report} == {("item", "drink", "conflict"),
+                                                                     ("history", "drink@v1", "conflict")}
+    assert [v["content"] for v in memory_history(tenant, "drink", "preferences")] == ["Bob drinks coffee."]
+    assert [v["content"] for v in memory_history(old, "drink", "preferences")] == ["Bob drinks green tea.",
+                                                                                   "Bob drinks black tea now."]
+    assert migrate_to_tenant(old, "acme") == report  # rerun: the same, nothing moved
