@@ -20,3 +20,25 @@ def test_remember_without_a_model_keeps_two_facts_whose_terms_alone_meet_apart()
     assert remember(memory, DARK[0], terms=DARK[1]) == "created"
     assert remember(memory, FONT[0], terms=FONT[1]) == "created"
     assert sorted(v["content"] for v in list_memories(memory)) == sorted([DARK[0], FONT[0]])
+
+
+def test_clean_terms_of_a_huge_reply_reads_no_more_than_it_keeps() -> None:
+    """A hostile or runaway model's terms (megabytes of separators, one endless word): cleaned to
+    at most MAX_TERMS short terms without making a piece per separator (was 135 MB and seconds
+    of CPU for a 6 MB string, once per candidate, while a commit holds the user's lock)."""
+    import tracemalloc
+
+    from session_graph.memory.items import MAX_TERMS, clean_terms
+
+    many = "".join(f"t{n}," for n in range(1_000_000))
+    endless = "x" * 3_000_000
+    tracemalloc.start()
+    try:
+        kept = clean_terms(many)
+        one = clean_terms([endless, {"nested": [endless, "tea"]}])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert kept == [f"t{n}" for n in range(MAX_TERMS)]
+    assert one == ["x" * 60, "tea"]
+    assert peak < 1_000_000
