@@ -10,6 +10,7 @@ import pytest
 
 from session_graph import ConfigurationError, SessionManager
 from session_graph.memory import MemoryConfig, list_memories, memory_history
+import session_graph.memory.migrate as migrate
 from session_graph.memory.migrate import migrate_to_tenant
 from session_graph.memory.recall import recall, remember
 
@@ -36,8 +37,6 @@ def test_a_migration_that_crashed_after_a_put_is_seen_by_a_running_reader_once_r
     """A crash between the put at the tenant's place and its change-feed bump: the rerun finds the
     copy (``same``) and must still record it in the feed, or a process that already indexed the
     tenant's (empty) namespace never sees the moved memory and its next remember duplicates it."""
-    import session_graph.memory.migrate as migrate
-
     store = InMemoryStore()
     remember(MemoryConfig(store=store, user="bob"), "Bob drinks green tea every morning.", key="drink")
     tenant = MemoryConfig(store=store, user="bob", tenant="acme")

@@ -3,9 +3,16 @@ model really writes them (generic words shared by many facts of one user)."""
 
 from __future__ import annotations
 
+import threading
+import tracemalloc
+
 from langgraph.store.memory import InMemoryStore
+import pytest
 
 from session_graph.memory import MemoryConfig, list_memories
+from session_graph.memory.apply import _put
+from session_graph.memory.items import MAX_TERMS, clean_terms, new_value
+import session_graph.memory.prefilter as prefilter
 from session_graph.memory.recall import remember
 
 DARK = ("User prefers dark mode in the code editor.", ["editor theme", "dark theme", "IDE settings", "appearance"])
@@ -26,10 +33,6 @@ def test_clean_terms_of_a_huge_reply_reads_no_more_than_it_keeps() -> None:
     """A hostile or runaway model's terms (megabytes of separators, one endless word): cleaned to
     at most MAX_TERMS short terms without making a piece per separator (was 135 MB and seconds
     of CPU for a 6 MB string, once per candidate, while a commit holds the user's lock)."""
-    import tracemalloc
-
-    from session_graph.memory.items import MAX_TERMS, clean_terms
-
     many = "".join(f"t{n}," for n in range(1_000_000))
     endless = "x" * 3_000_000
     tracemalloc.start()
@@ -42,3 +45,32 @@ def test_clean_terms_of_a_huge_reply_reads_no_more_than_it_keeps() -> None:
     assert kept == [f"t{n}" for n in range(MAX_TERMS)]
     assert one == ["x" * 60, "tea"]
     assert peak < 1_000_000
+
+
+def test_an_item_written_while_the_terms_index_is_built_is_found_by_its_terms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text+terms index is made on first use from the indexed values; a writer that refreshes
+    the namespace meanwhile (another thread: a commit, a remember) must not be lost from it."""
+    memory = MemoryConfig(store=InMemoryStore(), user="bob")
+    store, namespace = memory.memory_store, memory.namespace("preferences")
+    first = new_value(namespace, "dark", "preferences", DARK[0], "", DARK[0], [], "test/0", "2026-01-01T00:00:00+00:00",
+                      terms=DARK[1])
+    _put(store, namespace, "dark", first)
+    index = prefilter._index(store, namespace)
+    assert index.expanded is None  # made on first use, which is next
+    late = new_value(namespace, "laptop", "preferences", "Works on a ThinkPad.", "", "Works on a ThinkPad.", [],
+                     "test/1", "2026-01-01T00:00:00+00:00", terms=["Lenovo", "notebook"])
+    writer = threading.Thread(target=lambda: (_put(store, namespace, "laptop", late), prefilter._index(store, namespace)))
+    real, started = prefilter.terms_text, []
+
+    def build_meanwhile(value: dict) -> str:
+        if not started:
+            started.append(True)
+            writer.start()
+            writer.join(timeout=1.0)  # the writer's refresh lands now, unless the build holds it off
+        return real(value)
+
+    monkeypatch.setattr(prefilter, "terms_text", build_meanwhile)
+    index.with_terms()
+    writer.join()
+    monkeypatch.setattr(prefilter, "terms_text", real)
+    assert [key for key, _ in prefilter._index(store, namespace).with_terms().search("Lenovo notebook", limit=5)] == ["laptop"]
