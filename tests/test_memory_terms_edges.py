@@ -3,12 +3,15 @@ model really writes them (generic words shared by many facts of one user)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import tracemalloc
 
+from langchain_core.messages import ToolCall
 from langgraph.store.memory import InMemoryStore
 import pytest
 
+from session_graph.integrations.memory_tools import memory_tools
 from session_graph.memory import MemoryConfig, list_memories
 from session_graph.memory.apply import _put
 from session_graph.memory.items import MAX_TERMS, clean_terms, new_value
@@ -74,3 +77,18 @@ def test_an_item_written_while_the_terms_index_is_built_is_found_by_its_terms(mo
     writer.join()
     monkeypatch.setattr(prefilter, "terms_text", real)
     assert [key for key, _ in prefilter._index(store, namespace).with_terms().search("Lenovo notebook", limit=5)] == ["laptop"]
+
+
+@pytest.mark.parametrize("terms", [{"synonyms": ["laptop"], "translations": ["Notebook"]}, 5, True, [["Lenovo"], 3]])
+def test_the_remember_tool_takes_terms_of_any_shape_a_model_sends(terms: object) -> None:
+    """The agent's remember tool reads terms as ``remember(..., terms=)`` does: a mapping, a number
+    or nested lists from a model are cleaned, never a validation error that loses the fact."""
+    memory = MemoryConfig(store=InMemoryStore(), user="bob")
+    remember_tool = {tool.name: tool for tool in memory_tools(memory)}["remember"]
+    schema = remember_tool.tool_call_schema.model_json_schema()["properties"]["terms"]
+    assert "array" in json.dumps(schema)  # the model is still told to send a list of strings
+    answer = remember_tool.invoke(ToolCall(name="remember", args={"content": "Works on a ThinkPad.", "terms": terms},
+                                           id="call-1", type="tool_call"))
+    assert answer.content == "created: Works on a ThinkPad."
+    (value,) = list_memories(memory)
+    assert value.get("terms", []) == clean_terms(terms)  # True: no terms
