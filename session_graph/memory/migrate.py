@@ -72,6 +72,9 @@ def migrate_to_tenant(memory: MemoryConfig, tenant: str | None, *, from_user: st
     if tenant is None and from_label is None:
         raise ConfigurationError("migrate_to_tenant needs the tenant to move memories under (or from_label to relabel).")
     target = memory.for_tenant(tenant)
+    if target.tenant is None and tenant is not None and from_label is None:
+        raise ConfigurationError(f"migrate_to_tenant: tenant {tenant!r} is SessionManager's default tenant, whose memories "
+                                 "are already at the tenant-less place; nothing to move (name another tenant).")
     old_owner = from_label if from_label is not None else tenant_owner(None, from_user if from_user is not None else memory.user)
     store = memory.memory_store
     report: list[dict[str, Any]] = []
