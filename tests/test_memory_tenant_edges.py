@@ -27,7 +27,7 @@ def test_the_default_tenant_is_the_tenantless_place_everywhere(tmp_path: Path) -
     manager = SessionManager(tmp_path / "sessions", memory=named)  # was: "tenant 'default' but ... tenant 'default'"
     assert manager.memory is not None and manager.memory.namespace("preferences") == plain.namespace("preferences")
     assert plain.for_tenant("default").namespace("profile") == plain.namespace("profile")
-    with pytest.raises(ConfigurationError, match="default tenant.*nothing to move"):
+    with pytest.raises(ConfigurationError, match=r"default tenant.*nothing to move"):
         migrate_to_tenant(plain, "default")
     assert [v["content"] for v in list_memories(manager.memory)] == ["Bob drinks green tea."]
 
