@@ -73,7 +73,8 @@ def test_the_move_never_overwrites_the_tenant_and_leaves_other_owners_alone(stor
     acme = MemoryConfig(store=store, user="bob", agent="coder", tenant="acme")  # type: ignore[arg-type]
     remember(acme, "Bob drinks water only.", key="drink")  # the tenant already holds another text at that key
     report = {(r["kind"], r["key"]): r["action"] for r in migrate_to_tenant(acme, "acme")}
-    assert report[("item", "drink")] == "conflict" and report[("history", "drink@v1")] == "move"
+    # the item stays, and its past versions with it (moved, they would read as the past of the tenant's other item)
+    assert report[("item", "drink")] == "conflict" and report[("history", "drink@v1")] == "conflict"
     assert [v["content"] for v in list_memories(acme, ["preferences"])] == ["Bob drinks water only."]
     old = MemoryConfig(store=store, user="bob")  # type: ignore[arg-type]
     assert [v["content"] for v in list_memories(old)] == ["Bob now drinks black coffee."]  # left for the operator

@@ -25,15 +25,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Annotated
 
 from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BeforeValidator
 
 from session_graph.errors import ConfigurationError
 from session_graph.memory.categories import CATEGORIES, parse_uri
 from session_graph.memory.config import MemoryConfig
+from session_graph.memory.items import clean_terms
 from session_graph.memory.manage import forget
 from session_graph.memory.recall import aremember, format_memories, recall_or_outage, remember, store_outage
+
+Terms = Annotated[list[str] | None, BeforeValidator(lambda raw: clean_terms(raw) or None)]
+"""The remember tool's ``terms``: a list of strings in its schema, and whatever shape a model sends
+(a mapping, a number, nested lists) cleaned as ``remember(..., terms=)`` cleans it, never refused."""
 
 __all__ = ["memory_tools"]
 
@@ -59,7 +65,7 @@ def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False, allow_agent
         return await asyncio.to_thread(search_memory, query, k)  # context (the run's config) goes along
 
     def remember_fact(content: str, category: str = "preferences", key: str | None = None,
-                      terms: list[Any] | str | None = None) -> str:
+                      terms: Terms = None) -> str:
         """Store a lasting fact about the user (profile, preferences, entities, events) or about how the
         agent works (cases, patterns). ``key`` names the topic a later fact on it should update; ``terms``:
         a few other words a later search may use for it (other names, synonyms, the broader term, translations)."""
@@ -69,7 +75,7 @@ def memory_tools(memory: MemoryConfig, *, allow_purge: bool = False, allow_agent
             return _refused("Not stored", "remembering", error)
 
     async def aremember_fact(content: str, category: str = "preferences", key: str | None = None,
-                             terms: list[Any] | str | None = None) -> str:
+                             terms: Terms = None) -> str:
         try:
             return f"{await aremember(memory.for_run(), content, category, key, source='tool', terms=terms)}: {content}"
         except Exception as error:

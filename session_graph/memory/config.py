@@ -67,6 +67,11 @@ def _utf8(value: str) -> bool:
     return True
 
 
+DEFAULT_TENANT = "default"
+"""``SessionManager``'s default tenant: its memory is the tenant-less place (``bob``), so a config
+naming it means that place too (never ``default~bob``, which no default manager reads)."""
+
+
 def _check_tenant(value: Any) -> str | None:
     if value is None:
         return None
@@ -102,7 +107,8 @@ class MemoryConfig:
             tokens; beyond it the commit is ``partial`` with the reason and the next goes on.
         tenant: the tenant the user and agent belong to (``SessionManager``'s tenant; set by
             ``for_tenant``): every namespace is the tenant's own (``acme~bob``), so tenants never
-            share memory, not even the agent's cases and patterns; None: no tenant (``bob``).
+            share memory, not even the agent's cases and patterns; None (or ``"default"``,
+            ``SessionManager``'s default tenant, kept as None): no tenant (``bob``).
     """
 
     store: BaseStore | None = None
@@ -125,7 +131,8 @@ class MemoryConfig:
             )
         _check_owner(self.user, "user")
         _check_owner(self.agent, "agent")
-        _check_tenant(self.tenant)
+        if _check_tenant(self.tenant) == DEFAULT_TENANT:  # a SessionManager's default tenant: the tenant-less labels
+            object.__setattr__(self, "tenant", None)
         if self.embeddings is not None and not callable(getattr(self.embeddings, "embed_documents", None)):
             raise ConfigurationError(
                 f"MemoryConfig embeddings must be a LangChain Embeddings (with embed_documents), "

@@ -30,23 +30,37 @@ INDEX_FIELDS = ["abstract", "content"]
 MAX_TERMS = 16
 """The most retrieval terms kept with an item (the newest), and taken from one candidate."""
 _TERM_CHARS = 60
-_SPLIT = re.compile(r"[,;\n\uff0c\uff1b\u3001|]+")
+_PIECE = re.compile(r"[^,;\n\uff0c\uff1b\u3001|]+")  # between separators (commas, semicolons, newlines, CJK commas, |)
+_PIECE_CHARS = 4 * _TERM_CHARS  # of one piece, read before its spaces are collapsed
+_MAX_PIECES = 1024
 
 
 def clean_terms(raw: Any, limit: int = MAX_TERMS) -> list[str]:
     """Retrieval terms as a model (or a caller) gave them, made a short list of distinct strings:
     a list of strings as asked, or one comma/semicolon/newline separated string, numbers, nested
     lists, a mapping of lists (``{"synonyms": [...], "translations": [...]}``: its values); None,
-    booleans and anything else count as nothing. Never raises: odd terms never fail a commit."""
-    found: list[str] = []
+    booleans and anything else count as nothing. Never raises: odd terms never fail a commit.
+    Reads no further than it keeps: a huge reply costs what its first ``limit`` terms do."""
+    out: dict[str, str] = {}
+    seen = 0  # pieces looked at: a bound on junk (empty or repeated pieces) too
+
+    def keep(piece: str) -> None:
+        nonlocal seen
+        seen += 1
+        term = " ".join(piece[:_PIECE_CHARS].split()).strip("\"'`*-• ")[:_TERM_CHARS]
+        if term and term.casefold() not in out:
+            out[term.casefold()] = term
 
     def walk(value: Any, depth: int) -> None:
-        if depth > 3 or len(found) >= 4 * limit:
+        if depth > 3 or len(out) >= limit or seen >= _MAX_PIECES:
             return
         if isinstance(value, str):
-            found.extend(_SPLIT.split(value))
+            for found in _PIECE.finditer(value):
+                keep(found.group())
+                if len(out) >= limit or seen >= _MAX_PIECES:
+                    return
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            found.append(str(value))
+            keep(str(value))
         elif isinstance(value, dict):
             for inner in value.values():
                 walk(inner, depth + 1)
@@ -55,11 +69,6 @@ def clean_terms(raw: Any, limit: int = MAX_TERMS) -> list[str]:
                 walk(inner, depth + 1)
 
     walk(raw, 0)
-    out: dict[str, str] = {}
-    for term in found:
-        term = " ".join(term.split()).strip("\"'`*-• ")[:_TERM_CHARS]
-        if term and term.casefold() not in out:
-            out[term.casefold()] = term
     return list(out.values())[:limit]
 
 

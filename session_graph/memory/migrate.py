@@ -10,8 +10,8 @@ under a tenant the operator names, and lists what it would move with ``dry_run=T
 (``python3 -m session_graph memory migrate-tenant``). The same step moves the memories of an
 id whose label the encoding changed (one holding ``~`` or a ``%XX``, written before as the id
 itself: ``from_label``) to its label now. Run again, it moves nothing more; an item
-whose key the tenant already holds with other content is left where it was and reported
-(``conflict``), never overwritten. The agent's memories (cases, patterns) are not moved: before
+whose key the tenant already holds with other content is left where it was, with its past versions, and
+reported (``conflict``), never overwritten. The agent's memories (cases, patterns) are not moved: before
 tenancy every tenant wrote them to one place, so they cannot be told apart.
 
 :func:`warn_unmigrated` logs one warning line the first time (per process, store and owner) a
@@ -20,6 +20,7 @@ tenant's config finds its user's memories empty while an old place holds some.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import contextlib
 import logging
 import re
@@ -71,6 +72,9 @@ def migrate_to_tenant(memory: MemoryConfig, tenant: str | None, *, from_user: st
     if tenant is None and from_label is None:
         raise ConfigurationError("migrate_to_tenant needs the tenant to move memories under (or from_label to relabel).")
     target = memory.for_tenant(tenant)
+    if target.tenant is None and tenant is not None and from_label is None:
+        raise ConfigurationError(f"migrate_to_tenant: tenant {tenant!r} is SessionManager's default tenant, whose memories "
+                                 "are already at the tenant-less place; nothing to move (name another tenant).")
     old_owner = from_label if from_label is not None else tenant_owner(None, from_user if from_user is not None else memory.user)
     store = memory.memory_store
     report: list[dict[str, Any]] = []
@@ -82,16 +86,29 @@ def migrate_to_tenant(memory: MemoryConfig, tenant: str | None, *, from_user: st
         with contextlib.ExitStack() as locks:
             for owner in ([] if dry_run else sorted({(old[0], old[1]), (new[0], new[1])})):  # one order: no deadlock
                 locks.enter_context(owner_lock(store, owner))
+            # history first, each entry only with its item: one the tenant holds as another item keeps its past
+            report += _move(store, history_namespace(old), history_namespace(new), category, "history", dry_run,
+                            apart=lambda key, old=old, new=new: _apart(store, old, new, key))
             report += _move(store, old, new, category, "item", dry_run)
-            report += _move(store, history_namespace(old), history_namespace(new), category, "history", dry_run)
     return report
 
 
+def _apart(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], key: str) -> bool:
+    """Whether the tenant holds another item at ``key`` than the one of the old place's history
+    (the old item conflicts with it, or is gone and the tenant has its own)."""
+    there = store.get(new, key)
+    if there is None:
+        return False
+    mine = store.get(old, key)
+    return mine is None or not _same(there.value, mine.value)
+
+
 def _move(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], category: str, kind: str,
-          dry_run: bool) -> list[dict[str, Any]]:
+          dry_run: bool, apart: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
     """Each item of ``old`` (exactly that namespace) put at ``new`` and then deleted, unless ``new``
-    holds other content at its key. Items first, so a crash between the two leaves a copy the next
-    run finds as ``same``; the change feeds of both places record the keys."""
+    holds other content at its key (or, for a history entry, ``apart`` says its item's key is
+    another item's there). Put first, so a crash between the two leaves a copy the next run finds
+    as ``same``; the change feeds of both places record the keys."""
     report = []
     for item in sorted(store.search(old, limit=_LIMIT), key=lambda i: i.key):
         if tuple(item.namespace) != old:
@@ -102,6 +119,8 @@ def _move(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], category
         value.update((name, text) for name, text in place.items() if name in value)
         there = store.get(new, item.key)
         action = "move" if there is None else "same" if _same(there.value, value) else "conflict"
+        if action == "move" and apart is not None and apart(item.key.rpartition("@v")[0]):
+            action = "conflict"
         report.append({"kind": kind, "category": category, "key": item.key, "from": "/".join(old), "to": "/".join(new),
                        "action": action})
         if dry_run or action == "conflict":
@@ -109,8 +128,8 @@ def _move(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], category
         if action == "move":
             active = kind == "item" and value.get("status") == "active"
             store.put(new, item.key, value, index=index_fields(value) if active else False)
-            if kind == "item":
-                bump(store, new, item.key)
+        if kind == "item":  # "same" too: a run killed between the put and this bump left the feed without it
+            bump(store, new, item.key)
         store.delete(old, item.key)
         if kind == "item":
             bump(store, old, item.key)

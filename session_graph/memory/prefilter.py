@@ -87,12 +87,16 @@ class NamespaceIndex:
     def with_terms(self) -> Bm25:
         """The index of items' text and retrieval terms, made from the indexed values the first time
         (a store whose memories have no terms, probed without terms, never pays for it), then kept by ``set``."""
-        if self.expanded is None:
-            expanded = Bm25()
-            for key, value in dict(self.values).items():  # a copy: another thread may refresh the index meanwhile
-                expanded.add(key, f"{searchable_text(value)} {terms_text(value)}")
-            self.expanded = expanded
-        return self.expanded
+        expanded = self.expanded
+        if expanded is None:
+            with _lock:  # every refresh (``set``) holds it: none lands between the listing and the assignment
+                if self.expanded is None:
+                    built = Bm25()
+                    for key, value in self.values.items():
+                        built.add(key, f"{searchable_text(value)} {terms_text(value)}")
+                    self.expanded = built
+                expanded = self.expanded
+        return expanded
 
 
 def vector_tag(value: dict[str, Any]) -> tuple[Any, str]:

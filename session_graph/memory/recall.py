@@ -166,7 +166,8 @@ def _remember(memory: MemoryConfig, content: str, category: str = "preferences",
     moved meanwhile). Without a model, a conservative rule: the same text is a SKIP; the same key, or
     (when no key is given) a stored fact of the same mergeable category sharing at least half
     the words of the shorter of the two (its key's words count, and two at least) or, where either
-    has retrieval terms, of its words and terms (a Lenovo notebook / a ThinkPad laptop), is
+    has retrieval terms, of the words one side says found among the other's words or terms (a
+    Lenovo notebook / a ThinkPad laptop; terms meeting terms count for nothing), is
     rewritten (its old text kept in the item's history); anything else is a new item.
     ``terms``: retrieval terms to keep with the fact (other names, synonyms, translations), as a
     commit's extraction gives them; without them the fact is found by its own words (and by the
@@ -243,13 +244,23 @@ def _conservative(candidate: dict[str, Any], namespace: list[str], hits: dict[st
     if category == "profile" or not CATEGORIES[category].mergeable:
         return op  # a profile line is added to the profile; events and cases never change
     words = set(word_terms(candidate["content"]))
-    expanded = words | set(word_terms(terms_text(candidate)))
+    ours = set(word_terms(terms_text(candidate)))
     for hit in hits.values():
         theirs = set(word_terms(f"{str(hit['key']).replace('_', ' ')} {hit['content']}"))
-        close = _close(words, theirs) or _close(expanded, theirs | set(word_terms((stored_terms or {}).get(hit["key"], ""))))
+        their_terms = set(word_terms((stored_terms or {}).get(hit["key"], "")))
+        close = _close(words, theirs) or _bridged(words, ours, theirs, their_terms)
         if hit["kind"] == "key" or (close and not candidate.get("key")):  # a key given names its own topic
             return {**op, "op": "update", "key": hit["key"], "targets": [hit["key"]]}
     return op
+
+
+def _bridged(words: set[str], terms: set[str], their_words: set[str], their_terms: set[str]) -> bool:
+    """Two statements of one fact in other words: the words one side says found among the other's
+    words or terms (a ThinkPad laptop / a Lenovo notebook, with ``Lenovo, notebook`` as terms),
+    as many as ``_close`` asks of the expanded sets. Terms meeting terms do not count: the generic
+    ones a model gives many facts of one user (``IDE settings``, ``appearance``) join nothing."""
+    shared = (words & (their_words | their_terms)) | (terms & their_words)
+    return len(shared) >= 2 and len(shared) >= 0.5 * min(len(words | terms), len(their_words | their_terms))
 
 
 def _close(ours: set[str], theirs: set[str]) -> bool:
