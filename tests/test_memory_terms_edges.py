@@ -58,11 +58,11 @@ def test_an_item_written_while_the_terms_index_is_built_is_found_by_its_terms(mo
     first = new_value(namespace, "dark", "preferences", DARK[0], "", DARK[0], [], "test/0", "2026-01-01T00:00:00+00:00",
                       terms=DARK[1])
     _put(store, namespace, "dark", first)
-    index = prefilter._index(store, namespace)
+    index = prefilter.indexes(store, [namespace])[0]
     assert index.expanded is None  # made on first use, which is next
     late = new_value(namespace, "laptop", "preferences", "Works on a ThinkPad.", "", "Works on a ThinkPad.", [],
                      "test/1", "2026-01-01T00:00:00+00:00", terms=["Lenovo", "notebook"])
-    writer = threading.Thread(target=lambda: (_put(store, namespace, "laptop", late), prefilter._index(store, namespace)))
+    writer = threading.Thread(target=lambda: (_put(store, namespace, "laptop", late), prefilter.indexes(store, [namespace])[0]))
     real, started = prefilter.terms_text, []
 
     def build_meanwhile(value: dict) -> str:
@@ -76,7 +76,7 @@ def test_an_item_written_while_the_terms_index_is_built_is_found_by_its_terms(mo
     index.with_terms()
     writer.join()
     monkeypatch.setattr(prefilter, "terms_text", real)
-    assert [key for key, _ in prefilter._index(store, namespace).with_terms().search("Lenovo notebook", limit=5)] == ["laptop"]
+    assert [key for key, _ in prefilter.indexes(store, [namespace])[0].with_terms().search("Lenovo notebook", limit=5)] == ["laptop"]
 
 
 @pytest.mark.parametrize("terms", [{"synonyms": ["laptop"], "translations": ["Notebook"]}, 5, True, [["Lenovo"], 3]])
