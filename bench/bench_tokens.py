@@ -60,8 +60,10 @@ def per_turn(sizes: list[int], turns: int, rounds: int, indent: str = "") -> Non
 
     Short messages (``_text``: 5-60 words, ~190 characters), user and assistant alternating.
     Each session has a 4,000-token budget; when the judge asks for a resize it runs, untimed.
-    Timed in CPU, in batches of 10 alternated with batches of 10 encodes of the same texts
-    (so a slow spell of the shared machine hits both); the ratio is the median batch's.
+    Timed in CPU, in batches of 10 alternated with batches of 10 encodes (so a slow spell of the
+    shared machine hits both); the ratio is the median batch's. The encodes and each session
+    get texts of their own with the same word counts: a text tiktoken has just encoded encodes
+    faster the second time, which would flatter whichever side came second.
     """
     counter = TiktokenCounter("o200k_base")
     encode = counter.encoding.encode_ordinary
@@ -70,7 +72,14 @@ def per_turn(sizes: list[int], turns: int, rounds: int, indent: str = "") -> Non
     floors: list[float] = []
     samples: dict[int, list[float]] = {size: [] for size in sizes}
     batch = 10
-    texts = [_text(rng, i) for i in range(turns * rounds)]
+    counts = [rng.randint(5, 60) for _ in range(turns * rounds)]
+
+    def texts_of(seed: int) -> list[str]:  # one stream of texts per consumer, word counts shared
+        words = random.Random(seed)
+        return [f"turn {i}: " + " ".join(words.choice(WORDS) for _ in range(n)) for i, n in enumerate(counts)]
+
+    texts = texts_of(1)
+    own = {size: texts_of(2 + n) for n, size in enumerate(sizes)}
     for first in range(0, len(texts), batch):
         chunk = texts[first : first + batch]
         t0 = time.process_time()  # CPU time: the machine is shared
@@ -80,7 +89,7 @@ def per_turn(sizes: list[int], turns: int, rounds: int, indent: str = "") -> Non
         for size in sizes:
             session = sessions[size]
             messages = [(HumanMessage if k % 2 == 0 else AIMessage)(content=text, id=f"x{size}-{k}")
-                        for k, text in enumerate(chunk, first)]
+                        for k, text in enumerate(own[size][first : first + batch], first)]
             paused = 0.0
             t0 = time.process_time()
             for message in messages:
@@ -93,7 +102,7 @@ def per_turn(sizes: list[int], turns: int, rounds: int, indent: str = "") -> Non
     floor = statistics.median(floors)
     chars = statistics.mean(len(t) for t in texts)
     print(f"{indent}append + judge per message, exact counter (o200k_base), 4,000-token budget, CPU, batches of {batch} "
-          f"alternated with one tiktoken encode of the same text ({chars:.0f} chars): encode {floor * 1e6:.1f} us")
+          f"alternated with one tiktoken encode of a text of the same word count, not the same text ({chars:.0f} chars): encode {floor * 1e6:.1f} us")
     for size in sizes:
         value = statistics.median(samples[size])
         print(f"{indent}  at {size:>7,} messages: {value * 1e6:6.1f} us = {value / floor:5.2f}x one encode (goal <= 2)")
