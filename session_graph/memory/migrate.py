@@ -32,8 +32,14 @@ from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import index_fields, owner_lock
-from session_graph.memory.categories import (CATEGORIES, content_hash, history_namespace, memory_namespace, memory_uri,
-                                             tenant_owner)
+from session_graph.memory.categories import (
+    CATEGORIES,
+    content_hash,
+    history_namespace,
+    memory_namespace,
+    memory_uri,
+    tenant_owner,
+)
 from session_graph.memory.changes import bump
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.owner_mark import MARK, owner_mark, unmarked

@@ -58,6 +58,14 @@ def unmarked(store: BaseStore, namespace: tuple[str, ...], limit: int | None = N
         offset += len(page)
 
 
+def _move_hint(namespace: tuple[str, ...]) -> str:
+    if namespace[0] != "user":  # an agent's cases and patterns: migrate-tenant moves users' memories only
+        return ""
+    label = shlex.quote(namespace[1])
+    return (f"Move them to their real owner with: python3 -m session_graph memory migrate-tenant --memory PATH --user {label} "
+            f"--from-label {label} --dry-run (then without --dry-run; add --tenant T if they belong to a tenant). ")
+
+
 def check_owned(store: BaseStore, namespace: tuple[str, ...]) -> None:
     """Refuse an ambiguous namespace that holds items without the marker (see the module); checked
     once per process, store and namespace once it holds none.
@@ -66,7 +74,7 @@ def check_owned(store: BaseStore, namespace: tuple[str, ...]) -> None:
         ConfigurationError: naming the label, why, and the two ways out.
     """
     label = namespace[1]
-    if "~" not in label and "%" not in label or not ambiguous(label):
+    if ("~" not in label and "%" not in label) or not ambiguous(label):
         return
     with _lock:
         try:
@@ -82,10 +90,9 @@ def check_owned(store: BaseStore, namespace: tuple[str, ...]) -> None:
         raise ConfigurationError(
             f"memory namespace {'/'.join(namespace)} (label {label!r}, {whose}) holds items written before owner labels "
             f"were encoded (e.g. {', '.join(map(repr, found))}): an older version stored the id {label!r} itself there, "
-            "so they may be another owner's and are not read or written. Move them to their real owner with: python3 -m "
-            f"session_graph memory migrate-tenant --memory PATH --user {shlex.quote(label)} --from-label {shlex.quote(label)} --dry-run (then "
-            "without --dry-run; add --tenant T if they belong to a tenant), or, if they are this owner's, adopt them with "
-            "session_graph.memory.migrate.adopt_unmarked(config)."
+            f"so they may be another owner's and are not read or written. {_move_hint(namespace)}If they are this owner's, "
+            "adopt them with session_graph.memory.migrate.adopt_unmarked(config) (or python3 -m session_graph memory "
+            "migrate-tenant ... --adopt)."
         )
     with _lock:
         seen.add(namespace)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cli_util import run
 from langgraph.store.memory import InMemoryStore
 import pytest
 
@@ -75,3 +76,15 @@ def test_marked_items_and_unambiguous_labels_pass(store: object) -> None:
     assert [v["key"] for v in list_memories(memory)] == ["drink"]  # its own items: marked
     store.put(("user", "bob", "memories", "preferences"), "theme", {**OLD, "owner": "user/bob"})  # type: ignore[attr-defined]
     assert [v["key"] for v in list_memories(MemoryConfig(store=store, user="bob"))] == ["theme"]  # type: ignore[arg-type]
+
+
+def test_the_cli_adopts_them_on_a_file_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = tmp_path / "files"
+    FileMemoryStore(files, fsync=False).put(("user", "a~b", "memories", "preferences"), "theme", OLD)
+    memory = MemoryConfig(store=FileMemoryStore(files, fsync=False), user="b", tenant="a")
+    with pytest.raises(ConfigurationError, match="migrate-tenant --memory PATH --user 'a~b' --from-label 'a~b'"):
+        list_memories(memory)
+    code, out, _ = run(capsys, "memory", "migrate-tenant", "--memory", str(files), "--tenant", "a", "--user", "b", "--adopt")
+    assert code == 0 and "adopt\tpreferences/theme\tuser/a~b/memories/preferences" in out and "adopted 1" in out
+    again = MemoryConfig(store=FileMemoryStore(files, fsync=False), user="b", tenant="a")
+    assert [v["owner_id"] for v in list_memories(again)] == [{"tenant": "a", "id": "b"}]
