@@ -10,7 +10,8 @@ from langgraph.store.memory import InMemoryStore
 import pytest
 
 from session_graph import ConfigurationError
-from session_graph.memory import FileMemoryStore, MemoryConfig, list_memories
+from session_graph.integrations.memory_tools import memory_tools
+from session_graph.memory import FileMemoryStore, MemoryConfig, export_memories, forget, list_memories, memory_history
 from session_graph.memory.migrate import adopt_unmarked, migrate_to_tenant
 from session_graph.memory.recall import recall, remember
 
@@ -88,3 +89,20 @@ def test_the_cli_adopts_them_on_a_file_store(tmp_path: Path, capsys: pytest.Capt
     assert code == 0 and "adopt\tpreferences/theme\tuser/a~b/memories/preferences" in out and "adopted 1" in out
     again = MemoryConfig(store=FileMemoryStore(files, fsync=False), user="b", tenant="a")
     assert [v["owner_id"] for v in list_memories(again)] == [{"tenant": "a", "id": "b"}]
+
+
+def test_every_reader_and_writer_is_refused_not_only_recall(store: object, tmp_path: Path) -> None:
+    store.put(("user", "a~b", "memories", "preferences"), "theme", OLD)  # type: ignore[attr-defined]
+    memory = MemoryConfig(store=store, user="b", tenant="a")  # type: ignore[arg-type]
+    for use in (lambda: memory_history(memory, "theme", "preferences"), lambda: forget(memory, "theme", "preferences"),
+                lambda: export_memories(memory, tmp_path / "out.json")):
+        with pytest.raises(ConfigurationError, match="from-label"):
+            use()
+    tools = {tool.name: tool for tool in memory_tools(memory)}
+    with pytest.raises(ConfigurationError, match="from-label"):  # as recall: a misconfigured store fails loudly
+        tools["search_memory"].invoke({"query": "dark mode"})
+    for name, args in (("remember", {"content": "Likes tea.", "key": "drink"}),  # a refused argument's answer
+                       ("forget_memory", {"memory_id": "theme", "category": "preferences"})):
+        answer = str(tools[name].invoke(args))
+        assert "a~b" in answer and "Prefers dark mode" not in answer, (name, answer)
+    assert [i.value for i in store.search(("user", "a~b", "memories"))] == [OLD]  # type: ignore[attr-defined]
