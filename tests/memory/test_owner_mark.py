@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cli_util import run
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.store.memory import InMemoryStore
 import pytest
 
-from session_graph import ConfigurationError
+from session_graph import ConfigurationError, SessionManager
 from session_graph.integrations.memory_tools import memory_tools
 from session_graph.memory import FileMemoryStore, MemoryConfig, export_memories, forget, list_memories, memory_history
 from session_graph.memory.migrate import adopt_unmarked, migrate_to_tenant
@@ -17,6 +19,7 @@ from session_graph.memory.recall import recall, remember
 
 OLD = {"category": "preferences", "key": "theme", "content": "Prefers dark mode.", "status": "active", "version": 1,
        "abstract": "Prefers dark mode.", "owner": "user/a~b"}  # as an older version wrote it: no owner_id
+SUMMARY = "# Session Summary\n**Overview**: editors | x | done"
 
 
 @pytest.fixture(params=["inmemory", "file"])
@@ -106,3 +109,17 @@ def test_every_reader_and_writer_is_refused_not_only_recall(store: object, tmp_p
         answer = str(tools[name].invoke(args))
         assert "a~b" in answer and "Prefers dark mode" not in answer, (name, answer)
     assert [i.value for i in store.search(("user", "a~b", "memories"))] == [OLD]  # type: ignore[attr-defined]
+
+
+def test_a_tenant_s_commit_stops_partial_before_it_reads_or_writes_the_old_owner_s_memories(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    store.put(("user", "acme~alice", "memories", "preferences"), "editor", {**OLD, "key": "editor", "content": "Prefers Emacs."})
+    reply = json.dumps({"memories": [{"category": "preferences", "key": "editor", "abstract": "Vim", "content": "Prefers Vim."}]})
+    memory = MemoryConfig(store=store, user="alice", agent="coder", model=FakeListChatModel(responses=[SUMMARY, reply]))
+    acme = SessionManager(tmp_path / "sessions", memory=memory).for_tenant("acme")
+    session = acme.get_or_create("s1")
+    session.append_message({"role": "user", "content": "I use Vim."})
+    result = acme.commit(session)  # the archive stays pending: the next commit after the fix resumes it
+    assert result["status"] == "partial" and "ConfigurationError" in result["errors"] and "--from-label" in result["errors"]
+    assert result["memories"]["created"] == result["memories"]["updated"] == []
+    assert [i.value["content"] for i in store.search(("user", "acme~alice", "memories"))] == ["Prefers Emacs."]
