@@ -120,6 +120,6 @@ def test_a_tenant_s_commit_stops_partial_before_it_reads_or_writes_the_old_owner
     session = acme.get_or_create("s1")
     session.append_message({"role": "user", "content": "I use Vim."})
     result = acme.commit(session)  # the archive stays pending: the next commit after the fix resumes it
-    assert result["status"] == "partial" and "ConfigurationError" in result["errors"] and "--from-label" in result["errors"]
+    assert result["status"] == "partial" and "ConfigurationError" in str(result["errors"]) and "--from-label" in str(result["errors"])
     assert result["memories"]["created"] == result["memories"]["updated"] == []
     assert [i.value["content"] for i in store.search(("user", "acme~alice", "memories"))] == ["Prefers Emacs."]
