@@ -3,7 +3,7 @@ under a tenant (``memory.migrate.migrate_to_tenant``), with ``--dry-run`` listin
 
 ::
 
-    session-graph memory migrate-tenant --tenant T --user U [--from-user OLD | --from-label LABEL] [--dry-run] [--json]
+    session-graph memory migrate-tenant --tenant T --user U [--from-user OLD | --from-label LABEL | --adopt [--agent A]] [--dry-run] [--json]
                                         [--memory DIR | FILE.db | sqlite:///FILE | postgresql://...]
 
 The memory store is a ``FileMemoryStore`` directory (default ``$SESSION_GRAPH_MEMORY`` or
@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore
 
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.filestore import FileMemoryStore
-from session_graph.memory.migrate import migrate_to_tenant
+from session_graph.memory.migrate import adopt_unmarked, migrate_to_tenant
 from session_graph.stores.dsn import redact
 
 __all__ = ["add_memory_parser", "memory_command"]
@@ -55,12 +55,25 @@ def add_memory_parser(commands: Any) -> None:
     migrate.add_argument("--from-label", default=None,
                          help="instead of --from-user, the old place's owner label as stored: for an id holding '~' or "
                               "a '%%XX', written before as the id itself (without --tenant: moved to the id's own label)")
+    migrate.add_argument("--adopt", action="store_true",
+                         help="instead of moving: mark the items an older version wrote at the label of --user (within "
+                              "--tenant; --agent's too) as theirs, when an ambiguous label ('~' or '%%XX') is refused and "
+                              "they are that owner's (memory.migrate.adopt_unmarked)")
+    migrate.add_argument("--agent", default="default", help="with --adopt: the agent id whose cases and patterns to adopt")
     migrate.add_argument("--dry-run", action="store_true", help="list what would move; change nothing")
     migrate.add_argument("--json", action="store_true", help="the records as JSON")
 
 
 def memory_command(args: argparse.Namespace) -> int:
     """``session-graph memory ...``; returns the exit status (errors propagate to ``cli.main``)."""
+    if args.adopt:
+        with _open(args.memory) as store:
+            adopted = adopt_unmarked(MemoryConfig(store=store, user=args.user, agent=args.agent, tenant=args.tenant),
+                                     dry_run=args.dry_run)
+        for record in adopted:
+            print(f"adopt\t{record['category']}/{record['key']}\t{record['namespace']}")
+        print(f"{'would adopt' if args.dry_run else 'adopted'} {len(adopted)}" + (" (dry run: nothing changed)" if args.dry_run else ""))
+        return 0
     with _open(args.memory) as store:
         report = migrate_to_tenant(MemoryConfig(store=store, user=args.user), args.tenant, from_user=args.from_user,
                                    from_label=args.from_label, dry_run=args.dry_run)

@@ -20,6 +20,7 @@ from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
 from session_graph.memory.categories import CATEGORIES, encode_label, memory_namespace, parse_uri
 from session_graph.memory.filestore import FileMemoryStore
+from session_graph.memory.owner_mark import check_owned
 
 __all__ = ["MemoryConfig", "expiry", "run_owners", "unavailable"]
 
@@ -159,8 +160,12 @@ class MemoryConfig:
 
     def namespace(self, category: str) -> tuple[str, str, str, str]:
         """Where this user's (or agent's) memories of ``category`` live: the one derivation every
-        reader and writer uses (never a namespace read from stored data or a message)."""
-        return memory_namespace(category, self.user, self.agent, self.tenant)
+        reader and writer uses (never a namespace read from stored data or a message). A label an
+        older version could have written for another owner is checked first (``owner_mark``)."""
+        namespace = memory_namespace(category, self.user, self.agent, self.tenant)
+        if "~" in namespace[1] or "%" in namespace[1]:  # nearly all labels: these two tests only
+            check_owned(self.memory_store, namespace)
+        return namespace
 
     def place_of(self, uri: str) -> tuple[tuple[str, str, str, str], str] | None:
         """The (namespace, key) a memory URI names, in this config's own namespaces; None for a

@@ -2,7 +2,7 @@
 
 An item's value::
 
-    {"category", "owner", "key", "uri", "abstract", "overview", "content",
+    {"category", "owner", "owner_id": {"tenant", "id"}, "key", "uri", "abstract", "overview", "content",
      "status": "active" | "superseded", "version", "superseded_by", "supersedes",
      "sources": [{"session", "archive", "message_ids"}], "hash", "active_count",
      "last_used_at", "last_confirmed_at", "applied": [op refs, newest 32], "created_at", "updated_at",
@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from session_graph.memory.categories import CATEGORIES, content_hash, memory_uri
+from session_graph.memory.owner_mark import MARK, owner_mark
 
 __all__ = ["MAX_APPLIED", "MAX_TERMS", "add_sources", "applied", "clean_terms", "expired", "new_value", "record_op",
            "searchable_text", "terms_text"]
@@ -85,6 +86,7 @@ def new_value(
     value = {
         "category": category,
         "owner": f"{namespace[0]}/{namespace[1]}",
+        MARK: owner_mark(namespace),  # whose it is, raw: tells it from what an older version wrote at this label
         "key": key,
         "uri": memory_uri(namespace, key),
         "abstract": abstract,

@@ -32,11 +32,19 @@ from langgraph.store.base import BaseStore
 
 from session_graph.errors import ConfigurationError
 from session_graph.memory.apply import index_fields, owner_lock
-from session_graph.memory.categories import CATEGORIES, content_hash, history_namespace, memory_uri, tenant_owner
+from session_graph.memory.categories import (
+    CATEGORIES,
+    content_hash,
+    history_namespace,
+    memory_namespace,
+    memory_uri,
+    tenant_owner,
+)
 from session_graph.memory.changes import bump
 from session_graph.memory.config import MemoryConfig
+from session_graph.memory.owner_mark import MARK, owner_mark, unmarked
 
-__all__ = ["migrate_to_tenant", "warn_unmigrated"]
+__all__ = ["adopt_unmarked", "migrate_to_tenant", "warn_unmigrated"]
 
 log = logging.getLogger(__name__)
 _LIMIT = 1_000_000
@@ -117,6 +125,7 @@ def _move(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], category
         # what the value says of its place follows it (readers never trust it); a past version names its item
         place = {"owner": f"{new[0]}/{new[1]}", "uri": memory_uri(new, str(value.get("key") or item.key.split("@v")[0]))}
         value.update((name, text) for name, text in place.items() if name in value)
+        value[MARK] = owner_mark(new)  # moved by the operator to its owner: marked as theirs (owner_mark)
         there = store.get(new, item.key)
         action = "move" if there is None else "same" if _same(there.value, value) else "conflict"
         if action == "move" and apart is not None and apart(item.key.rpartition("@v")[0]):
@@ -139,6 +148,35 @@ def _move(store: BaseStore, old: tuple[str, ...], new: tuple[str, ...], category
 def _same(stored: dict[str, Any], moved: dict[str, Any]) -> bool:
     text = str(stored.get("content", ""))
     return content_hash(text) == content_hash(str(moved.get("content", ""))) and stored.get("version") == moved.get("version")
+
+
+def adopt_unmarked(memory: MemoryConfig, *, dry_run: bool = False) -> list[dict[str, Any]]:
+    """The documented opt-in for an ambiguous label (``owner_mark``): mark the items without the
+    marker in ``memory``'s namespaces (user and agent categories) as its owner's, so
+    ``MemoryConfig.namespace`` reads them again. Only for items the operator knows are this
+    owner's; otherwise move them with ``migrate_to_tenant(..., from_label=...)``. Idempotent.
+
+    Returns:
+        one record per item, ``{"category", "key", "namespace", "action": "adopt"}``.
+    """
+    store = memory.memory_store
+    report: list[dict[str, Any]] = []
+    for category in CATEGORIES:
+        namespace = memory_namespace(category, memory.user, memory.agent, memory.tenant)  # unguarded: the fix itself
+        keys = unmarked(store, namespace)
+        if not keys or dry_run:
+            report += [{"category": category, "key": key, "namespace": "/".join(namespace), "action": "adopt"} for key in keys]
+            continue
+        with owner_lock(store, (namespace[0], namespace[1])):
+            for key in unmarked(store, namespace):
+                item = store.get(namespace, key)
+                if item is None:
+                    continue
+                value = {**item.value, MARK: owner_mark(namespace)}
+                store.put(namespace, key, value, index=index_fields(value) if value.get("status") == "active" else False)
+                bump(store, namespace, key)
+                report.append({"category": category, "key": key, "namespace": "/".join(namespace), "action": "adopt"})
+    return report
 
 
 _warned: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
