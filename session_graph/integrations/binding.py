@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 import logging
 import threading
@@ -197,7 +198,7 @@ class SessionBinding:
         (no look-up in the store; a save merges what another process wrote meanwhile).
         """
         key = self.key(config)
-        with self._lock(key, "thread", threading.RLock):  # taken before the session is read: see _lock
+        with self._lock(key, "thread", threading.RLock), self._holding(key):  # taken before the session is read: see _lock
             flow = self._flow(key, messages, resize, save, durable, session)
             reply: Any = None
             while True:
@@ -220,14 +221,15 @@ class SessionBinding:
         if lock is not None:
             await lock.acquire()  # before the session is read: see _lock
         try:
-            flow = self._flow(key, messages, resize, save, durable, session)
-            reply: Any = None
-            while True:
-                try:
-                    op = flow.send(reply)
-                except StopIteration as stop:
-                    return stop.value
-                reply = await self._ado(op)
+            with self._holding(key):
+                flow = self._flow(key, messages, resize, save, durable, session)
+                reply: Any = None
+                while True:
+                    try:
+                        op = flow.send(reply)
+                    except StopIteration as stop:
+                        return stop.value
+                    reply = await self._ado(op)
         finally:
             if lock is not None:
                 lock.release()
@@ -250,6 +252,11 @@ class SessionBinding:
             if lock is None:
                 lock = self._locks[(key, owner)] = make()
             return lock
+
+    def _holding(self, key: str) -> AbstractContextManager[None]:
+        """The step's session stays in the manager's cache while the step uses it (steps of
+        other keys, in other threads, remember theirs meanwhile)."""
+        return self.manager.cache.holding(key) if self.manager is not None else nullcontext()
 
     def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int,
               durable: bool = True, known: Session | None = None) -> Generator[_Op, Any, Session]:

@@ -64,7 +64,7 @@ def test_another_keys_step_never_evicts_the_session_a_step_is_using(kind: str, w
     def step() -> None:
         try:
             binding.step([HumanMessage(content="q1", id="q1"), AIMessage(content="a1", id="a1")], config, save=True)
-        except BaseException as error:  # noqa: BLE001  # reported below
+        except BaseException as error:  # reported below
             errors.append(error)
 
     worker = threading.Thread(target=step, name="step")
