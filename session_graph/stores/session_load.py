@@ -218,8 +218,9 @@ def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
     log.info("session %r: merging %d message(s) another writer stored with this one's changes", key, len(snapshot.records))
     if held and not is_loaded(session.full_chat_history):
         yield Blocking(session.full_chat_history.load)  # type: ignore[attr-defined]  # the merge builds on the held messages
+    count = len(session.full_chat_history)
     result = yield Blocking(lambda: merge_with(manager, entry, snapshot, held))
-    adopt(session, result)
+    adopt(session, result, late=session.full_chat_history[count:])  # appended meanwhile (an async run): kept on top
     session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
     entry.version, entry.persisted = snapshot.version, result.theirs_count
     entry.base = base_document(result.theirs, snapshot.state, result.theirs_count)
