@@ -12,6 +12,7 @@ import threading
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
+from session_graph import Session
 from session_graph.integrations.binding import SessionBinding
 from session_graph.stores import JsonlStore, SessionManager, SqliteStore
 
@@ -74,3 +75,54 @@ def test_another_keys_step_never_evicts_the_session_a_step_is_using(kind: str, w
     stored = SessionManager(manager.store).get("k")
     assert stored is not None and [m.id for m in stored.full_chat_history] == ["q0", "a0", "q1", "a1"]
     assert SessionManager(manager.store).get("u1") is not None
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_agents_over_two_managers_in_threads_lose_nothing_and_fold_each_message_once(kind: str, tmp_path: Path) -> None:
+    """Three writers of one key at once in memo mode: two agents over one manager (its step
+    locks, its small cache shared with other users' keys) and one over another manager of the
+    same store (another process: merges, then folds under the fold lease). Whatever the
+    interleaving, every message is stored once and in each writer's order, the memo folds each
+    message once, and each manager's window is a fresh load's."""
+    store = JsonlStore(tmp_path / "j", fsync=False) if kind == "jsonl" else SqliteStore(tmp_path / "s.db")
+
+    def fold(memo, messages, attachments, settings):  # type: ignore[no-untyped-def]
+        return {"ids": [*memo.get("ids", []), *(m.id for m in messages)]}
+
+    def factory(key: str) -> Session:
+        session = Session(key, memo_update_handler=fold)
+        session.set_settings("session.resize.every_n_turns", 0)
+        return session.use_memo(messages=6)
+
+    first, second = (SessionManager(store, session_factory=factory, cache_size=1) for _ in range(2))
+    writers = {"a": SessionBinding(manager=first), "b": SessionBinding(manager=second), "c": SessionBinding(manager=first)}
+    config, turns, errors = {"configurable": {"thread_id": "k"}}, 8, []
+
+    def run(name: str) -> None:
+        binding = writers[name]
+        try:
+            for i in range(turns):
+                binding.step([HumanMessage(content=f"{name} q{i}", id=f"{name}-q{i}")], config, save=True)
+                binding.step([AIMessage(content=f"{name} a{i}", id=f"{name}-a{i}")], config, save=True, resize=False)
+                if i % 3 == 0:  # another user's key through the same manager: its cache evicts
+                    binding.step([HumanMessage(content="hi", id=f"{name}-o{i}")], {"configurable": {"thread_id": f"u-{name}"}}, save=True)
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads) and not errors, errors
+    stored = SessionManager(store).get("k")
+    assert stored is not None
+    ids = [m.id for m in stored.full_chat_history]
+    assert len(ids) == len(set(ids)) == 3 * 2 * turns
+    for name in writers:
+        assert [i for i in ids if i.startswith(f"{name}-")] == [f"{name}-{t}{i}" for i in range(turns) for t in "qa"]
+    memo = stored.memo.get("ids", [])
+    assert len(memo) == len(set(memo)) and {*ids[: stored.state.memo_cursor], *stored.state.memo_ahead} <= set(memo)
+    window = [m.id for m in stored.current_chat_history]
+    for manager in (first, second):
+        assert [m.id for m in manager.get_or_create("k").current_chat_history] == window
