@@ -6,6 +6,7 @@ object of a stored session."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 import threading
 
@@ -126,3 +127,40 @@ def test_agents_over_two_managers_in_threads_lose_nothing_and_fold_each_message_
     window = [m.id for m in stored.current_chat_history]
     for manager in (first, second):
         assert [m.id for m in manager.get_or_create("k").current_chat_history] == window
+
+
+def test_an_async_step_waits_for_a_sync_step_on_the_same_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread's ``step`` and an event loop's ``astep`` on one key of one manager (an app
+    serving ``invoke`` and ``ainvoke``): the steps take turns, else both record into and save one
+    session at once and a message is lost or stored twice."""
+    manager = SessionManager(JsonlStore(tmp_path / "j", fsync=False))
+    binding = SessionBinding(manager=manager)
+    config = {"configurable": {"thread_id": "k"}}
+    inside, go = threading.Event(), threading.Event()
+    record = SessionBinding.record
+
+    def held(session, messages):  # type: ignore[no-untyped-def]
+        if threading.current_thread().name == "sync-step":
+            inside.set()
+            go.wait(10)
+        return record(session, messages)
+
+    monkeypatch.setattr(binding, "record", held)
+    worker = threading.Thread(target=binding.step, args=([HumanMessage(content="s", id="s1")], config),
+                              kwargs={"save": True}, name="sync-step")
+    worker.start()
+    assert inside.wait(10)
+
+    async def run() -> bool:
+        task = asyncio.create_task(binding.astep([HumanMessage(content="x", id="x1")], config, save=True))
+        await asyncio.sleep(0.3)
+        overlapped = task.done()
+        go.set()
+        await task
+        return overlapped
+
+    overlapped = asyncio.run(run())
+    worker.join(10)
+    assert not overlapped  # the async step waited for the sync one
+    stored = SessionManager(manager.store).get("k")
+    assert stored is not None and sorted(m.id for m in stored.full_chat_history) == ["s1", "x1"]
