@@ -46,6 +46,8 @@ FOLD_LEASE_TTL = 120.0
 FOLD_WAIT = 30.0
 """Seconds a step waits for another process's fold lease before it folds without it."""
 FOLD_POLL = 0.05
+STEP_POLL = 0.005
+"""Seconds an async step sleeps between tries of the lock a thread's step on its key holds."""
 
 
 class BindingOptions(TypedDict, total=False):
@@ -220,6 +222,14 @@ class SessionBinding:
         lock = self._lock(key, asyncio.get_running_loop(), asyncio.Lock) if locked else None
         if lock is not None:
             await lock.acquire()  # before the session is read: see _lock
+        threads = self._lock(key, "thread", threading.RLock)  # a thread's step on the key (invoke beside ainvoke)
+        try:
+            while not threads.acquire(blocking=False):  # never blocks the event loop: polled
+                await asyncio.sleep(STEP_POLL)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
         try:
             with self._holding(key):
                 flow = self._flow(key, messages, resize, save, durable, session)
@@ -231,6 +241,7 @@ class SessionBinding:
                         return stop.value
                     reply = await self._ado(op)
         finally:
+            threads.release()
             if lock is not None:
                 lock.release()
 
@@ -239,7 +250,8 @@ class SessionBinding:
         return self._lock(session.id, asyncio.get_running_loop(), asyncio.Lock)
 
     def _lock(self, key: str, owner: Any, make: Any) -> Any:
-        """The lock of one session key (per event loop, or one for all threads).
+        """The lock of one session key (per event loop, or one for all threads; an async step
+        takes the threads' one too, polled, so ``invoke`` and ``ainvoke`` on a key take turns).
 
         Keyed by the session key, not the session object, and taken before the step reads the
         session: two runs on one new (or just changed) thread must not each load or create their
