@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 import logging
 import threading
@@ -45,6 +46,8 @@ FOLD_LEASE_TTL = 120.0
 FOLD_WAIT = 30.0
 """Seconds a step waits for another process's fold lease before it folds without it."""
 FOLD_POLL = 0.05
+STEP_POLL = 0.005
+"""Seconds an async step sleeps between tries of the lock a thread's step on its key holds."""
 
 
 class BindingOptions(TypedDict, total=False):
@@ -197,7 +200,7 @@ class SessionBinding:
         (no look-up in the store; a save merges what another process wrote meanwhile).
         """
         key = self.key(config)
-        with self._lock(key, "thread", threading.RLock):  # taken before the session is read: see _lock
+        with self._lock(key, "thread", threading.RLock), self._holding(key):  # taken before the session is read: see _lock
             flow = self._flow(key, messages, resize, save, durable, session)
             reply: Any = None
             while True:
@@ -219,16 +222,26 @@ class SessionBinding:
         lock = self._lock(key, asyncio.get_running_loop(), asyncio.Lock) if locked else None
         if lock is not None:
             await lock.acquire()  # before the session is read: see _lock
+        threads = self._lock(key, "thread", threading.RLock)  # a thread's step on the key (invoke beside ainvoke)
         try:
-            flow = self._flow(key, messages, resize, save, durable, session)
-            reply: Any = None
-            while True:
-                try:
-                    op = flow.send(reply)
-                except StopIteration as stop:
-                    return stop.value
-                reply = await self._ado(op)
+            while not threads.acquire(blocking=False):  # never blocks the event loop: polled
+                await asyncio.sleep(STEP_POLL)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        try:
+            with self._holding(key):
+                flow = self._flow(key, messages, resize, save, durable, session)
+                reply: Any = None
+                while True:
+                    try:
+                        op = flow.send(reply)
+                    except StopIteration as stop:
+                        return stop.value
+                    reply = await self._ado(op)
         finally:
+            threads.release()
             if lock is not None:
                 lock.release()
 
@@ -237,7 +250,8 @@ class SessionBinding:
         return self._lock(session.id, asyncio.get_running_loop(), asyncio.Lock)
 
     def _lock(self, key: str, owner: Any, make: Any) -> Any:
-        """The lock of one session key (per event loop, or one for all threads).
+        """The lock of one session key (per event loop, or one for all threads; an async step
+        takes the threads' one too, polled, so ``invoke`` and ``ainvoke`` on a key take turns).
 
         Keyed by the session key, not the session object, and taken before the step reads the
         session: two runs on one new (or just changed) thread must not each load or create their
@@ -250,6 +264,11 @@ class SessionBinding:
             if lock is None:
                 lock = self._locks[(key, owner)] = make()
             return lock
+
+    def _holding(self, key: str) -> AbstractContextManager[None]:
+        """The step's session stays in the manager's cache while the step uses it (steps of
+        other keys, in other threads, remember theirs meanwhile)."""
+        return self.manager.cache.holding(key) if self.manager is not None else nullcontext()
 
     def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int,
               durable: bool = True, known: Session | None = None) -> Generator[_Op, Any, Session]:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 import logging
+import threading
 import time
 from typing import Any, Protocol
 
@@ -51,8 +53,9 @@ class Entry:
 
 
 class SessionCache:
-    """A manager's live sessions by key, least recently used first; an entry with unsaved changes
-    is never evicted (``size`` is a bound on the others).
+    """A manager's live sessions by key, least recently used first; an entry with unsaved changes,
+    or held by a step that is using it (``holding``), is never evicted (``size`` is a bound on the
+    others). Safe to share between threads: steps of different keys run at the same time.
 
     Args:
         size: how many entries to keep when the oldest have no unsaved changes.
@@ -61,35 +64,60 @@ class SessionCache:
     def __init__(self, size: int) -> None:
         self.size = size
         self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._held: dict[str, int] = {}
+        self._lock = threading.RLock()
 
     def get(self, key: str) -> Entry | None:
         """The entry for ``key`` (its place in the order unchanged), or None."""
         return self._entries.get(key)
 
     def use(self, key: str) -> None:
-        """Mark ``key`` the most recently used."""
-        self._entries.move_to_end(key)
+        """Mark ``key`` the most recently used (nothing if another thread evicted it meanwhile)."""
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+
+    @contextmanager
+    def holding(self, key: str) -> Iterator[None]:
+        """Keep ``key``'s entry from eviction while a step uses its session (another key's step,
+        in another thread, would otherwise evict it under the step: its save then refused)."""
+        with self._lock:
+            self._held[key] = self._held.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                if self._held[key] == 1:
+                    del self._held[key]
+                else:
+                    self._held[key] -= 1
 
     def remember(self, key: str, entry: Entry) -> None:
-        """Keep ``entry`` as the newest; evict the oldest entries without unsaved changes past ``size``."""
-        self._entries[key] = entry
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            victim = next((k for k, e in self._entries.items() if e.session.revision == e.revision), None)
-            if victim is None or victim == key:
-                break  # every other entry has unsaved changes: keep them rather than lose work
-            del self._entries[victim]
+        """Keep ``entry`` as the newest; evict the oldest entries without unsaved changes (and not
+        held) past ``size``."""
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                victim = next((k for k, e in self._entries.items()
+                               if e.session.revision == e.revision and k not in self._held), None)
+                if victim is None or victim == key:
+                    break  # every other entry has unsaved changes or is in use: keep them rather than lose work
+                del self._entries[victim]
 
     def pop(self, key: str) -> Entry | None:
         """Forget ``key``; its entry, or None."""
-        return self._entries.pop(key, None)
+        with self._lock:
+            return self._entries.pop(key, None)
 
     def clear(self) -> None:
         """Forget every entry (the sessions live on; the next ``get`` reads the store)."""
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
     def __iter__(self) -> Iterator[Entry]:
-        return iter(list(self._entries.values()))
+        with self._lock:
+            return iter(list(self._entries.values()))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -190,8 +218,9 @@ def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
     log.info("session %r: merging %d message(s) another writer stored with this one's changes", key, len(snapshot.records))
     if held and not is_loaded(session.full_chat_history):
         yield Blocking(session.full_chat_history.load)  # type: ignore[attr-defined]  # the merge builds on the held messages
+    count = len(session.full_chat_history)
     result = yield Blocking(lambda: merge_with(manager, entry, snapshot, held))
-    adopt(session, result)
+    adopt(session, result, late=session.full_chat_history[count:])  # appended meanwhile (an async run): kept on top
     session.trace.merge(saved_trace(snapshot.state, f"session {key!r}"))
     entry.version, entry.persisted = snapshot.version, result.theirs_count
     entry.base = base_document(result.theirs, snapshot.state, result.theirs_count)

@@ -71,11 +71,14 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
             continue
         session.cleared = False
         if merged:  # the store merged another writer's changes in while it held its lock
+            # what the store holds, taken before adopt settles the merged history on the session's
+            # own list and puts messages appended meanwhile on top (those are not stored yet)
+            stored_count = len(merged[-1].state.full_chat_history)
+            base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata,
+                                                    "resets": resets(seen[-1].state)}, stored_count)
             adopt(session, merged[-1], late=session.full_chat_history[count:])
             session.trace.merge(saved_trace(seen[-1].state or {}, f"session {key!r}"))  # its resizes too
-            entry.version, entry.persisted = version, len(merged[-1].state.full_chat_history)
-            entry.base = base_document(merged[-1].state, {**state, "metadata": merged[-1].metadata,
-                                                           "resets": resets(seen[-1].state)})
+            entry.version, entry.persisted, entry.base = version, stored_count, base
             entry.revision = session.revision if len(session.full_chat_history) == entry.persisted else -1
         else:
             entry.version = version
