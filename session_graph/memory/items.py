@@ -86,7 +86,7 @@ def new_value(
     value = {
         "category": category,
         "owner": f"{namespace[0]}/{namespace[1]}",
-        MARK: owner_mark(namespace),  # whose it is, raw: tells it from what an older version wrote at this label
+        MARK: owner_mark(namespace),  # whose it is (encoded parts): tells it from what an older version wrote at this label
         "key": key,
         "uri": memory_uri(namespace, key),
         "abstract": abstract,

@@ -5,7 +5,7 @@ Before owner labels were encoded (``categories.encode_label``), a user id was st
 now a tenant's user is ``enc(tenant)~enc(id)`` and ``.``, ``/``, ``~``, NUL and ``%XX`` are
 escaped. So a label holding ``~`` or a ``%XX`` is *ambiguous*: old memories of user ``a~b`` sit at
 the label tenant ``a``'s user ``b`` has now, old user ``bob%2Ecom``'s at new user ``bob.com``'s.
-Every item written now carries ``owner_id`` (``{"tenant", "id"}``: the owner's raw parts,
+Every item written now carries ``owner_id`` (``{"tenant", "id"}``: the owner's encoded parts,
 ``items.new_value`` and ``migrate``'s rewrite), so an item without it in an ambiguous namespace
 may be another owner's. :func:`check_owned` (called by ``MemoryConfig.namespace``, the one
 derivation every reader and writer uses) scans such a namespace once per process and store and
@@ -36,9 +36,11 @@ _lock = threading.Lock()
 
 
 def owner_mark(namespace: tuple[str, ...]) -> dict[str, str | None]:
-    """The marker of an item at ``namespace``: its owner's tenant (or None) and id, as given."""
-    tenant, owner = owner_of_label(namespace[1])
-    return {"tenant": tenant, "id": owner}
+    """The marker of an item at ``namespace``: its owner's tenant (or None) and id, each as the
+    label encodes it (``categories.encode_label``: reversible, and never a NUL, which Postgres's
+    ``jsonb`` refuses; an id may hold one)."""
+    tenant, _, owner = namespace[1].rpartition("~")  # encoded parts never hold a raw "~"
+    return {"tenant": tenant or None, "id": owner}
 
 
 def ambiguous(label: str) -> bool:

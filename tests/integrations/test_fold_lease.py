@@ -7,15 +7,26 @@ stays over its limit). A single writer never takes the lease."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 
 from langchain_core.messages import AIMessage, HumanMessage
+import pytest
+from stores_util import fresh_tenant
 
 from session_graph import Session
 from session_graph.integrations.binding import SessionBinding
 from session_graph.stores import SessionManager, SessionStore
 from session_graph.stores.lease import CommitLease, lease_tenant
+
+TENANT = "default"  # each test's own (below): Postgres is shared between tests and runs, keys are not
+
+
+@pytest.fixture(autouse=True)
+def _own_tenant(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "TENANT", fresh_tenant())
+
 
 CONFIG = {"configurable": {"thread_id": "k"}}
 
@@ -30,7 +41,7 @@ def _binding(store: SessionStore, calls: list[list[str]]) -> SessionBinding:
         session.set_settings("session.resize.every_n_turns", 0)
         return session.use_memo(messages=6)
 
-    return SessionBinding(manager=SessionManager(store, session_factory=factory))
+    return SessionBinding(manager=SessionManager(store, tenant=TENANT, session_factory=factory))
 
 
 def _turn(name: str, i: int) -> list:
@@ -86,7 +97,7 @@ def test_a_writer_waits_for_the_holder_then_folds_only_what_is_left(store: Sessi
     sent = [i for call in a_calls + b_calls for i in call]
     assert len(sent) == len(set(sent))  # nothing sent to the model twice
     assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]
-    stored = SessionManager(store).get("k")
+    stored = SessionManager(store, tenant=TENANT).get("k")
     assert stored is not None and len(stored.current_chat_history) <= 6
 
 
@@ -102,7 +113,7 @@ def test_a_holder_slower_than_the_wait_does_not_keep_the_window_over_its_limit(s
     for i in range(1, 5):
         a.step(_turn("a", i), CONFIG, save=True)
     assert len(a_calls) > before  # folded without the lease after the wait
-    stored = SessionManager(store).get("k")
+    stored = SessionManager(store, tenant=TENANT).get("k")
     assert stored is not None and len(stored.current_chat_history) <= 6
     assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"]["owner"] == holder.owner  # type: ignore[union-attr]
 
@@ -117,7 +128,7 @@ def test_the_lease_holder_folds_what_the_store_holds_not_what_it_read(store: Ses
         b.step(_turn("b", i), CONFIG, save=True)
     sent = [i for call in a_calls + b_calls for i in call]
     assert len(sent) == len(set(sent))  # no message sent to the model twice
-    stored = SessionManager(store).get("k")
+    stored = SessionManager(store, tenant=TENANT).get("k")
     assert stored is not None and len(stored.full_chat_history) == 28
     assert stored.memo_for_model["ids"] == sent  # every call's fold kept, in order
 
@@ -144,5 +155,5 @@ def test_the_async_step_folds_under_the_lease_too(store: SessionStore) -> None:
     asyncio.run(turns(5, 4))
     assert len(a_calls) > before + 1
     assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]  # taken, released
-    stored = SessionManager(store).get("k")
+    stored = SessionManager(store, tenant=TENANT).get("k")
     assert stored is not None and len(stored.current_chat_history) <= 6

