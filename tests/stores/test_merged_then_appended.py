@@ -19,10 +19,8 @@ def _stores(tmp_path: Path, kind: str):
     return lambda: SqliteStore(tmp_path / "s.db")
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
-def test_a_message_appended_while_a_save_merged_is_saved_by_the_next_save(kind: str, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    make = _stores(tmp_path, kind)
+def _diverged(make):  # type: ignore[no-untyped-def]
+    """A manager whose session (10 saved messages, then ``n1``) another writer saved ``o1`` to meanwhile."""
     mine, other = SessionManager(make()), SessionManager(make())
     session = mine.get_or_create("k")
     session.set_settings("session.resize.every_n_turns", 0)
@@ -33,6 +31,14 @@ def test_a_message_appended_while_a_save_merged_is_saved_by_the_next_save(kind: 
     theirs.append_message(HumanMessage(content="theirs", id="o1"))
     other.save(theirs)
     session.append_message(HumanMessage(content="mine", id="n1"))
+    return mine, session
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_message_appended_while_a_save_merged_is_saved_by_the_next_save(kind: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    make = _stores(tmp_path, kind)
+    mine, session = _diverged(make)
     real = mine.store.update
 
     def update(*args, **kwargs):  # another task (or thread) appends while the store merges and writes
@@ -58,16 +64,7 @@ def test_a_message_appended_while_a_save_merged_is_saved_by_the_next_save(kind: 
 def test_a_message_appended_while_a_load_merged_stays_and_is_saved(kind: str, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     make = _stores(tmp_path, kind)
-    mine, other = SessionManager(make()), SessionManager(make())
-    session = mine.get_or_create("k")
-    session.set_settings("session.resize.every_n_turns", 0)
-    for i in range(10):
-        session.append_message((HumanMessage if i % 2 == 0 else AIMessage)(content=f"m{i}", id=f"s{i}"))
-    mine.save(session)
-    theirs = other.get_or_create("k")
-    theirs.append_message(HumanMessage(content="theirs", id="o1"))
-    other.save(theirs)
-    session.append_message(HumanMessage(content="mine", id="n1"))
+    mine, session = _diverged(make)
     real = session_load.merge_with
 
     def merging(*args, **kwargs):  # the merge runs in a worker thread (aget): the event loop appends meanwhile
