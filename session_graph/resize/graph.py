@@ -15,9 +15,11 @@ signature, ``(state, runtime) -> partial update`` (or ``(state)``), and what it 
 checked against the session's invariants (``resize/node_checks.py``). Nodes are written once, as flows
 (``_base/flow.py``), and compiled into a sync graph (run with ``invoke`` from sync code) or an
 async one; a graph compiled for a mode holds only the nodes that mode can visit, while the
-drawing (``mode=None``) shows the whole policy. Every node is wrapped once by
-``trace.traced``, so each run's trace records the route and each visit's time, however the
-graph is invoked.
+drawing (``mode=None``) shows the whole policy. A graph compiled for a mode also enters at a
+decision's route when the run starts with the decision made (``state.decision`` set: the
+session's judge decided before the run, see ``session_run``), and at ``judge`` otherwise, so a
+pruning run is one node, not two. Every node is wrapped once by ``trace.traced``, so each
+run's trace records the route and each visit's time, however the graph is invoked.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ _DEFAULT_NODES: dict[str, Callable[..., Any]] = {
     "lite_prune": lite_prune,
 }
 NO_RESIZE = "no resize"
+JUDGE = "not decided yet"
 NEXT_CHUNK = "next chunk"
 CHUNKS_DONE = "memo covers the chunks"
 ROUTE_LABELS = {
@@ -213,8 +216,17 @@ def _build(
             )
         return labels[resize_type]
 
-    graph.add_edge(START, "judge")
     graph.add_conditional_edges("judge", route_decision, routes)
+    if mode is None:  # the whole policy, as drawn: every decision is the judge's
+        graph.add_edge(START, "judge")
+        return graph.compile(name="session_graph.resize", checkpointer=checkpointer)
+
+    def entry(state: SessionState) -> str:
+        return JUDGE if state.decision is None else route_decision(state)
+
+    # A run graph: a run whose decision the judge made before the run (the default policy or a
+    # forced type, see session_run.SessionCore) enters at that decision's route; else at the judge.
+    graph.add_conditional_edges(START, entry, {JUDGE: "judge", **{label: node for label, node in routes.items() if label != NO_RESIZE}})
     return graph.compile(name="session_graph.resize", checkpointer=checkpointer)
 
 

@@ -26,9 +26,14 @@ from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import TraceRecord
 from session_graph.settings import Limits
 
-__all__ = ["TraceRecorder", "traced"]
+__all__ = ["TraceRecorder", "started", "traced"]
 
 log = logging.getLogger(__name__)
+
+
+def started() -> float:
+    """The clock a run's recorder reads (``TraceRecorder(start)``: a run timed from before its judge)."""
+    return perf_counter()
 
 
 class TraceRecorder:
@@ -36,13 +41,17 @@ class TraceRecorder:
 
     __slots__ = ("_context", "_start", "at", "decision", "folded", "model_calls", "nodes", "sent_chars", "sent_tokens")
 
-    def __init__(self) -> None:
+    def __init__(self, start: float | None = None) -> None:
         self.at = utc_now()
-        self._start = perf_counter()
+        self._start = perf_counter() if start is None else start  # a run's time includes its judge's, made before it
         self.nodes: list[tuple[str, float]] = []
         self.decision: Any = None
         self.model_calls = self.folded = self.sent_chars = self.sent_tokens = 0
         self._context: ResizeContext | None = None
+
+    def judged(self, decision: Any) -> None:
+        """The judge decided before the run (since this recorder's start): its visit, recorded first."""
+        self.visit("judge", perf_counter() - self._start, {"decision": decision})
 
     def visit(self, name: str, seconds: float, update: Any) -> None:
         """A node ran for ``seconds`` and returned ``update`` (the judge's holds the decision)."""
