@@ -7,6 +7,7 @@ as it was. Messages appended while the graph awaited a model join both histories
 from __future__ import annotations
 
 from dataclasses import dataclass
+import os
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -66,7 +67,7 @@ def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: Res
     """
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
-    for step in graph.stream(dict(out), context=context, config=_config(state), stream_mode="updates"):
+    for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
         _apply(out, step)
     return _outcome(state, out, appended_before)
 
@@ -76,7 +77,7 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
     """Run an async resize graph on ``state`` and build the state to commit (as ``run_resize_sync``)."""
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
-    async for step in graph.astream(dict(out), context=context, config=_config(state), stream_mode="updates"):
+    async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
         _apply(out, step)
     return _outcome(state, out, appended_before)
 
@@ -106,8 +107,15 @@ def _run_input(state: SessionState, decision: Decision | None) -> dict[str, Any]
     return out
 
 
-def _config(state: SessionState) -> Any:
+_WORKERS = min(32, (os.cpu_count() or 1) + 4)
+"""A sync run's thread pool size: ``ThreadPoolExecutor``'s own default, which it would otherwise
+read from ``os.cpu_count()`` (a system call, ~7 us) on every run."""
+
+
+def _config(state: SessionState, *, sync: bool) -> Any:
     pending = len(state.full_chat_history) - state.memo_cursor  # at most one memo chunk per pending message
+    if sync:
+        return {"recursion_limit": pending + 25, "max_concurrency": _WORKERS}
     return {"recursion_limit": pending + 25}
 
 

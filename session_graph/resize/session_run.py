@@ -206,7 +206,7 @@ class SessionCore:
         limits = state.settings.resolved()
         self.ledger.sync(state, limits)
         recorder = TraceRecorder(start)
-        return state, recorder.instrument(handlers.context(force, state, self.ledger, limits))
+        return state, handlers.context(force, state, self.ledger, limits, recorder)
 
     @contextlib.contextmanager
     def _traced_failure(self, state: SessionState, context: ResizeContext, force: Force) -> Iterator[None]:

@@ -60,18 +60,23 @@ class TraceRecorder:
             self.decision = update["decision"]
 
     def instrument(self, context: ResizeContext) -> ResizeContext:
-        """``context`` carrying this recorder, its memo and summary calls counted."""
-        self._context = context
-        return dataclasses.replace(
+        """``context`` carrying this recorder, its memo and summary calls counted (a run's
+        context is built so at once: ``Handlers.context(..., recorder)``)."""
+        return self.bind(dataclasses.replace(
             context,
             trace=self,
-            memo_update=self._counting(context.memo_update, fold=True),
-            summarize=self._counting(context.summarize, fold=True),
-            compress_memo=self._counting(context.compress_memo, fold=False),
-            compress_summary=self._counting(context.compress_summary, fold=False),
-        )
+            memo_update=self.counting(context.memo_update, fold=True),
+            summarize=self.counting(context.summarize, fold=True),
+            compress_memo=self.counting(context.compress_memo, fold=False),
+            compress_summary=self.counting(context.compress_summary, fold=False),
+        ))
 
-    def _counting(self, fn: Callable[..., Any] | None, *, fold: bool) -> Callable[..., Any] | None:
+    def bind(self, context: ResizeContext) -> ResizeContext:
+        """Measure what the counted calls are handed with ``context``'s lookups; returns it."""
+        self._context = context
+        return context
+
+    def counting(self, fn: Callable[..., Any] | None, *, fold: bool) -> Callable[..., Any] | None:
         """``fn`` counted into this recorder; it stays a flow (``_flow.call`` runs it inline
         with the graph's driver: sync from sync code, async from async code)."""
         if fn is None:
