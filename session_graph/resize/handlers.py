@@ -93,10 +93,11 @@ class Handlers:
         """The compiled resize graph for these handlers and overrides (the whole policy, as drawn)."""
         return build_resize_graph(resize_types=self.resize, overrides=self.overrides)
 
-    def runner(self, limits: Limits, *, sync: bool) -> CompiledStateGraph:
-        """The graph a resize runs: only the nodes the session's mode can visit, sync or async nodes."""
+    def runner(self, limits: Limits, *, sync: bool, start: str | None = None) -> CompiledStateGraph:
+        """The graph a resize runs: only the nodes the session's mode can visit, sync or async nodes;
+        ``start``: the type decided before the run (the graph goes straight into its route)."""
         mode = "memo" if limits.memo_enabled else "summary" if limits.summary_enabled else "lite"
-        return build_resize_graph(resize_types=self.resize, overrides=self.overrides, mode=mode, sync=sync)
+        return build_resize_graph(resize_types=self.resize, overrides=self.overrides, mode=mode, sync=sync, start=start)
 
     def context(self, force: Any, state: SessionState, ledger: Ledger, limits: Limits,
                 recorder: TraceRecorder | None = None) -> ResizeContext:

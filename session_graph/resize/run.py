@@ -63,7 +63,7 @@ def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: Res
     is the input with the updates applied in order: every field is a last-value channel, so
     that is what ``invoke`` returns, without LangGraph reading all the state's channels after
     every step (12% of a pruning resize). ``decision``: the judge's, made before the run (the
-    graph then enters at its route), or None for the graph's judge to decide.
+    graph is then one compiled to start at its route), or None for the graph's judge to decide.
     """
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)

@@ -157,7 +157,8 @@ class SessionCore:
                 return self.state.current_chat_history
             state, context, decision = run
             with self._traced_failure(state, context, force):
-                outcome = run_resize_sync(handlers.runner(state.settings.resolved(), sync=True), state, context, decision)
+                graph = handlers.runner(state.settings.resolved(), sync=True, start=None if decision is None else decision["type"])
+                outcome = run_resize_sync(graph, state, context, decision)
             return self._commit(handlers, state, context, outcome, force)
 
     async def resize(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
@@ -168,7 +169,8 @@ class SessionCore:
                 return self.state.current_chat_history
             state, context, decision = run
             with self._traced_failure(state, context, force):
-                outcome = await run_resize(handlers.runner(state.settings.resolved(), sync=False), state, context, decision)
+                graph = handlers.runner(state.settings.resolved(), sync=False, start=None if decision is None else decision["type"])
+                outcome = await run_resize(graph, state, context, decision)
             return self._commit(handlers, state, context, outcome, force)
 
     def _prepare(self, handlers: Handlers, force: Force) -> tuple[SessionState, ResizeContext, Decision | None] | None:
@@ -177,8 +179,9 @@ class SessionCore:
 
         The judge decides here, before the graph, when it needs no flow: a forced type, or the
         default policy on the running totals (no policy handler, the judge node not replaced);
-        the run then enters the graph at that decision's route (``graph.py``) and its trace
-        records this judge visit. Otherwise the decision is None and the graph's judge decides.
+        the run then runs the graph compiled for that type, from START straight into its route
+        (``graph.py``), and its trace records this judge visit. Otherwise the decision is None
+        and the graph's judge decides.
         """
         start = started()
         decision: Decision | None = None

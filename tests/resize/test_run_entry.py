@@ -13,19 +13,21 @@ from session_graph.resize.policy import default_policy
 from session_graph.resize.state import ResizeContext, SessionState
 
 
-def _visited(graph: Any, state: SessionState) -> list[str]:
-    return [name for step in graph.stream(state, context=ResizeContext(), stream_mode="updates") for name in step]
+def _visited(graph: Any, state: SessionState, context: ResizeContext | None = None) -> list[str]:
+    return [name for step in graph.stream(state, context=context or ResizeContext(), stream_mode="updates") for name in step]
 
 
-def test_a_run_graph_enters_at_the_route_of_a_decision_made_before_it() -> None:
-    graph = build_resize_graph(mode="lite", sync=True)
+def test_a_run_graph_for_a_decided_type_starts_at_its_route() -> None:
     state = SessionState(id="s", full_chat_history=[], current_chat_history=[], memo={}, settings=Session().settings)
-    assert _visited(graph, state) == ["judge"]  # no decision yet: the judge decides (here: nothing to do)
+    assert _visited(build_resize_graph(mode="lite", sync=True), state) == ["judge"]  # the judge decides (nothing to do)
     state.decision = {"type": "lite", "reason": "force", "severity": 1000}
-    assert _visited(graph, state) == ["lite_prune"]  # decided: straight to the prune
-    state.decision = {"type": "nowhere"}
+    assert _visited(build_resize_graph(mode="lite", sync=True, start="lite"), state) == ["lite_prune"]  # no judge node
+    assert "judge" not in build_resize_graph(mode="memo", sync=True, start="deep").nodes
+    state.decision = {"type": "mine"}
+    mine = ResizeContext(resize_handlers={"mine": lambda full, current, memo, settings: (full, current, memo)})
+    assert _visited(build_resize_graph(resize_types=["mine"], mode="lite", sync=True, start="mine"), state, mine) == ["mine"]
     with pytest.raises(UnknownResizeTypeError, match="nowhere"):
-        _visited(graph, state)
+        build_resize_graph(mode="lite", sync=True, start="nowhere")
 
 
 def _judged_in_graph(session: Session, calls: list[Any]) -> Session:
