@@ -189,9 +189,10 @@ class SessionCore:
             decision = forced_decision(force) if force else self.judge_sync(False, None)
             if decision is None:
                 return None  # the default judge finds nothing to do: no run
+        judged = started()
         state, context = self._run_context(handlers, force, start)
         if decision is not None:
-            context.trace.judged(decision)
+            context.trace.visit("judge", judged - start, {"decision": decision})
         return state, context, decision
 
     @contextlib.contextmanager

@@ -49,10 +49,6 @@ class TraceRecorder:
         self.model_calls = self.folded = self.sent_chars = self.sent_tokens = 0
         self._context: ResizeContext | None = None
 
-    def judged(self, decision: Any) -> None:
-        """The judge decided before the run (since this recorder's start): its visit, recorded first."""
-        self.visit("judge", perf_counter() - self._start, {"decision": decision})
-
     def visit(self, name: str, seconds: float, update: Any) -> None:
         """A node ran for ``seconds`` and returned ``update`` (the judge's holds the decision)."""
         self.nodes.append((name, seconds))
