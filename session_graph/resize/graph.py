@@ -15,9 +15,11 @@ signature, ``(state, runtime) -> partial update`` (or ``(state)``), and what it 
 checked against the session's invariants (``resize/node_checks.py``). Nodes are written once, as flows
 (``_base/flow.py``), and compiled into a sync graph (run with ``invoke`` from sync code) or an
 async one; a graph compiled for a mode holds only the nodes that mode can visit, while the
-drawing (``mode=None``) shows the whole policy. Every node is wrapped once by
-``trace.traced``, so each run's trace records the route and each visit's time, however the
-graph is invoked.
+drawing (``mode=None``) shows the whole policy. A run whose type was decided before it (a forced
+type, or the default policy on the running totals, see ``session_run``) runs a graph compiled
+for that type (``start``): START goes straight into the type's route, so a pruning run is one
+node, not two; otherwise START -> judge. Every node is wrapped once by ``trace.traced``, so each
+run's trace records the route and each visit's time, however the graph is invoked.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def build_resize_graph(
     checkpointer: bool | None = False,
     mode: Literal["lite", "memo", "summary"] | None = None,
     sync: bool = False,
+    start: str | None = None,
 ) -> CompiledStateGraph:
     """Build and compile the resize graph.
 
@@ -82,14 +85,18 @@ def build_resize_graph(
             policy (what drawings show).
         sync: nodes for ``graph.invoke`` from sync code (no event loop, no worker thread);
             else for ``graph.ainvoke``.
+        start: a resize type decided before the run (a forced type, or the default policy
+            judged on the running totals): the graph runs from START straight into that
+            type's route, without the judge node; None (the default): START -> judge.
 
     Returns:
         The compiled graph, invoked with a ``SessionState`` and a ``ResizeContext``.
 
     Raises:
         ConfigurationError: an override names no built-in node, or a type collides with one.
+        UnknownResizeTypeError: ``start`` names a type with no route.
     """
-    return _build(tuple(sorted(set(resize_types))), tuple(sorted((overrides or {}).items())), checkpointer, mode, sync)
+    return _build(tuple(sorted(set(resize_types))), tuple(sorted((overrides or {}).items())), checkpointer, mode, sync, start)
 
 
 def _as_node(node: Callable[..., Any], sync: bool) -> Callable[..., Any]:
@@ -144,6 +151,7 @@ def _build(
     checkpointer: bool | None,
     mode: str | None,
     sync: bool,
+    start: str | None,
 ) -> CompiledStateGraph:
     nodes = dict(_DEFAULT_NODES)
     for name, node in overrides:
@@ -170,7 +178,8 @@ def _build(
             made = _checked(name, made)
         graph.add_node(name, traced(name, made))  # every visit timed into the run's trace
 
-    add("judge", nodes["judge"])
+    if start is None:
+        add("judge", nodes["judge"])
     routes: dict[str, str] = {NO_RESIZE: END}
     labels: dict[str, str] = {}
     for resize_type in resize_types:
@@ -213,8 +222,16 @@ def _build(
             )
         return labels[resize_type]
 
-    graph.add_edge(START, "judge")
-    graph.add_conditional_edges("judge", route_decision, routes)
+    if start is None:  # the judge decides, and the conditional edges after it are the policy's routes
+        graph.add_edge(START, "judge")
+        graph.add_conditional_edges("judge", route_decision, routes)
+    elif start not in labels:
+        raise UnknownResizeTypeError(
+            f"the resize type {start!r} was decided, but has no route; known types: {', '.join(sorted(labels))}. "
+            f"Register one with session.set_resize_handlers({start!r}, handler)."
+        )
+    else:  # decided before the run: straight to that type's route
+        graph.add_edge(START, routes[labels[start]])
     return graph.compile(name="session_graph.resize", checkpointer=checkpointer)
 
 

@@ -30,6 +30,7 @@ from session_graph.resize.state import (
     SessionState,
     SummaryHandler,
 )
+from session_graph.resize.trace_recording import TraceRecorder
 from session_graph.settings import Limits
 
 __all__ = ["Handlers", "checked_callable"]
@@ -92,19 +93,24 @@ class Handlers:
         """The compiled resize graph for these handlers and overrides (the whole policy, as drawn)."""
         return build_resize_graph(resize_types=self.resize, overrides=self.overrides)
 
-    def runner(self, limits: Limits, *, sync: bool) -> CompiledStateGraph:
-        """The graph a resize runs: only the nodes the session's mode can visit, sync or async nodes."""
+    def runner(self, limits: Limits, *, sync: bool, start: str | None = None) -> CompiledStateGraph:
+        """The graph a resize runs: only the nodes the session's mode can visit, sync or async nodes;
+        ``start``: the type decided before the run (the graph goes straight into its route)."""
         mode = "memo" if limits.memo_enabled else "summary" if limits.summary_enabled else "lite"
-        return build_resize_graph(resize_types=self.resize, overrides=self.overrides, mode=mode, sync=sync)
+        return build_resize_graph(resize_types=self.resize, overrides=self.overrides, mode=mode, sync=sync, start=start)
 
-    def context(self, force: Any, state: SessionState, ledger: Ledger, limits: Limits) -> ResizeContext:
-        """What one resize run uses."""
-        return ResizeContext(
+    def context(self, force: Any, state: SessionState, ledger: Ledger, limits: Limits,
+                recorder: TraceRecorder | None = None) -> ResizeContext:
+        """What one resize run uses (``recorder``: the run's, its memo and summary calls counted)."""
+        def count(fn: Any, fold: bool) -> Any:
+            return fn if recorder is None else recorder.counting(fn, fold=fold)
+
+        context = ResizeContext(
             force=force,
             policy=self.policy,
             resize_handlers=dict(self.resize),
             attachment_summary=self.attachment_summary or summarize_attachments,
-            memo_update=self.memo_update or self.model_updater,
+            memo_update=count(self.memo_update or self.model_updater, True),
             size=ledger.size,
             index_of=ledger.index_of,
             totals=ledger.totals,
@@ -114,8 +120,10 @@ class Handlers:
             measure_context=ledger.measure_context,
             counter=ledger.counter if ledger.tokens is not None else None,
             rules=ledger.rules,
-            summarize=self.summary or self.model_summarizer,
+            summarize=count(self.summary or self.model_summarizer, True),
             check_folds=self.summary is None and self.model_summarizer is not None,
-            compress_summary=self.model_summarizer.compress if self.model_summarizer is not None else None,
-            compress_memo=self.model_updater.compress if self.model_updater is not None else None,
+            compress_summary=count(self.model_summarizer.compress if self.model_summarizer is not None else None, False),
+            compress_memo=count(self.model_updater.compress if self.model_updater is not None else None, False),
+            trace=recorder,
         )
+        return context if recorder is None else recorder.bind(context)

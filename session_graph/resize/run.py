@@ -7,6 +7,7 @@ as it was. Messages appended while the graph awaited a model join both histories
 from __future__ import annotations
 
 from dataclasses import dataclass
+import os
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -54,26 +55,29 @@ class ResizeOutcome:
     full_replaced: bool
 
 
-def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
+def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: ResizeContext,
+                    decision: Decision | None = None) -> ResizeOutcome:
     """Run a sync resize graph on ``state`` and build the state to commit.
 
     The graph streams each node's update (``stream_mode="updates"``) and the run's final state
     is the input with the updates applied in order: every field is a last-value channel, so
     that is what ``invoke`` returns, without LangGraph reading all the state's channels after
-    every step (12% of a pruning resize).
+    every step (12% of a pruning resize). ``decision``: the judge's, made before the run (the
+    graph is then one compiled to start at its route), or None for the graph's judge to decide.
     """
     appended_before = len(state.full_chat_history)
-    out = _run_input(state)
-    for step in graph.stream(dict(out), context=context, config=_config(state), stream_mode="updates"):
+    out = _run_input(state, decision)
+    for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
         _apply(out, step)
     return _outcome(state, out, appended_before)
 
 
-async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext) -> ResizeOutcome:
+async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext,
+                     decision: Decision | None = None) -> ResizeOutcome:
     """Run an async resize graph on ``state`` and build the state to commit (as ``run_resize_sync``)."""
     appended_before = len(state.full_chat_history)
-    out = _run_input(state)
-    async for step in graph.astream(dict(out), context=context, config=_config(state), stream_mode="updates"):
+    out = _run_input(state, decision)
+    async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
         _apply(out, step)
     return _outcome(state, out, appended_before)
 
@@ -85,8 +89,8 @@ def _apply(out: dict[str, Any], step: Any) -> None:
             out.update(update)
 
 
-def _run_input(state: SessionState) -> dict[str, Any]:
-    return {
+def _run_input(state: SessionState, decision: Decision | None) -> dict[str, Any]:
+    out = {
         "id": state.id,
         "full_chat_history": state.full_chat_history,
         "current_chat_history": list(state.current_chat_history),
@@ -98,10 +102,20 @@ def _run_input(state: SessionState) -> dict[str, Any]:
         "memo_ahead": state.memo_ahead,
         "fold_records": state.fold_records,
     }
+    if decision is not None:
+        out["decision"] = decision
+    return out
 
 
-def _config(state: SessionState) -> Any:
+_WORKERS = min(32, (os.cpu_count() or 1) + 4)
+"""A sync run's thread pool size: ``ThreadPoolExecutor``'s own default, which it would otherwise
+read from ``os.cpu_count()`` (a system call, ~7 us) on every run."""
+
+
+def _config(state: SessionState, *, sync: bool) -> Any:
     pending = len(state.full_chat_history) - state.memo_cursor  # at most one memo chunk per pending message
+    if sync:
+        return {"recursion_limit": pending + 25, "max_concurrency": _WORKERS}
     return {"recursion_limit": pending + 25}
 
 

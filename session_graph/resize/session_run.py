@@ -26,11 +26,11 @@ from session_graph.errors import SessionGraphError
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.nodes.judge import judge_state
-from session_graph.resize.policy import Decision, PolicyHandler, default_policy
+from session_graph.resize.policy import Decision, PolicyHandler, default_policy, forced_decision
 from session_graph.resize.run import ResizeOutcome, run_resize, run_resize_sync
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import ResizeTrace
-from session_graph.resize.trace_recording import TraceRecorder
+from session_graph.resize.trace_recording import TraceRecorder, started
 from session_graph.resize.view import SessionView, ViewBuilder
 
 __all__ = ["Force", "SessionCore"]
@@ -152,29 +152,48 @@ class SessionCore:
     def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the sync resize graph and commit its result; returns the new window."""
         with self._one_resize():
-            if self._idle(handlers, force):
+            run = self._prepare(handlers, force)
+            if run is None:
                 return self.state.current_chat_history
-            state, context = self._run_context(handlers, force)
+            state, context, decision = run
             with self._traced_failure(state, context, force):
-                outcome = run_resize_sync(handlers.runner(state.settings.resolved(), sync=True), state, context)
+                graph = handlers.runner(state.settings.resolved(), sync=True, start=None if decision is None else decision["type"])
+                outcome = run_resize_sync(graph, state, context, decision)
             return self._commit(handlers, state, context, outcome, force)
 
     async def resize(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the async resize graph and commit its result; returns the new window."""
         with self._one_resize():
-            if self._idle(handlers, force):
+            run = self._prepare(handlers, force)
+            if run is None:
                 return self.state.current_chat_history
-            state, context = self._run_context(handlers, force)
+            state, context, decision = run
             with self._traced_failure(state, context, force):
-                outcome = await run_resize(handlers.runner(state.settings.resolved(), sync=False), state, context)
+                graph = handlers.runner(state.settings.resolved(), sync=False, start=None if decision is None else decision["type"])
+                outcome = await run_resize(graph, state, context, decision)
             return self._commit(handlers, state, context, outcome, force)
 
-    def _idle(self, handlers: Handlers, force: Force) -> bool:
-        """Whether the default judge finds nothing to do (decided without entering the graph;
-        the graph's own judge decides whenever a policy, a replaced judge or ``force`` is given)."""
-        if force or handlers.policy is not None or "judge" in handlers.overrides:
-            return False
-        return self.judge_sync(False, None) is None
+    def _prepare(self, handlers: Handlers, force: Force) -> tuple[SessionState, ResizeContext, Decision | None] | None:
+        """What one run starts from: the state, its context and the decision made before it (None
+        when nothing is to do).
+
+        The judge decides here, before the graph, when it needs no flow: a forced type, or the
+        default policy on the running totals (no policy handler, the judge node not replaced);
+        the run then runs the graph compiled for that type, from START straight into its route
+        (``graph.py``), and its trace records this judge visit. Otherwise the decision is None
+        and the graph's judge decides.
+        """
+        start = started()
+        decision: Decision | None = None
+        if "judge" not in handlers.overrides and (force or handlers.policy is None):
+            decision = forced_decision(force) if force else self.judge_sync(False, None)
+            if decision is None:
+                return None  # the default judge finds nothing to do: no run
+        judged = started()
+        state, context = self._run_context(handlers, force, start)
+        if decision is not None:
+            context.trace.visit("judge", judged - start, {"decision": decision})
+        return state, context, decision
 
     @contextlib.contextmanager
     def _one_resize(self) -> Iterator[None]:
@@ -186,12 +205,12 @@ class SessionCore:
         finally:
             self.resizing = False
 
-    def _run_context(self, handlers: Handlers, force: Force) -> tuple[SessionState, ResizeContext]:
+    def _run_context(self, handlers: Handlers, force: Force, start: float) -> tuple[SessionState, ResizeContext]:
         state = self.state
         limits = state.settings.resolved()
         self.ledger.sync(state, limits)
-        recorder = TraceRecorder()
-        return state, recorder.instrument(handlers.context(force, state, self.ledger, limits))
+        recorder = TraceRecorder(start)
+        return state, handlers.context(force, state, self.ledger, limits, recorder)
 
     @contextlib.contextmanager
     def _traced_failure(self, state: SessionState, context: ResizeContext, force: Force) -> Iterator[None]:

@@ -43,7 +43,9 @@ class TraceRecord:
         reason: the decision's reason (``every_n_turns``, ``max_messages_text_length``...).
         severity: the decision's severity.
         forced: whether ``resize(force=...)`` decided instead of the policy.
-        route: the graph nodes visited, in order (a node visited per chunk repeats).
+        route: the graph nodes visited, in order (a node visited per chunk repeats); the judge
+            first, also when it decided before the run (a forced type or the default policy:
+            the run's graph then starts at the decision's route, ``SessionCore._prepare``).
         node_ms: milliseconds spent in each visit, in the order of ``route``.
         total_ms: milliseconds of the whole run.
         messages_before: window messages before.

@@ -26,9 +26,14 @@ from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import TraceRecord
 from session_graph.settings import Limits
 
-__all__ = ["TraceRecorder", "traced"]
+__all__ = ["TraceRecorder", "started", "traced"]
 
 log = logging.getLogger(__name__)
+
+
+def started() -> float:
+    """The clock a run's recorder reads (``TraceRecorder(start)``: a run timed from before its judge)."""
+    return perf_counter()
 
 
 class TraceRecorder:
@@ -36,9 +41,9 @@ class TraceRecorder:
 
     __slots__ = ("_context", "_start", "at", "decision", "folded", "model_calls", "nodes", "sent_chars", "sent_tokens")
 
-    def __init__(self) -> None:
+    def __init__(self, start: float | None = None) -> None:
         self.at = utc_now()
-        self._start = perf_counter()
+        self._start = perf_counter() if start is None else start  # a run's time includes its judge's, made before it
         self.nodes: list[tuple[str, float]] = []
         self.decision: Any = None
         self.model_calls = self.folded = self.sent_chars = self.sent_tokens = 0
@@ -51,18 +56,23 @@ class TraceRecorder:
             self.decision = update["decision"]
 
     def instrument(self, context: ResizeContext) -> ResizeContext:
-        """``context`` carrying this recorder, its memo and summary calls counted."""
-        self._context = context
-        return dataclasses.replace(
+        """``context`` carrying this recorder, its memo and summary calls counted (a run's
+        context is built so at once: ``Handlers.context(..., recorder)``)."""
+        return self.bind(dataclasses.replace(
             context,
             trace=self,
-            memo_update=self._counting(context.memo_update, fold=True),
-            summarize=self._counting(context.summarize, fold=True),
-            compress_memo=self._counting(context.compress_memo, fold=False),
-            compress_summary=self._counting(context.compress_summary, fold=False),
-        )
+            memo_update=self.counting(context.memo_update, fold=True),
+            summarize=self.counting(context.summarize, fold=True),
+            compress_memo=self.counting(context.compress_memo, fold=False),
+            compress_summary=self.counting(context.compress_summary, fold=False),
+        ))
 
-    def _counting(self, fn: Callable[..., Any] | None, *, fold: bool) -> Callable[..., Any] | None:
+    def bind(self, context: ResizeContext) -> ResizeContext:
+        """Measure what the counted calls are handed with ``context``'s lookups; returns it."""
+        self._context = context
+        return context
+
+    def counting(self, fn: Callable[..., Any] | None, *, fold: bool) -> Callable[..., Any] | None:
         """``fn`` counted into this recorder; it stays a flow (``_flow.call`` runs it inline
         with the graph's driver: sync from sync code, async from async code)."""
         if fn is None:
