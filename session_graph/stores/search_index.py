@@ -1,10 +1,12 @@
 """The JSONL store's search index: one ``<name>.terms`` file next to each ``<name>.jsonl`` log.
 
 Writing: ``JsonlStore.update`` hands each append to ``JsonlSearch.appended`` under the
-session's lock, which notes it; ``search_writes.TermsWriter`` adds the terms lines (one per log
-line: its seq, byte offset and length in the log, id, role, ts and retrieval terms; a reset
-marker gets a reset line) in batches, once the log is ``batch_bytes`` past the terms file, and
-at ``flush`` (``JsonlStore.close``); no fsync (the index can always be derived from the log again).
+session's lock, which notes it; the terms lines (one per log line: its seq, byte offset and
+length in the log, id, role, ts and retrieval terms; a reset marker gets a reset line) are
+written off the save path, by the next search (below) or at ``flush`` (``JsonlStore.close``),
+from the byte the terms file covers (``search_writes.TermsWriter``; ``batch_bytes`` makes saves
+write them once the log is that far ahead); no fsync (the index can always be derived from the
+log again).
 
 Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
 query, brings each session up to date from the end of its terms file. The tenant folder's
@@ -99,12 +101,13 @@ class JsonlSearch:
         self.writer.flush()
 
     @property
-    def batch_bytes(self) -> int:
-        """How far a save lets a terms file fall behind its log (0: every save indexes)."""
+    def batch_bytes(self) -> int | None:
+        """How far a save lets a terms file fall behind its log (None, the default: saves never
+        index, searches and ``close`` do; 0: every save indexes)."""
         return self.writer.batch_bytes
 
     @batch_bytes.setter
-    def batch_bytes(self, value: int) -> None:
+    def batch_bytes(self, value: int | None) -> None:
         self.writer.batch_bytes = value
 
     def deleted(self, log_path: Path) -> None:
