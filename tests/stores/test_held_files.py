@@ -5,6 +5,7 @@ the path, threads of one process take turns, and ``close`` closes what is held."
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from pathlib import Path
@@ -98,19 +99,27 @@ def test_threads_saving_one_session_through_one_store_take_turns(tmp_path: Path)
     assert [r["seq"] for r in snapshot.records] == list(range(100))  # no write interleaved with another
 
 
+def open_in(root: Path) -> int:
+    """How many files under ``root`` this process holds open."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # closed meanwhile
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith(str(root))
+    return found
+
+
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts open files through /proc")
 def test_close_closes_the_held_files_and_a_later_save_opens_them_again(tmp_path: Path) -> None:
-    before = len(os.listdir("/proc/self/fd"))
     store = JsonlStore(tmp_path)
     manager = SessionManager(store)
     for key in ("a", "b", "c"):
         turn(manager, "hello", key)
-    assert len(os.listdir("/proc/self/fd")) == before + 6  # a lock file and a log per session
+    assert open_in(tmp_path) == 6  # a lock file and a log per session
     store._held.limit = 2
     turn(manager, "again", "a")  # over the limit: the least recently used session's files are closed
-    assert len(os.listdir("/proc/self/fd")) == before + 4
+    assert open_in(tmp_path) == 4
     manager.close()
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert open_in(tmp_path) == 0
     turn(manager, "after close", "b")
     assert [m.content for m in SessionManager(tmp_path).get("b").full_chat_history] == ["hello", "after close"]
     manager.close()
