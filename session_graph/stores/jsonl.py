@@ -219,9 +219,9 @@ class JsonlStore(StoreBase):
             lines: list[bytes] = []
             count, position = _record_lines(records, expect.persisted, size, offsets, lines)
             version = expect.version + 1
-            document, encoded = grown(old, written, {**expect.fields, "message_count": count, "version": version},
-                                      [record.get("id") for record in records], expect.dropped)
-            lines.append(state_line(encoded, written))
+            changed, ids = {**expect.fields, "message_count": count, "version": version}, [record.get("id") for record in records]
+            document, encoded = grown(old, written, changed, ids, expect.dropped)
+            lines.append(state_line(encoded, written, changed, [expect.dropped, ids]))  # only what grown changed
             position += len(lines[-1])
             size = self._append(held, log, b"".join(lines), sync, inode)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)

@@ -227,9 +227,22 @@ def meta_bytes(written: Written) -> bytes:
     return b"{" + b",".join(dumps(name) + b":" + value for name, value in written.fields.items()) + b"}"
 
 
-def state_line(new: Written, old: Written | None) -> bytes:
-    """The state line that turns ``old`` (as written last; None: write it whole) into ``new``."""
+def state_line(new: Written, old: Written | None, changed: Iterable[str] | None = None,
+               window: list[Any] | None = None) -> bytes:
+    """The state line that turns ``old`` (as written last; None: write it whole) into ``new``.
+
+    ``changed``: the only fields that may differ (``grown``'s, so the others are not compared),
+    with ``window``: how the window changed, ``[dropped, added ids]``."""
     parts: list[bytes] = []
+    if old is not None and changed is not None:
+        fields = new.fields
+        for name in changed:
+            value = fields.get(name)
+            if value is not None and name not in _LOCAL and name != "window" and old.fields.get(name) != value:
+                parts.append(dumps(name) + b":" + value)
+        if window is not None and (window[0] or window[1]):
+            parts.append(b'"window+":' + dumps(window))
+        return STATE_PREFIX + b'"full": false, "set": {' + b",".join(parts) + b"}}\n"
     for name, value in new.fields.items():
         if name in _LOCAL or (old is not None and old.fields.get(name) == value):
             continue
