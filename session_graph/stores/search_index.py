@@ -85,6 +85,7 @@ class JsonlSearch:
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
         self._bumped: dict[Path, float] = {}  # when a save last moved each tenant folder's change marker
+        self._folders: dict[Path, Path] = {}  # each log's tenant folder
         self.writer = TermsWriter(store)
 
     # -- writing (under the session's lock) -------------------------------------------------------
@@ -93,7 +94,11 @@ class JsonlSearch:
         terms file is written in batches (``search_writes.TermsWriter``); any search catches a terms
         file behind its log up first. Never fails the save."""
         self._appends += 1
-        search_marker.bump(log_path.parent, self._bumped)
+        folder = self._folders.get(log_path)
+        if folder is None:  # one Path per log (a new ``parent`` is hashed anew on every look-up)
+            self._folders = self._folders if len(self._folders) < 4096 else {}
+            folder = self._folders[log_path] = log_path.parent
+        search_marker.bump(folder, self._bumped)
         self.writer.appended(log_path, key, start, lines, tenant)
 
     def flush(self) -> None:
