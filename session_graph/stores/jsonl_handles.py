@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 import threading
 from typing import Any
+import weakref
 
 from session_graph._base.files import lock_file, unlock_file
 from session_graph.errors import StoreError
@@ -103,6 +104,7 @@ class HeldFiles:
         self.limit = limit
         self._entries: OrderedDict[Path, Held] = OrderedDict()
         self._guard = threading.Lock()
+        weakref.finalize(self, _close_all, self._entries)  # a store dropped without close() leaks no descriptor
 
     def _entry(self, path: Path) -> Held:
         with self._guard:
@@ -179,8 +181,16 @@ class HeldFiles:
     def close(self) -> None:
         """Close every held file not in use."""
         with self._guard:
-            entries, self._entries = list(self._entries.values()), OrderedDict()
+            entries = list(self._entries.values())
+            self._entries.clear()
         for entry in entries:
             if entry.mutex.acquire(blocking=False):
                 entry.close()
                 entry.mutex.release()
+
+
+def _close_all(entries: OrderedDict[Path, Held]) -> None:
+    """Close every held file of a store that is gone (nothing can be using them)."""
+    for entry in list(entries.values()):
+        entry.close()
+    entries.clear()

@@ -123,3 +123,15 @@ def test_close_closes_the_held_files_and_a_later_save_opens_them_again(tmp_path:
     turn(manager, "after close", "b")
     assert [m.content for m in SessionManager(tmp_path).get("b").full_chat_history] == ["hello", "after close"]
     manager.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts open files through /proc")
+def test_a_store_dropped_without_close_leaves_no_file_open(tmp_path: Path) -> None:
+    import gc
+
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "hello")
+    assert open_in(tmp_path) == 2
+    del manager
+    gc.collect()
+    assert open_in(tmp_path) == 0
