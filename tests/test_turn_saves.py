@@ -121,3 +121,28 @@ def test_the_meta_file_may_lag_and_a_reader_still_sees_the_newest_state(tmp_path
     with pytest.warns(RuntimeWarning, match="damaged"):
         rebuilt = SessionManager(tmp_path).get("k")
     assert rebuilt.metadata == {"step": 4} and [m.id for m in rebuilt.full_chat_history] == [m.id for m in again.full_chat_history]
+
+
+def test_a_turn_of_n_model_calls_costs_one_durable_save_and_n_writes(tmp_path: Path) -> None:
+    """The save points: the input durable before the first model call; a reply that calls tools
+    written with its results before the next model call; the reply that ends the turn before the
+    hook returns. Nothing else writes (a resize rides on these)."""
+    manager = SessionManager(tmp_path)
+    manager.session_factory = lambda key: Session(key).use_lite(chars=2000)
+    writes: list[bool] = []
+    real = manager.save
+
+    def counted(session, *, durable: bool = True) -> None:
+        before = manager.store.version(manager.tenant, session.id)
+        real(session, durable=durable)
+        if manager.store.version(manager.tenant, session.id) != before:
+            writes.append(durable)
+
+    manager.save = counted  # type: ignore[method-assign]
+    agent, _ = agent_over(manager)
+    for turn in range(4):  # the model calls the tool once a turn, then answers: two model calls
+        del writes[:]
+        agent.invoke({"messages": [HumanMessage(content=f"question {turn}")]}, config())
+        assert writes == [True, False, False], f"turn {turn}: {writes}"
+    stored = SessionManager(tmp_path).get("t1")
+    assert [m.type for m in stored.full_chat_history[-4:]] == ["human", "ai", "tool", "ai"]

@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from session_graph._base.files import decode_name, encode_name, lock_file, unlock_file
+from session_graph._base.files import decode_name, encode_name
 from session_graph._base.gc import paused_gc
 from session_graph._base.paths import fresh_file, inside
 from session_graph.errors import StoreError
@@ -40,6 +40,7 @@ from session_graph.stores.base import (
     check_schema,
     resets,
 )
+from session_graph.stores.jsonl_handles import Held, HeldFiles, log_status
 from session_graph.stores.jsonl_log import (
     OFFSET_STEP,
     RESET,
@@ -104,6 +105,7 @@ class JsonlStore(StoreBase):
         self.create = create
         self.search_index = JsonlSearch(self)  # ranked search: a terms file per log, kept on append
         self._written = MetaCache()
+        self._held = HeldFiles()  # each session's lock file and log, open across saves
         self._known_paths: dict[tuple[str, str], tuple[Path, Path, Path]] = {}
 
     def __repr__(self) -> str:
@@ -128,28 +130,28 @@ class JsonlStore(StoreBase):
 
     @contextlib.contextmanager
     def _locked(self, tenant: str, key: str) -> Iterator[tuple[Path, Path]]:
-        log, meta, lock = self._paths(tenant, key)
-        try:
-            try:
-                handle = open(lock, "a")  # noqa: SIM115 - held for the duration of the lock
-            except FileNotFoundError:  # the tenant's folder is not there yet (a syscall saved on every other save)
-                lock.parent.mkdir(parents=True, exist_ok=True)
-                handle = open(lock, "a")  # noqa: SIM115
-        except OSError as error:
-            raise StoreError(f"cannot lock session {key!r} in {self.root}: {error}") from error
-        try:
-            lock_file(handle)
+        log, meta, _ = self._paths(tenant, key)
+        with self._holding(tenant, key):
             yield log, meta
-        finally:
-            unlock_file(handle)
-            handle.close()
+
+    def _holding(self, tenant: str, key: str) -> contextlib.AbstractContextManager[Held]:
+        """The session's lock taken, and its held files (``stores.jsonl_handles``: the lock file
+        and the log stay open across saves)."""
+        return self._held.locked(self._paths(tenant, key)[2], key, self.root)
+
+    def _append(self, held: Held, log: Path, data: bytes, sync: bool, inode: Any = False) -> int:
+        """Append ``data`` (records and their state line) to the log in one write, one fsync when
+        ``sync`` and the store syncs; the log's size after it. ``inode``: the log's, as a ``stat``
+        under this lock read it (``log_status``; False: read it here)."""
+        return held.append(log, data, log_status(log)[1] if inode is False else inode, self.fsync and sync)
 
     # -- protocol ------------------------------------------------------------------------------
     defers_sync = True  # update(..., sync=False) writes without an fsync (a later synced write flushes it)
 
     def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None, sync: bool = True) -> int:
         """Run ``fn`` on the stored session under the session's file lock and write its change (see ``SessionStore.update``)."""
-        with self._locked(tenant, key) as (log, meta):
+        log, meta, _ = self._paths(tenant, key)
+        with self._holding(tenant, key) as held:
             old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == log_size(log)
             if not mine:
@@ -185,12 +187,7 @@ class JsonlStore(StoreBase):
             base = written if mine else (encode(old, None) if old is not None and old.get("state_lines") == 1 else None)
             lines.append(state_line(encoded, base))  # what changed since the state the log ends with, else all of it
             position += len(lines[-1])
-            with open(log, "ab") as handle:  # the records and the state they make, in one write and one fsync
-                handle.write(b"".join(lines))
-                handle.flush()
-                if self.fsync and sync:
-                    os.fsync(handle.fileno())
-                size = handle.tell()  # the log's end after this append (a stat of the path costs more)
+            size = self._append(held, log, b"".join(lines), sync)  # the records and the state they make: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
@@ -209,9 +206,11 @@ class JsonlStore(StoreBase):
         version; None, writing nothing, unless the log ends with the state this store wrote
         last and it is the one ``expect`` describes (the caller then saves in full, merging
         what another writer stored)."""
-        with self._locked(tenant, key) as (log, meta):
+        log, meta, _ = self._paths(tenant, key)
+        with self._holding(tenant, key) as held:
             old, written, on_disk = self._written.get(meta)
-            if old is None or written is None or int(old.get("bytes", -1)) != log_size(log) or not expect.matches(old):
+            size, inode = log_status(log)
+            if old is None or written is None or int(old.get("bytes", -1)) != size or not expect.matches(old):
                 return None
             start = size = int(old["bytes"])
             offsets = offsets_of(old, expect.persisted, size)
@@ -220,16 +219,11 @@ class JsonlStore(StoreBase):
             lines: list[bytes] = []
             count, position = _record_lines(records, expect.persisted, size, offsets, lines)
             version = expect.version + 1
-            document, encoded = grown(old, written, {**expect.fields, "message_count": count, "version": version},
-                                      [record.get("id") for record in records], expect.dropped)
-            lines.append(state_line(encoded, written))
+            changed, ids = {**expect.fields, "message_count": count, "version": version}, [record.get("id") for record in records]
+            document, encoded = grown(old, written, changed, ids, expect.dropped)
+            lines.append(state_line(encoded, written, changed, [expect.dropped, ids]))  # only what grown changed
             position += len(lines[-1])
-            with open(log, "ab") as handle:  # as update: the records and their state line, one write, one fsync
-                handle.write(b"".join(lines))
-                handle.flush()
-                if self.fsync and sync:
-                    os.fsync(handle.fileno())
-                size = handle.tell()
+            size = self._append(held, log, b"".join(lines), sync, inode)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
@@ -283,6 +277,7 @@ class JsonlStore(StoreBase):
                     path.unlink()
                     found = True
             self.search_index.deleted(log)
+            self._held.forget(self._paths(tenant, key)[2])  # closed once this lock is released
             return found
 
     def list(self, tenant: str) -> list[SessionInfo]:
@@ -321,8 +316,10 @@ class JsonlStore(StoreBase):
         return hits
 
     def close(self) -> None:
-        """Write the search index's terms files up to their logs (every call opens and closes its files)."""
+        """Write the search index's terms files up to their logs and close the files held open
+        across saves (a later call opens them again)."""
         self.search_index.flush()
+        self._held.close()
 
     # -- internals (the log format and its reading: stores.jsonl_log) --------------------------
     def _replace(self, meta: Path, document: dict[str, Any], encoded: Written) -> None:

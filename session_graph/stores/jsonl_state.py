@@ -20,7 +20,7 @@ change; the trace, which only changes on a resize, is encoded once per change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 import json
 import os
 from pathlib import Path
@@ -37,6 +37,7 @@ from session_graph.errors import StoreError
 __all__ = [
     "STATE_PREFIX",
     "Appending",
+    "LazyTrace",
     "MetaCache",
     "Written",
     "current_state",
@@ -192,16 +193,56 @@ def encode(document: dict[str, Any], previous: Written | None) -> Written:
     return Written(fields, list(window) if isinstance(window, list) else [], trace)
 
 
+class LazyTrace(Mapping[str, Any]):
+    """A session's saved trace (``ResizeTrace.dump``'s document), dumped when first read: only
+    the meta file carries the trace, and most saves do not write it, so a save after a resize
+    hands this over instead of dumping the trace's records (what is dumped is the trace as it is
+    when the meta file is written, or when a merge reads it)."""
+
+    __slots__ = ("_dump", "_value")
+
+    def __init__(self, dump: Callable[[], dict[str, Any]]) -> None:
+        self._dump, self._value = dump, None
+
+    def value(self) -> dict[str, Any]:
+        if self._value is None:
+            self._value = self._dump()
+        return self._value
+
+    def __getitem__(self, name: str) -> Any:
+        return self.value()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.value())
+
+    def __len__(self) -> int:
+        return len(self.value())
+
+
 def meta_bytes(written: Written) -> bytes:
     """The meta file: the whole document, from its fields' JSON (the trace's encoded here, once per change)."""
     if written.trace is not None and "trace" not in written.fields:
-        written.fields["trace"] = dumps(written.trace)
+        trace = written.trace
+        written.fields["trace"] = dumps(trace.value() if isinstance(trace, LazyTrace) else trace)
     return b"{" + b",".join(dumps(name) + b":" + value for name, value in written.fields.items()) + b"}"
 
 
-def state_line(new: Written, old: Written | None) -> bytes:
-    """The state line that turns ``old`` (as written last; None: write it whole) into ``new``."""
+def state_line(new: Written, old: Written | None, changed: Iterable[str] | None = None,
+               window: list[Any] | None = None) -> bytes:
+    """The state line that turns ``old`` (as written last; None: write it whole) into ``new``.
+
+    ``changed``: the only fields that may differ (``grown``'s, so the others are not compared),
+    with ``window``: how the window changed, ``[dropped, added ids]``."""
     parts: list[bytes] = []
+    if old is not None and changed is not None:
+        fields = new.fields
+        for name in changed:
+            value = fields.get(name)
+            if value is not None and name not in _LOCAL and name != "window" and old.fields.get(name) != value:
+                parts.append(dumps(name) + b":" + value)
+        if window is not None and (window[0] or window[1]):
+            parts.append(b'"window+":' + dumps(window))
+        return STATE_PREFIX + b'"full": false, "set": {' + b",".join(parts) + b"}}\n"
     for name, value in new.fields.items():
         if name in _LOCAL or (old is not None and old.fields.get(name) == value):
             continue

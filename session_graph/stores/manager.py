@@ -34,6 +34,7 @@ from session_graph.stores.flows import Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
 from session_graph.stores.jsonl import JsonlStore
 from session_graph.stores.postgres import PostgresStore
+from session_graph.stores.session_append import appended
 from session_graph.stores.session_commit import commit, drain_commits, scoped_memory
 from session_graph.stores.session_load import SessionCache, get_flow, get_or_create_flow, stored_snapshot
 from session_graph.stores.session_save import save_flow
@@ -160,7 +161,8 @@ class SessionManager:
         the process) but not flushed to disk yet where the store can defer that (JSONL: no
         fsync; the next durable save flushes it); other stores write as always.
         """
-        self._run(save_flow(self, session, durable))
+        if not appended(self, session, durable):  # the common save (appends, a lite prune) at once
+            self._run(save_flow(self, session, durable))
 
     async def asave(self, session: Session, *, durable: bool = True) -> None:
         """Async twin of :meth:`save`."""

@@ -1,10 +1,12 @@
 """The JSONL store's search index: one ``<name>.terms`` file next to each ``<name>.jsonl`` log.
 
 Writing: ``JsonlStore.update`` hands each append to ``JsonlSearch.appended`` under the
-session's lock, which notes it; ``search_writes.TermsWriter`` adds the terms lines (one per log
-line: its seq, byte offset and length in the log, id, role, ts and retrieval terms; a reset
-marker gets a reset line) in batches, once the log is ``batch_bytes`` past the terms file, and
-at ``flush`` (``JsonlStore.close``); no fsync (the index can always be derived from the log again).
+session's lock, which notes it; the terms lines (one per log line: its seq, byte offset and
+length in the log, id, role, ts and retrieval terms; a reset marker gets a reset line) are
+written off the save path, by the next search (below) or at ``flush`` (``JsonlStore.close``),
+from the byte the terms file covers (``search_writes.TermsWriter``; ``batch_bytes`` makes saves
+write them once the log is that far ahead); no fsync (the index can always be derived from the
+log again).
 
 Reading: a search keeps one in-memory BM25 index per tenant (``retrieval.bm25``) and, per
 query, brings each session up to date from the end of its terms file. The tenant folder's
@@ -83,6 +85,7 @@ class JsonlSearch:
         self._lock = threading.RLock()
         self._appends = 0  # saves through this store (a search after one always checks the files)
         self._bumped: dict[Path, float] = {}  # when a save last moved each tenant folder's change marker
+        self._folders: dict[Path, Path] = {}  # each log's tenant folder
         self.writer = TermsWriter(store)
 
     # -- writing (under the session's lock) -------------------------------------------------------
@@ -91,7 +94,11 @@ class JsonlSearch:
         terms file is written in batches (``search_writes.TermsWriter``); any search catches a terms
         file behind its log up first. Never fails the save."""
         self._appends += 1
-        search_marker.bump(log_path.parent, self._bumped)
+        folder = self._folders.get(log_path)
+        if folder is None:  # one Path per log (a new ``parent`` is hashed anew on every look-up)
+            self._folders = self._folders if len(self._folders) < 4096 else {}
+            folder = self._folders[log_path] = log_path.parent
+        search_marker.bump(folder, self._bumped)
         self.writer.appended(log_path, key, start, lines, tenant)
 
     def flush(self) -> None:
@@ -99,12 +106,13 @@ class JsonlSearch:
         self.writer.flush()
 
     @property
-    def batch_bytes(self) -> int:
-        """How far a save lets a terms file fall behind its log (0: every save indexes)."""
+    def batch_bytes(self) -> int | None:
+        """How far a save lets a terms file fall behind its log (None, the default: saves never
+        index, searches and ``close`` do; 0: every save indexes)."""
         return self.writer.batch_bytes
 
     @batch_bytes.setter
-    def batch_bytes(self, value: int) -> None:
+    def batch_bytes(self, value: int | None) -> None:
         self.writer.batch_bytes = value
 
     def deleted(self, log_path: Path) -> None:

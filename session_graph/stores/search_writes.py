@@ -1,14 +1,14 @@
-"""The JSONL store's terms files written in batches, off most saves (issue 25).
+"""The JSONL store's terms files written off the save path (issue 25).
 
 ``JsonlStore.update`` appends a session's records and state line to its log; indexing them (the
 retrieval terms of every message, one terms line per log line) is work a turn need not wait for,
 since the index is derived from the log and never trusted: a search brings a terms file behind its
-log up to date first (``JsonlSearch._sync``), under the session's lock. So a save only notes the
-log it grew, and the terms of everything past the file's end are written (read back from the log,
-one pass) once the log is ``batch_bytes`` ahead, at ``flush`` (``JsonlStore.close``), or by the
-next search. A process that dies meanwhile leaves the terms file behind, never wrong: a reader
-catches it up from the log. A new log gets a header-only terms file at once, so later saves can
-resume from its end.
+log up to date first (``JsonlSearch._sync``), under the session's lock, from the log byte it last
+covered (O(what is new)). So a save only notes the log it grew, and the terms of everything past
+the file's end are written (read back from the log, one pass) by the next search, at ``flush``
+(``JsonlStore.close``), or, when ``batch_bytes`` is set, once the log is that far ahead. A
+process that dies meanwhile leaves the terms file behind, never wrong: a reader catches it up
+from the log. A new log gets a header-only terms file at once, so a catch-up resumes from its end.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from session_graph.stores.search_terms import (
 __all__ = ["BATCH_BYTES", "TermsWriter", "unlink_index"]
 
 log = logging.getLogger(__name__)
-BATCH_BYTES = 64 * 1024  # how far a save lets a terms file fall behind its log: a batch (and a search catching up)
-# indexes at most this much, ~4.5 ms of CPU on agent turns (~18 turns of a tool call each), instead of ~0.4 ms every turn
+BATCH_BYTES: int | None = None
+"""How far a save lets a terms file fall behind its log before it writes a batch itself (None: a
+save never indexes; a search or ``close`` catches the file up; 0: every save indexes)."""
 
 
 class LockingStore(Protocol):
@@ -47,7 +48,7 @@ class TermsWriter:
 
     def __init__(self, store: LockingStore) -> None:
         self.store = store
-        self.batch_bytes = BATCH_BYTES
+        self.batch_bytes: int | None = BATCH_BYTES
         # terms file -> (its stat when we wrote or read it, the log end it covers, the next seq there)
         self._ends: dict[Path, tuple[tuple[int, int, int], int, int]] = {}
         self._pending: dict[Path, tuple[str, str]] = {}  # log -> (tenant, key) whose terms file may be behind it
@@ -69,6 +70,8 @@ class TermsWriter:
                 self._remember(path, 0, 0)
             if tenant is not None:
                 self._pending[log_path] = (tenant, key)
+            if self.batch_bytes is None:
+                return  # indexed by the next search or at close, from the terms file's end
             known = self._ends.get(path)  # no stat while the batch is not due: a file another writer
             if known is not None and end - known[1] < self.batch_bytes:  # moved on is only further ahead
                 return

@@ -27,10 +27,10 @@ from session_graph.session import Session
 from session_graph.stores.base import utc_now
 from session_graph.stores.codec import message_record, window_start
 from session_graph.stores.flows import Blocking, Call
-from session_graph.stores.jsonl_state import Appending
+from session_graph.stores.jsonl_state import Appending, LazyTrace
 from session_graph.stores.session_load import Entry, Owner, remember
 
-__all__ = ["append_flow"]
+__all__ = ["append_flow", "appended"]
 
 _COMMIT = ("archived_through", "usage", "archives")
 
@@ -38,38 +38,70 @@ _COMMIT = ("archived_through", "usage", "archives")
 def append_flow(manager: Owner, entry: Entry, session: Session, durable: bool) -> Generator[Call | Blocking, Any, bool]:
     """Save ``session`` (``entry``'s, stored before) by appending what it gained; False when it
     cannot (nothing written: the caller saves in full)."""
+    plan = _plan(manager, entry, session)
+    if plan is None:
+        return False
+    append, records, expect, done = plan
+    key, tenant = session.id, manager.tenant
+    return done((yield Blocking(lambda: append(tenant, key, records, expect, sync=durable))))
+
+
+def appended(manager: Owner, session: Session, durable: bool) -> bool:
+    """The common save, run at once from sync code (no operation to drive): ``session`` as its
+    manager last saved it (True, nothing written) or grown by appends and lite prunes only,
+    appended at their cost (True); False when it needs ``save_flow`` (not saved yet, another
+    writer, anything else), nothing written."""
+    entry = manager.cache.get(session.id)
+    if entry is None or entry.session is not session or not entry.version or session.cleared:
+        return False
+    if entry.revision == session.revision:
+        return True  # nothing changed since the last save
+    plan = _plan(manager, entry, session)
+    if plan is None:
+        return False
+    append, records, expect, done = plan
+    return done(append(manager.tenant, session.id, records, expect, sync=durable))
+
+
+def _plan(manager: Owner, entry: Entry, session: Session) -> tuple[Any, list[dict[str, Any]], Appending, Any] | None:
+    """What an append save writes: the store's method, the records, the state it expects, and
+    what takes the store's answer (the new version, or None: nothing written) and returns
+    whether it saved. None when the session changed otherwise (a full save)."""
     append = getattr(manager.store, "append_messages", None)
     history = session.full_chat_history
     gained = len(history) - entry.persisted
     if append is None or not entry.version or session.cleared or gained < 0:
-        return False
+        return None
     window = session.current_chat_history
     new = history[entry.persisted :]  # a lazy history's middle stays in the store
     kept = len(window) - gained
     if kept < 0 or any(a is not b for a, b in zip(window[kept:], new, strict=True)):
-        return False
+        return None
     base, state = entry.base, session.state
     stored = base.get("window")
     if not isinstance(stored, list) or len(stored) < kept:
-        return False
+        return None
     now = utc_now()
     fields: dict[str, Any] = {"updated_at": now, "turns": state.turns}
     dropped = len(stored) - kept
     if any(m.id != i for m, i in zip(window[:kept], stored[dropped:], strict=True)):
-        return False  # the window is not the stored one without its first ids and with the new messages
+        return None  # the window is not the stored one without its first ids and with the new messages
     pruned = session.revision - entry.revision != gained or dropped  # more than appends: a prune, or nothing it can append
     if pruned and (not (dropped or gained) or not _only_pruned(session, base, window[:kept], fields, entry.persisted if gained else len(history))):
-        return False
+        return None
     expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
     records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
-    key = session.id
-    version = yield Blocking(lambda: append(manager.tenant, key, records, expect, sync=durable))
-    if version is None:
-        return False
-    entry.version, entry.persisted, entry.revision = version, entry.persisted + gained, session.revision
-    entry.base = {**base, **fields, "window": [*stored[dropped:], *(m.id for m in new)], "message_count": entry.persisted}
-    remember(manager, key, entry)
-    return True
+    revision = session.revision
+
+    def done(version: int | None) -> bool:
+        if version is None:
+            return False
+        entry.version, entry.persisted, entry.revision = version, entry.persisted + gained, revision
+        entry.base = {**base, **fields, "window": [*stored[dropped:], *(m.id for m in new)], "message_count": entry.persisted}
+        remember(manager, session.id, entry)
+        return True
+
+    return append, records, expect, done
 
 
 def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields: dict[str, Any], after: int) -> bool:
@@ -93,6 +125,7 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
     fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line
     fields["last_resize_turn"] = state.last_resize_turn
     fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
-    if session.trace:
-        fields["trace"] = session.trace.dump(SAVED_TRACE)  # the meta file's: no state line carries it
+    if session.trace:  # the meta file's (no state line carries it), dumped when that is written
+        trace = session.trace
+        fields["trace"] = LazyTrace(lambda: trace.dump(SAVED_TRACE))
     return True

@@ -50,6 +50,20 @@ def test_saves_leave_the_index_behind_and_a_search_catches_it_up(tmp_path: Path)
     assert (live.stats("default"), ranked) == rebuilt(root)
 
 
+def test_by_default_no_save_indexes_however_far_the_log_runs_ahead(tmp_path: Path) -> None:
+    root = tmp_path / "j"
+    manager = SessionManager(JsonlStore(root))
+    session = manager.get_or_create("k")
+    for turn in range(60):  # ~115 KB of log: past any batch a save would have written
+        session.append_message({"role": "user", "content": f"question {turn} about the invoice number{turn} " + "x" * 1000})
+        session.append_message({"role": "assistant", "content": f"answer {turn}: the glacier kettle{turn}"})
+        manager.save(session)
+    log = next(root.rglob("k.jsonl"))
+    assert log.stat().st_size > 100 * 1024 and covered(root, "k") == 0  # the header only: no save paid for the index
+    hits = manager.search("invoice number59", k=1)
+    assert (hits[0].key, hits[0].seq) == ("k", 118) and covered(root, "k") == log.stat().st_size
+
+
 def test_a_batch_is_written_once_the_log_is_far_enough_ahead(tmp_path: Path) -> None:
     root = tmp_path / "j"
     manager = SessionManager(JsonlStore(root))

@@ -1,0 +1,187 @@
+"""Where an agent turn with SessionMiddleware spends its CPU, by cause; optionally against another tree.
+
+Run: ``PYTHONPATH=. python bench/bench_turn_causes.py`` (``--sizes 10000,100000``, ``--rounds``,
+``--batch``). The agent and turn of ``bench_turn`` (``create_agent`` + ``SessionMiddleware`` + a
+JSONL store, fsync on, token budget 4,000, one tool call a turn) and the stock agent run in
+alternating batches in one process. ``--baseline DIR``: also the same agent from another checkout
+of the package (e.g. ``git archive <commit> | tar -x -C DIR``), each tree's ``session_graph``
+modules swapped into ``sys.modules`` before its batch, so both are timed in one process.
+
+Timed (CPU, ``time.process_time``; medians of the batches for whole turns, sums over all batches
+for the causes): per turn, the whole ``invoke``; inside the middleware's two hooks
+(``wrap_model_call``, ``wrap_tool_call``) without the model's and the tool's own run; of that,
+``SessionManager.save`` (all the turn's saves, the fsync included) and ``Session.resize``, and the
+rest (recording, judging, the view, the glue). fsyncs counted by wrapping ``os.fsync``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+from pathlib import Path
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+from bench_agents import _Model, _replies, lookup
+from bench_agents import _question as question
+from bench_turn import history
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+
+HERE = str(Path(__file__).resolve().parents[1])
+PROMPT = "You are a research assistant."
+
+
+def _ours() -> list[str]:
+    return [k for k in sys.modules if k == "session_graph" or k.startswith("session_graph.")]
+
+
+def load(root: str) -> dict[str, Any]:
+    """The ``session_graph`` of the checkout at ``root``: its modules, imported afresh."""
+    for name in _ours():
+        del sys.modules[name]
+    sys.path.insert(0, root)
+    try:
+        package = importlib.import_module("session_graph")
+        importlib.import_module("session_graph.integrations")
+    finally:
+        sys.path.remove(root)
+    if not str(package.__file__).startswith(root):
+        raise SystemExit(f"{root} has no session_graph package (found {package.__file__})")
+    return {name: sys.modules[name] for name in _ours()}
+
+
+def use(modules: dict[str, Any]) -> None:
+    for name in _ours():
+        del sys.modules[name]
+    sys.modules.update(modules)
+
+
+def instrument(modules: dict[str, Any], spent: dict[str, float]) -> None:
+    """Count the CPU of the middleware's hooks (without their handlers), saves and resizes."""
+    manager = modules["session_graph.stores.manager"].SessionManager
+    session = modules["session_graph.session"].Session
+    middleware = modules["session_graph.integrations.middleware"].SessionMiddleware
+
+    def timed(cls: Any, attr: str, label: str) -> None:
+        real = getattr(cls, attr)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - start
+
+        setattr(cls, attr, wrapper)
+
+    timed(manager, "save", "save")
+    timed(session, "resize", "resize")
+    for attr in ("wrap_model_call", "wrap_tool_call"):
+        real = getattr(middleware, attr)
+
+        def hook(self: Any, request: Any, handler: Any, real: Any = real) -> Any:
+            def inner(request: Any) -> Any:
+                start = time.process_time()
+                try:
+                    return handler(request)
+                finally:
+                    spent["handlers"] += time.process_time() - start
+
+            start = time.process_time()
+            try:
+                return real(self, request, inner)
+            finally:
+                spent["hooks"] += time.process_time() - start
+
+        setattr(middleware, attr, hook)
+
+
+def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: Path) -> None:
+    runs: dict[str, tuple[Any, Any, dict[str, Any] | None]] = {}
+    spent: dict[str, dict[str, float]] = {}
+    for name, root in trees.items():
+        modules = load(root)
+        spent[name] = dict.fromkeys(("save", "resize", "hooks", "handlers"), 0.0)
+        instrument(modules, spent[name])  # before the agent is built: it binds the hooks
+        package, integrations = modules["session_graph"], modules["session_graph.integrations"]
+        manager = package.SessionManager(folder / f"{name}-{size}")
+        manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": 4000})
+        session = manager.get_or_create("bench")
+        for message in history(size):
+            session.append_message(message)
+        session.resize()
+        manager.save(session)
+        agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[integrations.SessionMiddleware(manager=manager)],
+                             system_prompt=PROMPT)
+        runs[name] = (agent, {"configurable": {"thread_id": "bench"}}, modules)
+    runs["stock"] = (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None, None)
+    turn = [0]
+
+    def run(agent: Any, config: Any) -> None:
+        turn[0] += 1
+        agent.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, config)
+
+    for agent, config, modules in runs.values():
+        if modules is not None:
+            use(modules)
+        for _ in range(3):
+            run(agent, config)
+    for counts in spent.values():
+        for label in counts:
+            counts[label] = 0.0
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    fsyncs = dict.fromkeys(runs, 0)
+    real = os.fsync
+    for _ in range(rounds):
+        for name, (agent, config, modules) in runs.items():
+            if modules is not None:
+                use(modules)
+            calls = [0]
+
+            def counted(fd: int, calls: list[int] = calls) -> None:
+                calls[0] += 1
+                real(fd)
+
+            os.fsync = counted  # type: ignore[assignment]
+            start = time.process_time()
+            for _ in range(batch):
+                run(agent, config)
+            times[name].append((time.process_time() - start) / batch * 1e3)
+            os.fsync = real  # type: ignore[assignment]
+            fsyncs[name] += calls[0]
+    turns = rounds * batch
+    stock = statistics.median(times["stock"])
+    print(f"agent turn at {size:,} messages (create_agent, 1 tool call, JSONL, fsync on), CPU per turn, "
+          f"{rounds} alternated batches of {batch}, load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
+    for name in trees:
+        whole = statistics.median(times[name])
+        c = {label: value / turns * 1e3 for label, value in spent[name].items()}
+        inside = c["hooks"] - c["handlers"]
+        print(f"  {name}: whole turn {whole:.2f} ms = {whole / stock:.2f}x stock, fsyncs {fsyncs[name] / turns:.1f}; inside the hooks "
+              f"(without the model's and tool's run) {inside:.3f} ms: saves {c['save']:.3f}, resize {c['resize']:.3f}, "
+              f"the rest (record, judge, view, glue) {inside - c['save'] - c['resize']:.3f}")
+    if len(trees) == 2:
+        a, b = trees
+        print(f"  {b} / {a}: whole turn {statistics.median(times[b]) / statistics.median(times[a]):.3f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--baseline", help="another checkout's root (the directory holding its session_graph/)")
+    args = parser.parse_args()
+    trees = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            measure(trees, size, args.rounds, args.batch, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""The JSONL store's open files, held across saves: each session's lock file and log.
+
+A save of an agent turn is a few hundred bytes; opening and closing the lock file and the log
+around each one cost more than the write. So a store keeps, for the sessions it wrote lately
+(``LIMIT``, least recently used dropped first), the lock file open (the cross-process ``flock``
+is still taken and released on every write) and an append-only descriptor of the log. Neither is
+trusted blindly:
+
+- the lock: ``flock`` belongs to an open file, so two threads of this process on one held file
+  would both get it; a per-file mutex makes them take turns first. Once locked, the held file is
+  checked to still be the one at the path (``fstat`` against ``stat``: a lock file removed and
+  made again by another process is another file, whose lock the others take); if not, it is
+  opened again. A process forked from this one opens its own (the parent's would share locks).
+- the log: used only while it is the file at the path, told by the inode the caller's ``stat``
+  under the lock read (another process may delete a log and write a new one); else opened again.
+
+An open file of a file kept open cannot be reused by a new file (its inode stays allocated), so
+the inode check is exact.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+import contextlib
+import os
+from pathlib import Path
+import threading
+from typing import Any
+import weakref
+
+from session_graph._base.files import lock_file, unlock_file
+from session_graph.errors import StoreError
+
+__all__ = ["LIMIT", "Held", "HeldFiles", "log_status"]
+
+LIMIT = 64
+"""How many sessions' files a store keeps open (two descriptors each)."""
+
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def log_status(path: Path) -> tuple[int, tuple[int, int] | None]:
+    """A log's size and ``(st_dev, st_ino)`` from one ``stat`` (0 and None when there is none)."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return 0, None
+    return status.st_size, (status.st_dev, status.st_ino)
+
+
+class Held:
+    """One session's held files: its lock file (and the mutex in front of it) and its log."""
+
+    __slots__ = ("closed", "lock", "log", "log_inode", "mutex", "pid")
+
+    def __init__(self) -> None:
+        self.mutex = threading.Lock()
+        self.lock: Any = None
+        self.log: int | None = None
+        self.log_inode: tuple[int, int] | None = None
+        self.closed = False
+        self.pid = os.getpid()
+
+    def append(self, path: Path, data: bytes, inode: tuple[int, int] | None, sync: bool) -> int:
+        """Append ``data`` to the log at ``path`` (whose ``(st_dev, st_ino)`` the caller read under
+        the lock, None: no log yet) in one write, flushed to disk when ``sync``; the log's size after it."""
+        if self.log is not None and (inode is None or inode != self.log_inode):
+            self._close_log()  # another file at the path now (or none): not ours to write
+        if self.log is None:
+            self.log = os.open(path, _APPEND, 0o666)
+            status = os.fstat(self.log)
+            self.log_inode = (status.st_dev, status.st_ino)
+        try:
+            view = memoryview(data)
+            while view:  # a regular file takes it whole; a short write (a full disk) goes on or raises
+                view = view[os.write(self.log, view):]
+            if sync:
+                os.fsync(self.log)
+            return os.lseek(self.log, 0, os.SEEK_CUR)
+        except OSError:
+            self._close_log()
+            raise
+
+    def _close_log(self) -> None:
+        if self.log is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.log)
+        self.log, self.log_inode = None, None
+
+    def close(self) -> None:
+        self._close_log()
+        if self.lock is not None:
+            with contextlib.suppress(OSError):
+                self.lock.close()
+            self.lock = None
+        self.closed = True
+
+
+class HeldFiles:
+    """The held files of one store's sessions, by lock path (see the module docstring)."""
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[Path, Held] = OrderedDict()
+        self._guard = threading.Lock()
+        weakref.finalize(self, _close_all, self._entries)  # a store dropped without close() leaks no descriptor
+
+    def _entry(self, path: Path) -> Held:
+        with self._guard:
+            entry = self._entries.get(path)
+            if entry is None or entry.pid != os.getpid():  # a forked child never shares the parent's files
+                entry = self._entries[path] = Held()
+            else:
+                self._entries.move_to_end(path)
+            if len(self._entries) > self.limit:
+                for old in [p for p in self._entries if p != path][: len(self._entries) - self.limit]:
+                    held = self._entries[old]
+                    if held.mutex.acquire(blocking=False):  # one in use stays until its write is done
+                        del self._entries[old]
+                        held.close()
+                        held.mutex.release()
+            return entry
+
+    @contextlib.contextmanager
+    def locked(self, path: Path, key: str, root: Path) -> Iterator[Held]:
+        """The session's held files, with its lock file locked (threads of this process and other
+        processes alike) until the block ends."""
+        while True:
+            entry = self._entry(path)
+            entry.mutex.acquire()
+            if not entry.closed:
+                break
+            entry.mutex.release()  # dropped from the cache meanwhile: take the one there now
+        try:
+            self._lock(entry, path, key, root)
+            try:
+                yield entry
+            finally:
+                unlock_file(entry.lock)
+        finally:
+            with self._guard:
+                dropped = self._entries.get(path) is not entry
+            if dropped:  # forgotten (its session deleted) or replaced while in use: closed by its holder
+                entry.close()
+            entry.mutex.release()
+
+    @staticmethod
+    def _lock(entry: Held, path: Path, key: str, root: Path) -> None:
+        for _ in range(100):
+            if entry.lock is None:
+                try:
+                    try:
+                        entry.lock = open(path, "ab")  # noqa: SIM115 - held across saves, closed by close()
+                    except FileNotFoundError:  # the tenant's folder is not there yet
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        entry.lock = open(path, "ab")  # noqa: SIM115
+                except OSError as error:
+                    raise StoreError(f"cannot lock session {key!r} in {root}: {error}") from error
+            lock_file(entry.lock)
+            try:
+                held, there = os.fstat(entry.lock.fileno()), os.stat(path)
+                if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+                    return
+            except FileNotFoundError:
+                pass
+            unlock_file(entry.lock)  # removed or replaced since it was opened: lock the file at the path
+            entry.lock.close()
+            entry.lock = None
+        raise StoreError(f"cannot lock session {key!r} in {root}: its lock file keeps being replaced.")
+
+    def forget(self, path: Path) -> None:
+        """Close a session's held files (it was deleted); one in use (the caller's own, under the
+        lock) is closed when its holder is done."""
+        with self._guard:
+            entry = self._entries.pop(path, None)
+        if entry is not None and entry.mutex.acquire(blocking=False):
+            entry.close()
+            entry.mutex.release()
+
+    def close(self) -> None:
+        """Close every held file not in use."""
+        with self._guard:
+            entries = list(self._entries.values())
+            self._entries.clear()
+        for entry in entries:
+            if entry.mutex.acquire(blocking=False):
+                entry.close()
+                entry.mutex.release()
+
+
+def _close_all(entries: OrderedDict[Path, Held]) -> None:
+    """Close every held file of a store that is gone (nothing can be using them)."""
+    for entry in list(entries.values()):
+        entry.close()
+    entries.clear()

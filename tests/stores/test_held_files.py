@@ -1,0 +1,137 @@
+"""The JSONL store holds each session's lock file and log open across saves (issue 25), and never
+trusts them blindly: the lock is still taken on every write, on the file at the path (one removed
+and made again is locked anew), a log deleted and written again by another store is written at
+the path, threads of one process take turns, and ``close`` closes what is held."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+import threading
+
+import pytest
+
+from session_graph import SessionManager
+from session_graph._base.files import encode_name
+from session_graph.stores import JsonlStore
+from session_graph.stores.base import StoreChange
+
+
+def files(root: Path, key: str = "k") -> tuple[Path, Path]:
+    folder = root / "default"
+    return folder / (encode_name(key) + ".jsonl"), folder / (encode_name(key) + ".lock")
+
+
+def turn(manager: SessionManager, text: str, key: str = "k") -> None:
+    session = manager.get_or_create(key)
+    session.append_message({"role": "user", "content": text})
+    manager.save(session)
+
+
+def held_by_others(lock: Path) -> bool:
+    """Whether another open file of ``lock`` cannot take its flock now (someone holds it)."""
+    with open(lock, "ab") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock")
+def test_the_lock_is_taken_on_every_write_on_the_file_at_the_path(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    manager = SessionManager(store)
+    turn(manager, "one")
+    _, lock = files(tmp_path)
+    assert not held_by_others(lock)  # held open, but not locked between writes
+    lock.unlink()  # removed (and below made again) behind the store's back
+
+    seen: list[bool] = []
+
+    def change(stored):
+        seen.append(held_by_others(lock))
+        return StoreChange(stored.state, [])
+
+    store.update("default", "k", change)
+    assert lock.exists() and seen == [True]  # the new file at the path is the one locked
+    turn(manager, "two")
+    assert [m.content for m in SessionManager(tmp_path).get("k").full_chat_history] == ["one", "two"]
+
+
+def test_a_log_deleted_and_written_again_elsewhere_is_written_at_the_path(tmp_path: Path) -> None:
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "one")
+    turn(manager, "two")
+    other = SessionManager(JsonlStore(tmp_path))  # another process
+    assert other.delete("k")
+    turn(other, "theirs")
+    turn(manager, "mine")  # our held log is the deleted file: the write must go to the new one
+    log, _ = files(tmp_path)
+    stored = [m.content for m in SessionManager(tmp_path).get("k").full_chat_history]
+    assert "theirs" in stored and "mine" in stored and log.exists()
+
+
+def test_threads_saving_one_session_through_one_store_take_turns(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    errors: list[BaseException] = []
+
+    def writer(name: str) -> None:
+        try:
+            for i in range(25):
+                store.update("default", "k", lambda stored, i=i: StoreChange(
+                    {**(stored.state or {}), "window": []},
+                    [{"id": f"{name}{i}", "role": "user", "ts": "", "message": {"type": "human", "data": {"content": f"{name}{i}"}}}]))
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    snapshot = JsonlStore(tmp_path).read("default", "k")
+    assert snapshot is not None and len(snapshot.records) == 100 and snapshot.version == 100
+    assert [r["seq"] for r in snapshot.records] == list(range(100))  # no write interleaved with another
+
+
+def open_in(root: Path) -> int:
+    """How many files under ``root`` this process holds open."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # closed meanwhile
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith(str(root))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts open files through /proc")
+def test_close_closes_the_held_files_and_a_later_save_opens_them_again(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    manager = SessionManager(store)
+    for key in ("a", "b", "c"):
+        turn(manager, "hello", key)
+    assert open_in(tmp_path) == 6  # a lock file and a log per session
+    store._held.limit = 2
+    turn(manager, "again", "a")  # over the limit: the least recently used session's files are closed
+    assert open_in(tmp_path) == 4
+    manager.close()
+    assert open_in(tmp_path) == 0
+    turn(manager, "after close", "b")
+    assert [m.content for m in SessionManager(tmp_path).get("b").full_chat_history] == ["hello", "after close"]
+    manager.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts open files through /proc")
+def test_a_store_dropped_without_close_leaves_no_file_open(tmp_path: Path) -> None:
+    import gc
+
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "hello")
+    assert open_in(tmp_path) == 2
+    del manager
+    gc.collect()
+    assert open_in(tmp_path) == 0
