@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from session_graph.accounting.attachments import is_inline_binary, summarize_part
 from session_graph.messages import part_text, role_of
 
-__all__ = ["SizeCache", "content_chars", "message_chars"]
+__all__ = ["Measures", "SizeCache", "content_chars", "message_chars"]
 
 
 def _json_len(value: Any) -> int:
@@ -84,3 +84,67 @@ class SizeCache:
 
     def __len__(self) -> int:
         return len(self._sizes)
+
+
+class Measures:
+    """Each message's chars and tokens, computed once, in one entry by id (the ledger's cache).
+
+    An appended message costs one dict write for both measures (``add``). A cached value is
+    reused only for the very object it was measured from, so a handler that returns an edited
+    copy under the same id is measured afresh. Without a token measure a message's tokens are
+    its chars. A measure not taken yet is -1 in the entry (a message read for its chars only
+    is not encoded).
+    """
+
+    __slots__ = ("_chars", "_entries", "_tokens", "counting")
+
+    def __init__(self, tokens: Callable[[BaseMessage], int] | None = None,
+                 chars: Callable[[BaseMessage], int] | None = None) -> None:
+        self._chars = chars or message_chars
+        self._tokens = tokens
+        self.counting = tokens is not None  # whether tokens are counted apart from chars
+        self._entries: dict[str, tuple[BaseMessage, int, int]] = {}
+
+    def add(self, message: BaseMessage) -> tuple[int, int]:
+        """Chars and tokens of a message the caller knows is new (just appended): no lookup first."""
+        chars = self._chars(message)
+        tokens = self._tokens(message) if self._tokens is not None else chars
+        key = message.id
+        if key:
+            self._entries[key] = (message, chars, tokens)
+        return chars, tokens
+
+    def chars(self, message: BaseMessage) -> int:
+        """Characters of a message (the spec's approximation), cached."""
+        key = message.id or ""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message and entry[1] >= 0:
+            return entry[1]
+        chars = self._chars(message)
+        if key:
+            self._entries[key] = (message, chars, entry[2] if entry is not None and entry[0] is message else -1)
+        return chars
+
+    def tokens(self, message: BaseMessage) -> int:
+        """Tokens of a message with the token measure (its chars without one), cached."""
+        if self._tokens is None:
+            return self.chars(message)
+        key = message.id or ""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message and entry[2] >= 0:
+            return entry[2]
+        tokens = self._tokens(message)
+        if key:
+            self._entries[key] = (message, entry[1] if entry is not None and entry[0] is message else -1, tokens)
+        return tokens
+
+    def uncached_chars(self, message: BaseMessage) -> int:
+        """Chars of a message that is not in the history (a view's merged message): nothing cached under its id."""
+        return self._chars(message)
+
+    def uncached_tokens(self, message: BaseMessage) -> int:
+        """Tokens of a message that is not in the history, cached nowhere."""
+        return self._tokens(message) if self._tokens is not None else self._chars(message)
+
+    def __len__(self) -> int:
+        return len(self._entries)
