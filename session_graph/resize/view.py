@@ -41,7 +41,7 @@ __all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answe
 CANCELLED_TEXT = "Cancelled: this tool call returned no result."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SessionView:
     """What to send to the model, and what it costs.
 
@@ -65,6 +65,13 @@ class SessionView:
     truncated: tuple[str, ...] = ()
     elided: int = 0
     low_water: int = 0
+
+    def __init__(self, messages: list[BaseMessage], tokens: int, budget: int, counter: str, exact: bool,
+                 truncated: tuple[str, ...] = (), elided: int = 0, low_water: int = 0) -> None:
+        # one view per model call: the fields set at once (a frozen dataclass's own __init__ sets
+        # each through object.__setattr__, 4x the cost)
+        self.__dict__.update(messages=messages, tokens=tokens, budget=budget, counter=counter, exact=exact,
+                             truncated=truncated, elided=elided, low_water=low_water)
 
     def __iter__(self) -> Iterator[BaseMessage]:
         return iter(self.messages)
@@ -184,6 +191,14 @@ class _Tail:
     extra_tokens: int
     room: int  # tokens for the window (the budget less everything else)
 
+    @property
+    def head(self) -> list[BaseMessage]:
+        """What comes before the window in the view: the system prompt, the summary or memo message."""
+        system, extra = self.system, self.extra
+        if system is None:
+            return [extra] if extra is not None else []
+        return [system, extra] if extra is not None else [system]
+
 
 class ViewBuilder:
     """Builds views, in O(new messages) when the last view can be extended (see ``_Tail``)."""
@@ -240,13 +255,16 @@ class ViewBuilder:
     @staticmethod
     def _extend(tail: _Tail, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView | None:
         window, measure = tail.window, ledger.token_count
-        if len(window) < tail.length:
+        length = len(window)
+        if length < tail.length:
             return None
         pending: set[str] = set()
         owner: AIMessage | None = None
         newest_user = tail.newest_user
-        for index in range(tail.length, len(window)):
+        used = tail.used
+        for index in range(tail.length, length):  # O(new messages): each is read and measured once
             message = window[index]
+            used += measure(message)
             if isinstance(message, ToolMessage):
                 if message.tool_call_id not in pending:
                     return None  # a result whose call is not just before it: the full path drops it
@@ -266,14 +284,15 @@ class ViewBuilder:
         room = tail.room - tail.system_tokens
         if tail.extra is not None and tail.extra_tokens > min(limits.reserve_tokens, room - floor):
             return None  # the summary or memo message would be shortened differently
-        used = tail.used + sum(measure(m) for m in window[tail.length :]) + sum(measure(m) for m in synthetic)
+        for message in synthetic:
+            used += measure(message)
         keep_from, room = tail.keep_from, room - tail.extra_tokens
-        while used > room and keep_from < len(window):
-            end = keep_from + 1
-            while end < len(window) and isinstance(window[end], ToolMessage):
-                end += 1
-            used -= sum(measure(m) for m in window[keep_from:end])
-            keep_from = end
+        while used > room and keep_from < length:  # whole units leave from the front
+            used -= measure(window[keep_from])
+            keep_from += 1
+            while keep_from < length and isinstance(window[keep_from], ToolMessage):
+                used -= measure(window[keep_from])
+                keep_from += 1
         if keep_from > newest_user or newest_user < 0:
             return None  # the current turn alone is over the budget: the full path elides
         while not isinstance(window[keep_from], HumanMessage):
@@ -284,8 +303,10 @@ class ViewBuilder:
         if total > limits.tokens:
             return None
         if not synthetic:
-            tail.length, tail.keep_from, tail.used, tail.newest_user = len(window), keep_from, used, newest_user
-        messages = [m for m in (tail.system, tail.extra) if m is not None] + window[keep_from:] + synthetic
+            tail.length, tail.keep_from, tail.used, tail.newest_user = length, keep_from, used, newest_user
+        messages = tail.head + window[keep_from:]
+        if synthetic:
+            messages += synthetic
         return SessionView(messages, total, limits.tokens, ledger.counter.name, ledger.counter.exact, low_water=limits.prune_tokens)
 
 
