@@ -43,8 +43,9 @@ def message_chars(message: BaseMessage) -> int:
     """The approximate size of one message: ``len(role) + 1 + content`` (+ tool calls)."""
     content = message.content
     size = len(role_of(message)) + 1 + (len(content) if type(content) is str else content_chars(content))
-    if isinstance(message, AIMessage) and message.tool_calls:
-        size += _json_len([{"name": c["name"], "args": c["args"]} for c in message.tool_calls])
+    calls = message.__dict__.get("tool_calls")  # read first: isinstance on a message class is an ABC check, slow
+    if calls and isinstance(message, AIMessage):
+        size += _json_len([{"name": c["name"], "args": c["args"]} for c in calls])
     return size
 
 
