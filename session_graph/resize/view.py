@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import is_
 from typing import Any
 
 from langchain_core.messages import (
@@ -243,7 +244,7 @@ class ViewBuilder:
         if (dropped <= 0 or len(window) <= pin or window[pin] is not old[first] or tail.newest_user < first
                 or (first > tail.keep_from and not isinstance(window[pin], HumanMessage))
                 or len(window) - kept_new != len(old) - kept_old
-                or any(a is not b for a, b in zip(window[kept_new:], old[kept_old:], strict=False))):
+                or not all(map(is_, window[kept_new:], old[kept_old:]))):  # the same objects (a C loop)
             self._tail = None
             return None
         if first > tail.keep_from:  # the last view showed messages the prune dropped
