@@ -212,6 +212,8 @@ class ViewBuilder:
         """The view of ``state`` (the same as ``build_view``), system messages arranged as
         ``session.view.system_messages`` says (see ``system_order``)."""
         view = self._build(state, ledger, limits, outside_tokens)
+        if limits.system_messages == "keep":  # the default: nothing to arrange
+            return view
         return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens,
                              lambda systems: self._merges.merged(systems, ledger.counter_key, ledger.uncached_count))
 
