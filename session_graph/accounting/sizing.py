@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from session_graph.accounting.attachments import is_inline_binary, summarize_part
 from session_graph.messages import part_text, role_of
 
-__all__ = ["Measures", "SizeCache", "content_chars", "message_chars"]
+__all__ = ["Measures", "content_chars", "message_chars"]
 
 
 def _json_len(value: Any) -> int:
@@ -47,44 +47,6 @@ def message_chars(message: BaseMessage) -> int:
     if calls and isinstance(message, AIMessage):
         size += _json_len([{"name": c["name"], "args": c["args"]} for c in calls])
     return size
-
-
-class SizeCache:
-    """Measures of messages by id, each computed once (chars by default, or any measure).
-
-    A cached value is reused only for the very object it was computed from, so a handler
-    that returns an edited copy under the same id is measured afresh.
-    """
-
-    __slots__ = ("_measure", "_sizes")
-
-    def __init__(self, measure: Callable[[BaseMessage], int] | None = None) -> None:
-        self._measure = measure or message_chars
-        self._sizes: dict[str, tuple[BaseMessage, int]] = {}
-
-    def __call__(self, message: BaseMessage) -> int:
-        key = message.id or ""
-        cached = self._sizes.get(key)
-        if cached is not None and cached[0] is message:
-            return cached[1]
-        size = self._measure(message)
-        if key:
-            self._sizes[key] = (message, size)
-        return size
-
-    def uncached(self, message: BaseMessage) -> int:
-        """Measure a message that is not in the history (a view's merged message): nothing cached under its id."""
-        return self._measure(message)
-
-    def measure_new(self, message: BaseMessage) -> int:
-        """Measure a message the caller knows is new (just appended): no lookup first."""
-        size = self._measure(message)
-        if message.id:
-            self._sizes[message.id] = (message, size)
-        return size
-
-    def __len__(self) -> int:
-        return len(self._sizes)
 
 
 class Measures:
