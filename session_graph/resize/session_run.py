@@ -31,7 +31,8 @@ from session_graph.resize.run import ResizeOutcome, run_resize, run_resize_sync
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import ResizeTrace
 from session_graph.resize.trace_recording import TraceRecorder
-from session_graph.resize.view import SessionView, ViewBuilder
+from session_graph.resize.view import SessionView
+from session_graph.resize.view_builder import ViewBuilder
 
 __all__ = ["Force", "SessionCore"]
 
