@@ -53,18 +53,24 @@ class ViewBuilder:
 
     def _rebase(self, tail: Tail, window: list[BaseMessage], measure: Callable[[BaseMessage], int]) -> Tail | None:
         """The tail for a window that is the old one less its oldest messages (what a prune
-        does; a system prompt pinned at the front stays): O(the part kept); None when the
-        window is anything else."""
+        does; a system prompt pinned at the front stays), with any messages appended since:
+        O(the part kept, in a C loop, + what was appended); None when the window is anything else."""
         old = tail.window
-        pin = 1 if window and old and window[0] is old[0] and isinstance(window[0], SystemMessage) and tail.keep_from >= 1 else 0
-        dropped = len(old) - len(window)
+        if not old or not window:
+            self._tail = None
+            return None
+        end, last = len(window), old[-1]
+        while end > 0 and window[end - 1] is not last:  # messages appended after the prune (an agent's next turn)
+            end -= 1
+        pin = 1 if window[0] is old[0] and isinstance(window[0], SystemMessage) and tail.keep_from >= 1 else 0
+        dropped = len(old) - end
         first = pin + dropped  # the oldest surviving message, in ``old``
         kept_old = max(tail.keep_from, first)
         kept_new = kept_old - dropped
-        if (dropped <= 0 or len(window) <= pin or window[pin] is not old[first] or tail.newest_user < first
+        if (end == 0 or dropped <= 0 or end <= pin or window[pin] is not old[first] or tail.newest_user < first
                 or (first > tail.keep_from and not isinstance(window[pin], HumanMessage))
-                or len(window) - kept_new != len(old) - kept_old
-                or not all(map(is_, window[kept_new:], old[kept_old:]))):  # the same objects (a C loop)
+                or end - kept_new != len(old) - kept_old
+                or not all(map(is_, window[kept_new:end], old[kept_old:]))):  # the same objects (a C loop)
             self._tail = None
             return None
         if first > tail.keep_from:  # the last view showed messages the prune dropped
