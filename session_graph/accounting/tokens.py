@@ -259,7 +259,11 @@ _ROLE_TOKENS: dict[tuple[str, str], int] = {}
 
 
 def _role_tokens(counter: TokenCounter, role: str) -> int:
-    """Tokens of a role name; there are few, so each is counted once per counter."""
+    """Tokens of a role name; there are few, so each is counted once per counter. Cached by name
+    for this module's counters only: a name says which they are, while two users' counters may
+    share one (``custom:<lambda>``) and count differently."""
+    if type(counter) not in (TiktokenCounter, ApproxTokenCounter, CharCounter):
+        return counter.count_text(role)
     key = (counter.name, role)
     if key not in _ROLE_TOKENS:
         _ROLE_TOKENS[key] = counter.count_text(role)
@@ -310,8 +314,11 @@ def token_measure(counter: TokenCounter, rules: CostRules = CostRules()) -> Call
         return lambda message: message_tokens(message, counter, rules)
     count = counter.count_text
     encode_ascii = counter.encode_ascii if type(counter) is TiktokenCounter else None  # ASCII text: one call, no wrapper
-    base = {kind: rules.per_message + _role_tokens(counter, role)
-            for kind, role in ((HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"))}
+    try:
+        base = {kind: rules.per_message + _role_tokens(counter, role)
+                for kind, role in ((HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"))}
+    except Exception:  # a counter that fails on a role name fails in message_tokens, on the message
+        base = {}  # that is appended (nothing registered), as it would on any other text
 
     def measure(message: BaseMessage) -> int:
         overhead = base.get(type(message))
