@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from session_graph.accounting.attachments import is_inline_binary, summarize_part
 from session_graph.messages import part_text, role_of
 
-__all__ = ["SizeCache", "content_chars", "message_chars"]
+__all__ = ["Measures", "content_chars", "message_chars"]
 
 
 def _json_len(value: Any) -> int:
@@ -43,44 +43,71 @@ def message_chars(message: BaseMessage) -> int:
     """The approximate size of one message: ``len(role) + 1 + content`` (+ tool calls)."""
     content = message.content
     size = len(role_of(message)) + 1 + (len(content) if type(content) is str else content_chars(content))
-    if isinstance(message, AIMessage) and message.tool_calls:
-        size += _json_len([{"name": c["name"], "args": c["args"]} for c in message.tool_calls])
+    calls = message.__dict__.get("tool_calls")  # read first: isinstance on a message class is an ABC check, slow
+    if calls and isinstance(message, AIMessage):
+        size += _json_len([{"name": c["name"], "args": c["args"]} for c in calls])
     return size
 
 
-class SizeCache:
-    """Measures of messages by id, each computed once (chars by default, or any measure).
+class Measures:
+    """Each message's chars and tokens, computed once, in one entry by id (the ledger's cache).
 
-    A cached value is reused only for the very object it was computed from, so a handler
-    that returns an edited copy under the same id is measured afresh.
+    An appended message costs one dict write for both measures (``add``). A cached value is
+    reused only for the very object it was measured from, so a handler that returns an edited
+    copy under the same id is measured afresh. Without a token measure a message's tokens are
+    its chars. A measure not taken yet is -1 in the entry (a message read for its chars only
+    is not encoded).
     """
 
-    __slots__ = ("_measure", "_sizes")
+    __slots__ = ("_chars", "_entries", "_tokens", "counting")
 
-    def __init__(self, measure: Callable[[BaseMessage], int] | None = None) -> None:
-        self._measure = measure or message_chars
-        self._sizes: dict[str, tuple[BaseMessage, int]] = {}
+    def __init__(self, tokens: Callable[[BaseMessage], int] | None = None,
+                 chars: Callable[[BaseMessage], int] | None = None) -> None:
+        self._chars = chars or message_chars
+        self._tokens = tokens
+        self.counting = tokens is not None  # whether tokens are counted apart from chars
+        self._entries: dict[str, tuple[BaseMessage, int, int]] = {}
 
-    def __call__(self, message: BaseMessage) -> int:
-        key = message.id or ""
-        cached = self._sizes.get(key)
-        if cached is not None and cached[0] is message:
-            return cached[1]
-        size = self._measure(message)
+    def add(self, message: BaseMessage) -> tuple[int, int]:
+        """Chars and tokens of a message the caller knows is new (just appended): no lookup first."""
+        chars = self._chars(message)
+        tokens = self._tokens(message) if self._tokens is not None else chars
+        key = message.id
         if key:
-            self._sizes[key] = (message, size)
-        return size
+            self._entries[key] = (message, chars, tokens)
+        return chars, tokens
 
-    def uncached(self, message: BaseMessage) -> int:
-        """Measure a message that is not in the history (a view's merged message): nothing cached under its id."""
-        return self._measure(message)
+    def chars(self, message: BaseMessage) -> int:
+        """Characters of a message (the spec's approximation), cached."""
+        key = message.id or ""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message and entry[1] >= 0:
+            return entry[1]
+        chars = self._chars(message)
+        if key:
+            self._entries[key] = (message, chars, entry[2] if entry is not None and entry[0] is message else -1)
+        return chars
 
-    def measure_new(self, message: BaseMessage) -> int:
-        """Measure a message the caller knows is new (just appended): no lookup first."""
-        size = self._measure(message)
-        if message.id:
-            self._sizes[message.id] = (message, size)
-        return size
+    def tokens(self, message: BaseMessage) -> int:
+        """Tokens of a message with the token measure (its chars without one), cached."""
+        if self._tokens is None:
+            return self.chars(message)
+        key = message.id or ""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message and entry[2] >= 0:
+            return entry[2]
+        tokens = self._tokens(message)
+        if key:
+            self._entries[key] = (message, entry[1] if entry is not None and entry[0] is message else -1, tokens)
+        return tokens
+
+    def uncached_chars(self, message: BaseMessage) -> int:
+        """Chars of a message that is not in the history (a view's merged message): nothing cached under its id."""
+        return self._chars(message)
+
+    def uncached_tokens(self, message: BaseMessage) -> int:
+        """Tokens of a message that is not in the history, cached nowhere."""
+        return self._tokens(message) if self._tokens is not None else self._chars(message)
 
     def __len__(self) -> int:
-        return len(self._sizes)
+        return len(self._entries)

@@ -103,14 +103,18 @@ class TiktokenCounter:
     def __init__(self, encoding: str | tiktoken.Encoding = "o200k_base") -> None:
         self.encoding = load_encoding(encoding) if isinstance(encoding, str) else encoding
         self.name = f"tiktoken:{self.encoding.name}"
+        # ASCII text goes straight to tiktoken's core (what ``encode_ordinary`` calls; its wrapper
+        # only catches the UnicodeEncodeError that ASCII cannot raise): one call less per message
+        core = getattr(self.encoding, "_core_bpe", None)
+        self.encode_ascii: Callable[[str], list[int]] = getattr(core, "encode_ordinary", None) or self.encoding.encode_ordinary
 
     def count_text(self, text: str) -> int:
         """Exact tokens of ``text`` with this encoding (special-token strings count as text)."""
-        if not text.isascii():
-            # tiktoken reads a str through its UTF-8 form, which CPython then keeps inside the
-            # str for good (more than doubling a CJK message). Count a throwaway copy instead.
-            text = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
-        return len(self.encoding.encode_ordinary(text))
+        if text.isascii():
+            return len(self.encode_ascii(text))
+        # tiktoken reads a str through its UTF-8 form, which CPython then keeps inside the
+        # str for good (more than doubling a CJK message). Count a throwaway copy instead.
+        return len(self.encoding.encode_ordinary(text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")))
 
 
 # Pieces as the o200k/cl100k pre-tokenizers cut them: words, digit groups, punctuation runs, spaces.
@@ -255,7 +259,11 @@ _ROLE_TOKENS: dict[tuple[str, str], int] = {}
 
 
 def _role_tokens(counter: TokenCounter, role: str) -> int:
-    """Tokens of a role name; there are few, so each is counted once per counter."""
+    """Tokens of a role name; there are few, so each is counted once per counter. Cached by name
+    for this module's counters only: a name says which they are, while two users' counters may
+    share one (``custom:<lambda>``) and count differently."""
+    if type(counter) not in (TiktokenCounter, ApproxTokenCounter, CharCounter):
+        return counter.count_text(role)
     key = (counter.name, role)
     if key not in _ROLE_TOKENS:
         _ROLE_TOKENS[key] = counter.count_text(role)
@@ -305,15 +313,21 @@ def token_measure(counter: TokenCounter, rules: CostRules = CostRules()) -> Call
     if getattr(counter, "count_message", None) is not None or isinstance(counter, CharCounter):
         return lambda message: message_tokens(message, counter, rules)
     count = counter.count_text
-    base = {kind: rules.per_message + _role_tokens(counter, role)
-            for kind, role in ((HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"))}
+    encode_ascii = counter.encode_ascii if type(counter) is TiktokenCounter else None  # ASCII text: one call, no wrapper
+    try:
+        base = {kind: rules.per_message + _role_tokens(counter, role)
+                for kind, role in ((HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"))}
+    except Exception:  # a counter that fails on a role name fails in message_tokens, on the message
+        base = {}  # that is appended (nothing registered), as it would on any other text
 
     def measure(message: BaseMessage) -> int:
         overhead = base.get(type(message))
         content = message.content
         if overhead is None or type(content) is not str or message.name or message.__dict__.get("tool_calls"):
             return message_tokens(message, counter, rules)
-        return overhead + count(content) if content else overhead
+        if not content:
+            return overhead
+        return overhead + (len(encode_ascii(content)) if encode_ascii is not None and content.isascii() else count(content))
 
     return measure
 

@@ -10,11 +10,46 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["BOUNDARY_ROLES", "WindowTotals", "unit_starts"]
+__all__ = ["BOUNDARY_ROLES", "RunningTotals", "Totals", "WindowTotals", "unit_starts"]
 
 BOUNDARY_ROLES = frozenset({"user", "system"})
 """Roles a window may open on: a turn starts with them."""
+
+
+class Totals(Protocol):
+    """What the judge reads of window totals (``WindowTotals``, or the ledger's ``RunningTotals``)."""
+
+    @property
+    def chars(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def tail_count(self) -> int: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def turn_count(self) -> int: ...
+    def prunable(self, chars: int, messages: int, tokens: int = 0) -> tuple[bool, bool, bool]: ...
+
+
+def _prunable(self: Totals, chars: int, messages: int, tokens: int = 0) -> tuple[bool, bool, bool]:
+    """Whether a prune could shrink the window for (chars, messages, tokens) limits.
+
+    A window that is just its newest unit cannot shrink, so an oversized single message
+    never makes the policy fire on every turn; under a token budget a prune keeps the
+    current turn whole, so neither does a long turn (every limit then needs more than it).
+    ``tokens`` is the budget left for the window (after the system prompt, the summary
+    reserve and the reply priming).
+    """
+    kept = max(self.tail_count, self.turn_count) if tokens > 0 else self.tail_count
+    more_than_kept = self.count > kept
+    return (
+        bool(chars) and self.chars >= chars and more_than_kept,
+        bool(messages) and self.count > messages and more_than_kept,
+        tokens > 0 and self.tokens > tokens and more_than_kept,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,22 +89,7 @@ class WindowTotals:
             totals = totals.add(role, size, tokens[index] if tokens is not None else 0)
         return totals
 
-    def prunable(self, chars: int, messages: int, tokens: int = 0) -> tuple[bool, bool, bool]:
-        """Whether a prune could shrink the window for (chars, messages, tokens) limits.
-
-        A window that is just its newest unit cannot shrink, so an oversized single message
-        never makes the policy fire on every turn; under a token budget a prune keeps the
-        current turn whole, so neither does a long turn (every limit then needs more than it).
-        ``tokens`` is the budget left for the window (after the system prompt, the summary
-        reserve and the reply priming).
-        """
-        kept = max(self.tail_count, self.turn_count) if tokens > 0 else self.tail_count
-        more_than_kept = self.count > kept
-        return (
-            bool(chars) and self.chars >= chars and more_than_kept,
-            bool(messages) and self.count > messages and more_than_kept,
-            tokens > 0 and self.tokens > tokens and more_than_kept,
-        )
+    prunable = _prunable
 
 
 _new = object.__new__
@@ -80,3 +100,35 @@ _set_chars, _set_count, _set_tail, _set_tokens, _set_turn = (
 def unit_starts(roles: Sequence[str]) -> list[int]:
     """Indices where a unit starts: every message except a tool result that follows one."""
     return [i for i, role in enumerate(roles) if i == 0 or role != "tool"]
+
+
+class RunningTotals:
+    """The window's totals as the ledger keeps them while messages arrive: updated in place
+    (one append makes no object), read as a frozen ``WindowTotals`` by ``snapshot``."""
+
+    __slots__ = ("chars", "count", "tail_count", "tokens", "turn_count")
+
+    def __init__(self, totals: WindowTotals | None = None) -> None:
+        totals = totals or WindowTotals()
+        self.chars, self.count, self.tail_count = totals.chars, totals.count, totals.tail_count
+        self.tokens, self.turn_count = totals.tokens, totals.turn_count
+
+    def add(self, role: str, size: int, tokens: int = 0) -> None:
+        """One more message (a tool result joins the newest unit), as ``WindowTotals.add``."""
+        self.tail_count = self.tail_count + 1 if role == "tool" and self.count else 1
+        self.turn_count = 1 if role == "user" else self.turn_count + 1
+        self.chars += size
+        self.count += 1
+        self.tokens += tokens
+
+    def snapshot(self) -> WindowTotals:
+        """The totals now, frozen."""
+        totals = _new(WindowTotals)
+        _set_chars(totals, self.chars)
+        _set_count(totals, self.count)
+        _set_tail(totals, self.tail_count)
+        _set_tokens(totals, self.tokens)
+        _set_turn(totals, self.turn_count)
+        return totals
+
+    prunable = _prunable

@@ -8,10 +8,13 @@ once (chars always, tokens when a token counter is in use) and the totals are ru
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
+from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from session_graph.accounting.sizing import SizeCache
+from session_graph.accounting.budget import window_room
+from session_graph.accounting.sizing import Measures
 from session_graph.accounting.tokens import (
     ApproxTokenCounter,
     CharCounter,
@@ -21,7 +24,7 @@ from session_graph.accounting.tokens import (
     message_tokens,
     token_measure,
 )
-from session_graph.accounting.window import WindowTotals
+from session_graph.accounting.window import RunningTotals, WindowTotals
 from session_graph.compression.context import context_message
 from session_graph.errors import MessageError
 from session_graph.messages import role_of
@@ -38,25 +41,28 @@ _EXTEND_FROM = 1_000  # shorter histories are re-indexed whole (as cheap, and si
 class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_context", "_counter_key", "_custom", "_index", "_lazy", "_synced", "_undo", "counter", "rules", "size", "tokens",
-                 "totals")
+    __slots__ = ("_bounds", "_context", "_counter_key", "_custom", "_index", "_lazy", "_running", "_snapshot", "_synced", "_undo", "counter",
+                 "measures", "rules", "size", "tokens")
 
     def __init__(self, state: SessionState, previous: Ledger | None = None, before: Sequence[BaseMessage] | None = None,
                  shared: int | None = None) -> None:
         self._index: dict[str, int] = {}
         self._lazy: LazyHistory | None = None  # a history whose middle is still in the store
-        self.size = SizeCache()
+        self.measures = Measures()  # each message's chars and tokens, one entry by id
+        self.size: Callable[[BaseMessage], int] = self.measures.chars
         self.counter: TokenCounter = CharCounter()
         self.rules = CostRules()
-        self.tokens: SizeCache | None = None
+        self.tokens: Callable[[BaseMessage], int] | None = None  # None: no token counter (tokens are chars)
         self._counter_key: object = None
         self._synced: Limits | None = None  # the settings the counter was last checked against
         self._custom: TokenCounter | None = None  # a counter the user plugged in (Session.set_token_counter)
-        self.totals = WindowTotals()
+        self._running = RunningTotals()  # the window's totals, updated in place per append
+        self._snapshot: WindowTotals | None = WindowTotals()  # the same, frozen, made when read
         self._context: tuple[object, int] = (None, 0)
+        self._bounds: tuple[Any, ...] | None = None  # what the default judge compares the running totals with (``quiet``)
         self._undo: Callable[[], None] | None = None  # puts back the index taken over from the previous ledger
         if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
-            self.size, self.counter, self.rules = previous.size, previous.counter, previous.rules
+            self.measures, self.size, self.counter, self.rules = previous.measures, previous.size, previous.counter, previous.rules
             self.tokens, self._counter_key, self._custom = previous.tokens, previous._counter_key, previous._custom
             self._undo = self._extend_index(state, previous, before, shared) if before is not None else None
             if self._undo is None:
@@ -82,6 +88,23 @@ class Ledger:
     def counter_key(self) -> object:
         """What names the counter in use and its cost rules (a new value whenever they change)."""
         return self._counter_key
+
+    @property
+    def totals(self) -> WindowTotals:
+        """The window's totals, frozen (made once per change, when read)."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            snapshot = self._snapshot = self._running.snapshot()
+        return snapshot
+
+    @totals.setter
+    def totals(self, totals: WindowTotals) -> None:
+        self._running, self._snapshot = RunningTotals(totals), totals
+
+    @property
+    def running(self) -> RunningTotals:
+        """The window's totals as they run (what the default judge compares; do not change them)."""
+        return self._running
 
     # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
@@ -165,7 +188,7 @@ class Ledger:
     def uncached_count(self, message: BaseMessage) -> int:
         """``token_count`` of a message that is not in the history (a view's merged system message),
         cached nowhere: it may share an id with a message that is, whose count stays cached."""
-        return (self.tokens if self.tokens is not None else self.size).uncached(message)
+        return self.measures.uncached_tokens(message)
 
     def measure_context(self, message: BaseMessage) -> int:
         """Tokens of a summary or memo message: exact with a token counter, else the estimate."""
@@ -207,11 +230,31 @@ class Ledger:
     def add(self, message: BaseMessage, position: int) -> str:
         """Account for one appended message; returns its role."""
         role = role_of(message)
-        size = self.size.measure_new(message)  # measured first: a message that cannot be measured is not registered
-        tokens = self.tokens.measure_new(message) if self.tokens is not None else 0
+        size, tokens = self.measures.add(message)  # measured first: a message that cannot be measured is not registered
         self._index[message.id or ""] = position
-        self.totals = self.totals.add(role, size, tokens)
+        running = self._running
+        if not running.count:
+            self._bounds = None  # the first message of the window: what lies outside it may have changed
+        running.add(role, size, tokens if self.tokens is not None else 0)
+        self._snapshot = None
         return role
+
+    def quiet(self, state: SessionState, limits: Limits) -> bool:
+        """True when the default policy surely decides nothing: the running totals are under every
+        limit and no ``every_n_turns`` resize is due. O(1): the bounds (the token room after the
+        system prompt, the memo as held and the priming) are worked out once per change of what
+        they depend on (the settings, the memo, the window's first message, the counter)."""
+        memo = state.memo
+        bounds = self._bounds
+        if (bounds is None or bounds[0] is not limits or bounds[1] is not memo or bounds[2] != len(memo)
+                or bounds[3] is not memo.get("summary")):
+            room = window_room(limits.tokens, self.fixed_tokens(state, limits))
+            bounds = self._bounds = (limits, memo, len(memo), memo.get("summary"), limits.chars or math.inf,
+                                     limits.messages or math.inf, room if room > 0 else math.inf)
+        running = self._running
+        every = limits.every_n_turns
+        return (running.tokens <= bounds[6] and running.chars < bounds[4] and running.count <= bounds[5]
+                and not (every and state.turns - state.last_resize_turn >= every))
 
     def sync(self, state: SessionState, limits: Limits) -> None:
         """Switch token counters when the settings asked for another one (recounts the window)."""
@@ -221,10 +264,11 @@ class Ledger:
         if key == self._counter_key:
             self._synced = limits
             return
-        self._counter_key = key
+        self._counter_key, self._bounds = key, None
         self.rules = CostRules(per_message=limits.per_message, per_name=limits.per_name, reply_priming=limits.reply_priming)
         if limits.counter is None and self.custom is None:
-            self.counter, self.tokens = CharCounter(), None
+            self.counter = CharCounter()
+            self._measure_with(None)
         else:
             if self.custom is not None:  # the user's own counter wins over the settings' encoding or model
                 counter = self.custom
@@ -233,7 +277,7 @@ class Ledger:
                 counter = counter_for(encoding=encoding, model=model, approximate=approximate)
             rules = self.rules
             self.counter = counter
-            self.tokens = SizeCache(token_measure(counter, rules))
+            self._measure_with(token_measure(counter, rules))
         self.rebuild(state, reindex=False)
         self._synced = limits
 
@@ -251,6 +295,7 @@ class Ledger:
             return False
         if dropped > totals.count - max(totals.tail_count, totals.turn_count):
             return False
+        self._bounds = None
         gone = old[:dropped]
         chars = sum(self.size(m) for m in gone)
         tokens = sum(self.tokens(m) for m in gone) if self.tokens is not None else 0
@@ -258,14 +303,19 @@ class Ledger:
                                    totals.turn_count)
         return True
 
+    def _measure_with(self, tokens: Callable[[BaseMessage], int] | None) -> None:
+        """Measure afresh (a new cache: a previous ledger sharing the old one keeps it), tokens with ``tokens``."""
+        self.measures = Measures(tokens)
+        self.size = self.measures.chars
+        self.tokens = self.measures.tokens if tokens is not None else None
+
     def rebuild(self, state: SessionState, *, reindex: bool) -> None:
         """Recompute the window totals (and, if the full history was replaced, the index)."""
         if reindex:
             self._reindex(state)
-            self.size = SizeCache()
-            if self.tokens is not None:
-                self.tokens = SizeCache(token_measure(self.counter, self.rules))
+            self._measure_with(token_measure(self.counter, self.rules) if self.tokens is not None else None)
         window = state.current_chat_history
+        self._bounds = None
         self.totals = WindowTotals.of(
             [role_of(m) for m in window],
             [self.size(m) for m in window],

@@ -21,7 +21,7 @@ from typing import Any, NotRequired, TypedDict
 
 from session_graph._base.flow import Call, Flow
 from session_graph.accounting.budget import window_room
-from session_graph.accounting.window import WindowTotals
+from session_graph.accounting.window import Totals
 from session_graph.errors import PolicyResultError
 from session_graph.settings import Limits
 
@@ -41,7 +41,7 @@ PolicyHandler = Callable[..., "str | Mapping[str, Any] | Awaitable[str | Mapping
 
 
 def default_policy(
-    totals: WindowTotals, turns: int, last_resize_turn: int, limits: Limits, fixed_tokens: int = 0
+    totals: Totals, turns: int, last_resize_turn: int, limits: Limits, fixed_tokens: int = 0
 ) -> Decision | None:
     """The default policy on running totals (see the module docstring).
 

@@ -31,7 +31,8 @@ from session_graph.resize.run import ResizeOutcome, run_resize, run_resize_sync
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.resize.trace import ResizeTrace
 from session_graph.resize.trace_recording import TraceRecorder, started
-from session_graph.resize.view import SessionView, ViewBuilder
+from session_graph.resize.view import SessionView
+from session_graph.resize.view_builder import ViewBuilder
 
 __all__ = ["Force", "SessionCore"]
 
@@ -124,7 +125,8 @@ class SessionCore:
         role = ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
-        self.extras = self.extras or self.has_extras(message)
+        if not self.extras and type(message.content) is not str:  # a text content carries no block extras
+            self.extras = self.has_extras(message)
         if role == "assistant" and not getattr(message, "tool_calls", None):
             state.turns += 1  # a reply ends a turn; a tool call is a step inside it
         self.revision += 1
@@ -135,7 +137,9 @@ class SessionCore:
         limits = state.settings.resolved()
         self.ledger.sync(state, limits)
         if not force and policy is None:  # the default policy on running totals: no flow to drive (once per turn)
-            return _done(default_policy(self.ledger.totals, state.turns, state.last_resize_turn, limits,
+            if self.ledger.quiet(state, limits):
+                return _done(None)
+            return _done(default_policy(self.ledger.running, state.turns, state.last_resize_turn, limits,
                                         self.ledger.fixed_tokens(state, limits)))
         return judge_state(force, policy, state, self.ledger.totals, self.ledger.fixed_tokens(state, limits))
 
@@ -146,7 +150,9 @@ class SessionCore:
             limits = state.settings.resolved()
             ledger = self.ledger
             ledger.sync(state, limits)
-            return default_policy(ledger.totals, state.turns, state.last_resize_turn, limits, ledger.fixed_tokens(state, limits))
+            if ledger.quiet(state, limits):  # the running totals under bounds worked out once: O(1), no decision to make
+                return None
+            return default_policy(ledger.running, state.turns, state.last_resize_turn, limits, ledger.fixed_tokens(state, limits))
         return drive(self.judge(force, policy))
 
     def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:

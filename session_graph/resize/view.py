@@ -20,7 +20,6 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
     convert_to_openai_messages,
 )
@@ -36,12 +35,13 @@ from session_graph.resize.state import SessionState
 from session_graph.resize.system_order import MergeCache, arranged_view
 from session_graph.settings import Limits
 
-__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "ViewBuilder", "answered", "build_view", "recent_history", "truncate_message"]
+__all__ = ["CANCELLED_TEXT", "MEMO_HEADER", "SessionView", "Tail", "answered", "build_view", "build_with_tail", "cancelled", "recent_history",
+           "truncate_message"]
 
 CANCELLED_TEXT = "Cancelled: this tool call returned no result."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SessionView:
     """What to send to the model, and what it costs.
 
@@ -66,6 +66,13 @@ class SessionView:
     elided: int = 0
     low_water: int = 0
 
+    def __init__(self, messages: list[BaseMessage], tokens: int, budget: int, counter: str, exact: bool,
+                 truncated: tuple[str, ...] = (), elided: int = 0, low_water: int = 0) -> None:
+        # one view per model call: the fields set at once (a frozen dataclass's own __init__ sets
+        # each through object.__setattr__, 4x the cost)
+        self.__dict__.update(messages=messages, tokens=tokens, budget=budget, counter=counter, exact=exact,
+                             truncated=truncated, elided=elided, low_water=low_water)
+
     def __iter__(self) -> Iterator[BaseMessage]:
         return iter(self.messages)
 
@@ -79,7 +86,7 @@ class SessionView:
         return view_card(self)  # the Jupyter card: tokens against the budget, the messages
 
 
-def _cancelled(call: dict[str, Any], owner: AIMessage) -> ToolMessage:
+def cancelled(call: dict[str, Any], owner: AIMessage) -> ToolMessage:
     return ToolMessage(
         content=CANCELLED_TEXT,
         tool_call_id=call.get("id") or "",
@@ -105,7 +112,7 @@ def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
     def close() -> None:
         nonlocal changed
         if open_calls and owner is not None:
-            out.extend(_cancelled(call, owner) for call in open_calls)
+            out.extend(cancelled(call, owner) for call in open_calls)
             open_calls.clear()
             changed = True
 
@@ -165,7 +172,7 @@ def _reach(window: list[BaseMessage], measure: Callable[[BaseMessage], int], roo
 
 
 @dataclass
-class _Tail:
+class Tail:
     """What the last view under a token budget kept, to extend it when messages were only appended.
 
     Valid while the window is the same list (appends keep it; a resize or a load makes a new
@@ -184,109 +191,13 @@ class _Tail:
     extra_tokens: int
     room: int  # tokens for the window (the budget less everything else)
 
-
-class ViewBuilder:
-    """Builds views, in O(new messages) when the last view can be extended (see ``_Tail``)."""
-
-    def __init__(self) -> None:
-        self._tail: _Tail | None = None
-        self._merges = MergeCache()  # a "merge" of system messages, made and counted once per content
-
-    def build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
-        """The view of ``state`` (the same as ``build_view``), system messages arranged as
-        ``session.view.system_messages`` says (see ``system_order``)."""
-        view = self._build(state, ledger, limits, outside_tokens)
-        return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens,
-                             lambda systems: self._merges.merged(systems, ledger.counter_key, ledger.uncached_count))
-
-    def _build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView:
-        shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
-        memo_key = (id(state.memo), len(state.memo)) if shows_memo else None
-        key = (limits, outside_tokens, memo_key, ledger.counter.name)
-        tail = self._tail
-        if tail is not None and tail.key == key and tail.window is not state.current_chat_history:
-            tail = self._rebase(tail, state.current_chat_history, ledger.token_count)
-        if tail is not None and tail.window is state.current_chat_history and tail.key == key:
-            view = self._extend(tail, ledger, limits, outside_tokens)
-            if view is not None:
-                return view
-        view, self._tail = _build(state, ledger, limits, outside_tokens)
-        if self._tail is not None:
-            self._tail.key = key
-        return view
-
-    def _rebase(self, tail: _Tail, window: list[BaseMessage], measure: Callable[[BaseMessage], int]) -> _Tail | None:
-        """The tail for a window that is the old one less its oldest messages (what a prune
-        does; a system prompt pinned at the front stays): O(the part kept); None when the
-        window is anything else."""
-        old = tail.window
-        pin = 1 if window and old and window[0] is old[0] and isinstance(window[0], SystemMessage) and tail.keep_from >= 1 else 0
-        dropped = len(old) - len(window)
-        first = pin + dropped  # the oldest surviving message, in ``old``
-        kept_old = max(tail.keep_from, first)
-        kept_new = kept_old - dropped
-        if (dropped <= 0 or len(window) <= pin or window[pin] is not old[first] or tail.newest_user < first
-                or (first > tail.keep_from and not isinstance(window[pin], HumanMessage))
-                or len(window) - kept_new != len(old) - kept_old
-                or any(a is not b for a, b in zip(window[kept_new:], old[kept_old:], strict=False))):
-            self._tail = None
-            return None
-        if first > tail.keep_from:  # the last view showed messages the prune dropped
-            tail.used -= sum(measure(m) for m in old[tail.keep_from : first])
-        tail.window, tail.length = window, tail.length - dropped
-        tail.keep_from, tail.newest_user = kept_new, tail.newest_user - dropped
-        return tail
-
-    @staticmethod
-    def _extend(tail: _Tail, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView | None:
-        window, measure = tail.window, ledger.token_count
-        if len(window) < tail.length:
-            return None
-        pending: set[str] = set()
-        owner: AIMessage | None = None
-        newest_user = tail.newest_user
-        for index in range(tail.length, len(window)):
-            message = window[index]
-            if isinstance(message, ToolMessage):
-                if message.tool_call_id not in pending:
-                    return None  # a result whose call is not just before it: the full path drops it
-                pending.discard(message.tool_call_id)
-                continue
-            if pending:
-                return None  # a call left unanswered before a newer message: the full path answers it
-            if isinstance(message, AIMessage) and message.tool_calls:
-                pending, owner = {c.get("id") or "" for c in message.tool_calls}, message
-            elif isinstance(message, HumanMessage):
-                newest_user = index
-        # calls still running at the end (the agent is between a call and its results): answered
-        # in the view as the full path answers them; the tail stays before them, so the next
-        # view reads the call again with whatever results have arrived
-        synthetic = [_cancelled(c, owner) for c in owner.tool_calls if (c.get("id") or "") in pending] if pending and owner else []
-        floor = min(measure(window[newest_user]), tail.room // 2) if newest_user >= 0 else 0
-        room = tail.room - tail.system_tokens
-        if tail.extra is not None and tail.extra_tokens > min(limits.reserve_tokens, room - floor):
-            return None  # the summary or memo message would be shortened differently
-        used = tail.used + sum(measure(m) for m in window[tail.length :]) + sum(measure(m) for m in synthetic)
-        keep_from, room = tail.keep_from, room - tail.extra_tokens
-        while used > room and keep_from < len(window):
-            end = keep_from + 1
-            while end < len(window) and isinstance(window[end], ToolMessage):
-                end += 1
-            used -= sum(measure(m) for m in window[keep_from:end])
-            keep_from = end
-        if keep_from > newest_user or newest_user < 0:
-            return None  # the current turn alone is over the budget: the full path elides
-        while not isinstance(window[keep_from], HumanMessage):
-            used -= measure(window[keep_from])
-            keep_from += 1
-        fixed = limits.reply_priming + outside_tokens
-        total = fixed + tail.system_tokens + tail.extra_tokens + used
-        if total > limits.tokens:
-            return None
-        if not synthetic:
-            tail.length, tail.keep_from, tail.used, tail.newest_user = len(window), keep_from, used, newest_user
-        messages = [m for m in (tail.system, tail.extra) if m is not None] + window[keep_from:] + synthetic
-        return SessionView(messages, total, limits.tokens, ledger.counter.name, ledger.counter.exact, low_water=limits.prune_tokens)
+    @property
+    def head(self) -> list[BaseMessage]:
+        """What comes before the window in the view: the system prompt, the summary or memo message."""
+        system, extra = self.system, self.extra
+        if system is None:
+            return [extra] if extra is not None else []
+        return [system, extra] if extra is not None else [system]
 
 
 def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int = 0) -> SessionView:
@@ -295,12 +206,14 @@ def build_view(state: SessionState, ledger: Ledger, limits: Limits, outside_toke
     ``outside_tokens`` is what the request spends beyond the view (an agent's own system
     prompt, say); it comes off the budget and is included in ``SessionView.tokens``.
     """
-    view = _build(state, ledger, limits, outside_tokens)[0]
+    view = build_with_tail(state, ledger, limits, outside_tokens)[0]
     return arranged_view(view, limits.system_messages, ledger.token_count, limits.reply_priming + outside_tokens,
                          lambda systems: MergeCache().merged(systems, None, ledger.uncached_count))
 
 
-def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> tuple[SessionView, _Tail | None]:
+def build_with_tail(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> tuple[SessionView, Tail | None]:
+    """The view built whole (system messages not arranged), and the tail a ``ViewBuilder`` extends
+    next (None when this view cannot be extended: a cut, an elided turn, an answered call)."""
     measure = ledger.token_count
     system = system_prompt(state)
     full_window = state.current_chat_history
@@ -370,7 +283,7 @@ def _build(state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: 
     users = [i for i, role in enumerate(roles) if role == "user"]
     if truncated or plan.elided or not clean or not plan.keep or not users or plan.keep[-1] != len(window) - 1:
         return view, None
-    tail = _Tail(
+    tail = Tail(
         window=full_window, length=len(full_window), key=(), keep_from=offset + plan.keep[0],
         used=sum(tokens[plan.keep[0] :]), newest_user=offset + users[-1], system=system, system_tokens=system_tokens,
         extra=extra, extra_tokens=extra_tokens, room=room,

@@ -20,7 +20,7 @@ import pytest
 
 from session_graph import Session
 from session_graph.accounting.tokens import message_tokens
-from session_graph.resize import view as view_module
+from session_graph.resize import view_builder
 from session_graph.resize.view import build_view
 
 TEXT = st.text(alphabet=st.sampled_from(list("abc xyz.,") + list("中文字符会话") + ["\n"]), min_size=0, max_size=120)
@@ -180,8 +180,8 @@ def test_views_after_prunes_equal_a_full_build(seed: int, monkeypatch: pytest.Mo
     if seed % 2 == 0:
         session.append_message(SystemMessage(content="be brief"))
     builds = []
-    real_build = view_module._build
-    monkeypatch.setattr(view_module, "_build", lambda *args: builds.append(1) or real_build(*args))
+    real_build = view_builder.build_with_tail
+    monkeypatch.setattr(view_builder, "build_with_tail", lambda *args: builds.append(1) or real_build(*args))
 
     def same_as_a_full_build() -> None:
         view = session.view()

@@ -59,3 +59,25 @@ def test_a_counter_set_after_the_settings_were_resolved_recounts_the_window():
     assert session.window_totals.tokens == 7 != exact
     session.set_token_counter(None)
     assert session.window_totals.tokens == exact
+
+
+def test_two_users_counters_of_one_name_count_role_names_each_their_own_way() -> None:
+    """Role names are cached by counter name for this package's counters only: two lambdas are
+    both ``custom:<lambda>`` and must not share counts."""
+    from session_graph.accounting.counters import as_token_counter
+
+    words, letters = as_token_counter(lambda text: len(text.split())), as_token_counter(lambda text: len(text))
+    assert words.name == letters.name
+    message = HumanMessage("three words here")
+    assert message_tokens(message, words) == 3 + 1 + 3
+    assert message_tokens(message, letters) == 3 + len("user") + len("three words here")
+    assert token_measure(letters)(message) == message_tokens(message, letters)
+
+
+def test_a_counter_that_fails_is_refused_when_a_message_is_counted_and_nothing_is_registered() -> None:
+    from session_graph.errors import ConfigurationError
+
+    session = Session(settings={"session.limit": {"tokens": 1000}}, token_counter=lambda text: -1)  # made without counting
+    with pytest.raises(ConfigurationError, match="returned -1"):
+        session.append_message({"role": "user", "content": "hi"})
+    assert session.full_chat_history == []

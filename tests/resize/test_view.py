@@ -233,14 +233,25 @@ def test_outside_tokens_come_off_the_budget() -> None:
 
 
 def test_an_agents_system_prompt_is_counted_once_per_text_and_counter(monkeypatch: pytest.MonkeyPatch) -> None:
-    from session_graph.accounting import tokens as token_module
+    from session_graph.accounting.tokens import load_encoding
 
+    counted: list[int] = []
+    encoding = load_encoding("o200k_base")
+
+    class Spy:  # tiktoken's core, which every count reaches
+        def __init__(self, core: object) -> None:
+            self.core = core
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            counted.append(len(text))
+            return self.core.encode_ordinary(text)  # type: ignore[attr-defined, no-any-return]
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.core, name)
+
+    monkeypatch.setattr(encoding, "_core_bpe", Spy(encoding._core_bpe))
     session = Session().configure(limit={"tokens": 4000})
     prompt = "You are a careful assistant. " * 300
-    counted: list[int] = []
-    real = token_module.TiktokenCounter.count_text
-    monkeypatch.setattr(token_module.TiktokenCounter, "count_text",
-                        lambda self, text: counted.append(len(text)) or real(self, text))
     first = session.tokens_of(SystemMessage(content=prompt))
     assert [session.tokens_of(SystemMessage(content=prompt)) for _ in range(3)] == [first] * 3  # new objects, same text
     assert sum(1 for n in counted if n == len(prompt)) == 1

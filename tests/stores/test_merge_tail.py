@@ -98,7 +98,7 @@ def test_a_failed_install_gives_the_previous_ledger_its_index_back() -> None:
     state = session.state
     grown = dataclasses.replace(state, full_chat_history=[*state.full_chat_history[:2990], *_history(15, "n")],
                                 current_chat_history=_history(15, "n"))
-    session._ledger.size = type(session._ledger.size)(broken)  # measuring the new window fails
+    session._ledger.size = broken  # measuring the new window fails
     with pytest.raises(RuntimeError, match="the counter broke"):
         session.restore(grown)
     assert {m.id: session._ledger.position(m.id) for m in session.full_chat_history} == before
