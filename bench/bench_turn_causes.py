@@ -11,7 +11,9 @@ Timed (CPU, ``time.process_time``; medians of the batches for whole turns, sums 
 for the causes): per turn, the whole ``invoke``; inside the middleware's two hooks
 (``wrap_model_call``, ``wrap_tool_call``) without the model's and the tool's own run; of that,
 ``SessionManager.save`` (all the turn's saves, the fsync included) and ``Session.resize``, and the
-rest (recording, judging, the view, the glue). fsyncs counted by wrapping ``os.fsync``.
+rest (recording, judging, the view, the glue); and the turn's CPU beyond the stock agent's that
+lies outside the hooks (median whole turn - median stock turn - mean inside). fsyncs counted by
+wrapping ``os.fsync``.
 """
 
 from __future__ import annotations
@@ -164,7 +166,8 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         inside = c["hooks"] - c["handlers"]
         print(f"  {name}: whole turn {whole:.2f} ms = {whole / stock:.2f}x stock, fsyncs {fsyncs[name] / turns:.1f}; inside the hooks "
               f"(without the model's and tool's run) {inside:.3f} ms: saves {c['save']:.3f}, resize {c['resize']:.3f}, "
-              f"the rest (record, judge, view, glue) {inside - c['save'] - c['resize']:.3f}")
+              f"the rest (record, judge, view, glue) {inside - c['save'] - c['resize']:.3f}; "
+              f"beyond stock outside the hooks (whole - stock - inside, not broken down) {whole - stock - inside:.3f}")
     if len(trees) == 2:
         a, b = trees
         print(f"  {b} / {a}: whole turn {statistics.median(times[b]) / statistics.median(times[a]):.3f}x")
@@ -172,7 +175,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--baseline", help="another checkout's root (the directory holding its session_graph/)")
