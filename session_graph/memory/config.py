@@ -16,6 +16,7 @@ from urllib.parse import quote
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 
+from session_graph._base.ids import MAX_ID_LENGTH, check_id_length
 from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
 from session_graph.memory.categories import CATEGORIES, encode_label, memory_namespace, parse_uri
@@ -57,7 +58,7 @@ def _check_owner(value: Any, what: str) -> str:
             f"MemoryConfig {what} must be a non-empty string (any text: an email, a path, unicode; it is encoded "
             f"into a store namespace), got {value!r:.80}."
         )
-    return value
+    return check_id_length(value, f"MemoryConfig {what}")
 
 
 def _utf8(value: str) -> bool:
@@ -76,10 +77,10 @@ naming it means that place too (never ``default~bob``, which no default manager 
 def _check_tenant(value: Any) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value) or len(value) > 256:
-        raise ConfigurationError(f"MemoryConfig tenant must be None or a non-empty string of at most 256 characters "
-                                 f"without control characters (a SessionManager's tenant key), got {value!r:.80}.")
-    return value
+    if not isinstance(value, str) or not value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value[: MAX_ID_LENGTH + 1]):
+        raise ConfigurationError(f"MemoryConfig tenant must be None or a non-empty string without control characters "
+                                 f"(a SessionManager's tenant key), got {value!r:.80}.")
+    return check_id_length(value, "MemoryConfig tenant")
 
 
 @dataclass(frozen=True)
@@ -215,17 +216,18 @@ class MemoryConfig:
         run's when none is given), else this config's own, as langmem reads them.
 
         Raises:
-            ConfigurationError: the run names a user or agent that cannot name a namespace.
+            ConfigurationError: the run names a user or agent that cannot name a namespace (an id over
+                ``MAX_ID_LENGTH`` characters: an ``InvalidKeyError`` naming the key it came from).
         """
         user, agent = run_owners(config, context)
         return self.for_user(user, agent)
 
 
-def _pick(source: Any, keys: tuple[str, ...]) -> str | None:
+def _pick(source: Any, keys: tuple[str, ...], where: str) -> str | None:
     for key in keys:
         value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
         if value is not None and value != "":
-            return str(value)
+            return check_id_length(str(value), f"the run's {where} {key!r}")  # named where the run gave it
     return None
 
 
@@ -246,8 +248,8 @@ def run_owners(config: Mapping[str, Any] | None = None, context: Any = None) -> 
         except Exception:  # not inside a run, or a run without a context
             context = None
     configurable = (config or {}).get("configurable") or {}
-    user = _pick(configurable, USER_KEYS) or (_pick(context, USER_KEYS) if context is not None else None)
-    agent = _pick(configurable, AGENT_KEYS) or (_pick(context, AGENT_KEYS) if context is not None else None)
+    user = _pick(configurable, USER_KEYS, "configurable") or (_pick(context, USER_KEYS, "context") if context is not None else None)
+    agent = _pick(configurable, AGENT_KEYS, "configurable") or (_pick(context, AGENT_KEYS, "context") if context is not None else None)
     return user, agent
 
 
