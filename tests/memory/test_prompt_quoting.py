@@ -127,3 +127,20 @@ def test_a_summary_s_previous_overview_and_the_transcript_are_quoted() -> None:
     assert quoted(f"# Session Summary\n**Overview**: {EVIL}") in str(human.content)
     (system, human) = extract_prompt("user: \"hi\"", f"**Overview**: {EVIL}", [], "alice")
     assert forged_lines(str(human.content)) == [] and "INJECTED" not in str(system.content)
+
+
+def test_recalled_memories_shown_to_the_agent_are_quoted() -> None:
+    """``format_memories`` is what the middleware puts in the agent's system message and what the
+    ``search_memory`` tool answers: a stored memory must not forge lines of its own there."""
+    from session_graph.memory.recall import format_memories
+
+    value = {"uri": f"memory://user/bob{EVIL}/preferences/editor_theme", "category": f"preferences{EVIL}",
+             "abstract": f"Theme {EVIL}", "content": f"Theme: dark. {EVIL}",
+             "sources": [{"session": f"s{EVIL}", "archive": "archive_001", "message_ids": [f"m{EVIL}"]}]}
+    plain = {"uri": "memory://user/alice/preferences/shell", "category": "preferences", "abstract": "Shell",
+             "content": "The user's shell is fish.", "sources": [{"session": "s1", "archive": "archive_002", "message_ids": ["m1"]}]}
+    text = format_memories([value, plain], citations=True, uris=True)
+    assert forged_lines(text) == [] and len(text.splitlines()) == 2
+    assert quoted(f"Theme: dark. {EVIL}") in text and quoted(f"Theme {EVIL}") in text
+    assert text.splitlines()[1] == ('- memory://user/alice/preferences/shell [preferences] "Shell": "The user\'s shell is fish." '
+                                    '[from "session s1, archive_002 (messages m1)"]')  # a plain URI stays copyable as it is
