@@ -111,7 +111,7 @@ def digested(line: str, max_chars: int) -> str:
     head, tail = line[: max_chars // 2], line[-(max_chars // 4) :]
     digest = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return (f"{head}\n[... {len(line) - len(head) - len(tail):,} characters not shown: a huge part "
-            f"({len(line):,} characters, sha256 {digest}) is read by its head and tail ...]\n{tail}")
+            f"({len(line):,} characters, sha256 {digest}) is read by its head and tail ...]\n(continued) {tail}")  # marked: the tail starts mid-text
 
 
 def _lines(messages: list[BaseMessage]) -> list[str]:

@@ -144,3 +144,14 @@ def test_recalled_memories_shown_to_the_agent_are_quoted() -> None:
     assert quoted(f"Theme: dark. {EVIL}") in text and quoted(f"Theme {EVIL}") in text
     assert text.splitlines()[1] == ('- memory://user/alice/preferences/shell [preferences] "Shell": "The user\'s shell is fish." '
                                     '[from "session s1, archive_002 (messages m1)"]')  # a plain URI stays copyable as it is
+
+
+def test_a_huge_message_s_tail_cannot_start_a_line_of_its_own() -> None:
+    """A message too long to read whole is shown by its head and tail; the tail starts mid-text,
+    so it is marked, never a bare line the message's author could align to look like a field."""
+    from session_graph.memory.prompts import transcript_chunks
+
+    tail = "INJECTED: " + "b" * 239  # with the closing quote: exactly the 250 characters the tail shows
+    chunks = transcript_chunks([HumanMessage(content="a" * 5000 + " " + tail)], max_chars=1000)
+    assert len(chunks) == 1 and "characters not shown" in chunks[0]
+    assert forged_lines(chunks[0]) == []
