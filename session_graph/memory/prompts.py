@@ -151,11 +151,16 @@ def decide_prompt(entries: list[dict[str, Any]]) -> list[BaseMessage]:
     for entry in entries:  # numbered by the candidate's index in the batch: the number the decision must give back
         candidate = entry["candidate"]
         lines = [f"Candidate {entry['index']} ({candidate['category']}; allowed: {', '.join(entry['ops'])}):",
-                 quote({**{k: candidate.get(k) for k in ("key", "abstract", "content")}, "terms": clean_terms(candidate.get("terms"))})]
+                 quote(_shown(candidate))]
         for ref, hit in entry["hits"].items():  # refs are ours (m1, c0); every value is quoted: one line per memory
-            lines.append(f"  {ref}: " + quote({"key": hit["key"], "abstract": hit["abstract"], "content": hit["content"],
-                                               "terms": clean_terms(hit.get("terms"))}))
+            lines.append(f"  {ref}: {quote(_shown(hit))}")
         blocks.append("\n".join(lines))
     return [SystemMessage(content=DECIDE_SYSTEM), HumanMessage(content="\n\n".join(blocks))]
 
 
+def _shown(memory: dict[str, Any]) -> dict[str, Any]:
+    """What the decide prompt shows of a candidate or a hit: its key, abstract, content and the
+    retrieval terms recall used (at most ``MAX_TERMS`` of 60 characters; left out when none)."""
+    terms = clean_terms(memory.get("terms"))
+    return {"key": memory.get("key"), "abstract": memory.get("abstract"), "content": memory.get("content"),
+            **({"terms": terms} if terms else {})}
