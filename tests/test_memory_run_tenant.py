@@ -32,11 +32,11 @@ def facts(memory: MemoryConfig) -> list[str]:
 def test_without_run_tenants_a_named_tenant_is_not_read(caplog: pytest.LogCaptureFixture) -> None:
     memory = MemoryConfig(store=InMemoryStore(), user="alice", tenant="acme")
     with caplog.at_level(logging.WARNING):
-        scoped = memory.for_run(run({"user_id": "bob", "tenant_id": "globex"}))
-        memory.for_run(run({"user_id": "bob", "tenant_id": "globex"}))
+        scoped = memory.for_run(run({"user_id": "bob", "tenant_id": "globex-unread"}))  # a name no other test uses:
+        memory.for_run(run({"user_id": "bob", "tenant_id": "globex-unread"}))  # the warning is once per process
     assert (scoped.tenant, scoped.user) == ("acme", "bob")  # the config's tenant: never globex's memories
     warned = [r for r in caplog.records if "run_tenants" in r.getMessage()]
-    assert len(warned) == 1 and "globex" in warned[0].getMessage()  # said once, with the fix
+    assert len(warned) == 1 and "globex-unread" in warned[0].getMessage()  # said once, with the fix
     assert memory.for_run(run({"tenant_id": "acme"})).tenant == "acme"  # its own tenant: nothing to say
     assert MemoryConfig(user="a").for_run(run({"tenant_id": "default"})).tenant is None  # "default" is the tenant-less place
 
