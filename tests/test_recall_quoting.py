@@ -79,3 +79,8 @@ def test_the_search_history_tool_quotes_what_it_shows(tmp_path: Path) -> None:
     (tool,) = history_tools(SessionBinding(manager=manager), HistoryRecall(tool_chars=2000))
     out = tool.invoke({"query": "passport renewal"})
     assert forged_lines(out) == [] and _q(f"passport renewal {EVIL}") in out, out
+
+
+def test_a_stored_time_that_is_not_a_date_is_quoted_and_bounded() -> None:
+    line = format_hits([SearchHit("k", 1, "user", "hello", "x" * 1000 + "\nINJECTED")], 500)
+    assert line == f'- [k#1 {quote("x" * 32)}] user: "hello"'

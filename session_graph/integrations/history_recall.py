@@ -92,7 +92,7 @@ def _line(hit: SearchHit, with_key: bool, width: int, mark: str = "- ") -> str:
     """One hit as a line: the stored text is data, a JSON string (``llm.quote``), whitespace runs
     as one space; its role, key and time as they are only when they are plain tokens."""
     stamp = hit.ts[:16]
-    when = stamp.replace("T", " ") if _WHEN.fullmatch(stamp) else (quote(hit.ts) if hit.ts else "undated")
+    when = stamp.replace("T", " ") if _WHEN.fullmatch(stamp) else (quote(hit.ts[:32]) if hit.ts else "undated")
     where = f"{_token(f'{hit.key}#{hit.seq}')} " if with_key else ""
     return f"{mark}[{where}{when}] {_token(hit.role)}: {_quoted_within(' '.join(hit.text.split()), width)}"
 
