@@ -87,7 +87,8 @@ class ScriptedMemoryModel(BaseChatModel):
                 if not head:
                     continue
                 candidate = json.loads(block.splitlines()[1])
-                refs = re.findall(r"^  (m\d+|c\d+) \[([^\]]*)\]: [^\n]*\n    (.*)$", block, re.M)
+                refs = [(ref, (hit := json.loads(shown))["key"], hit["content"])
+                        for ref, shown in re.findall(r"^  (m\d+|c\d+): (\{.*\})$", block, re.M)]
                 target = next((r for r in refs if r[0].startswith("m") and r[1] == slug(candidate["key"] or "")), None)
                 if target is None:
                     decisions.append({"candidate": int(head.group(1)), "op": "create"})

@@ -110,11 +110,11 @@ class ScriptedMemoryModel(BaseChatModel):
         ident, category = head.group(1), head.group(2)
         candidate = json.loads(block.splitlines()[1])
         (topic, value), = facts_in(candidate["content"])
-        hits = re.findall(r"^  (\w+) \[([^\]]*)\]: [^\n]*\n((?:    .*\n?)*)", block, re.M)
+        hits = [(ref, json.loads(shown)) for ref, shown in re.findall(r"^  (\w+): (\{.*\})$", block, re.M)]
         same = []  # refs holding this topic
         profile_ref = None
-        for ref, key, content in hits:
-            lines = [line[4:] for line in content.splitlines()]
+        for ref, hit in hits:
+            key, lines = hit["key"], str(hit["content"]).splitlines()
             if key == "profile":
                 profile_ref = (ref, lines)
             if any(t == topic for line in lines for t, _ in facts_in(line)):

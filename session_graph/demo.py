@@ -75,7 +75,7 @@ class ScriptedModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
         prompt = "\n".join(m.text for m in messages)
         topics = sorted({t for t in _TOPICS if t in prompt})
-        calls = len(re.findall(r"-> search_docs", prompt))
+        calls = len(re.findall(r"-> \"?search_docs", prompt))  # a quoted transcript quotes the name
         if '{"memo"' in prompt:
             previous = re.search(r"Current memo: (\{.*\})", prompt)
             memo = json.loads(previous.group(1)).get("memo", {}) if previous else {}

@@ -114,8 +114,10 @@ class StoreUnavailableError(StoreError):
     retryable = True
 
 
-class InvalidKeyError(SessionGraphError, ValueError):
-    """A session key is empty, too long, or would escape the store (``../``, absolute, NUL)."""
+class InvalidKeyError(ConfigurationError, ValueError):
+    """An identifier that becomes a store key or namespace (a session key, a tenant, a user or
+    agent id) is empty, too long (``_base.ids.MAX_ID_LENGTH``), or would escape the store
+    (``../``, absolute, NUL). A ``ConfigurationError`` and a ``ValueError``."""
 
 
 class MissingDependencyError(SessionGraphError, ImportError):

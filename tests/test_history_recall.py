@@ -71,7 +71,7 @@ def test_format_hits_never_passes_its_budget() -> None:
     for budget in (0, 10, 60, 150, 400, 1000, 3000):
         text = format_hits(hits, budget)
         assert len(text) <= budget
-    assert "[k#1 2024-03-01 10:00] user: hit 1" in format_hits(hits, 3000)
+    assert "[k#1 2024-03-01 10:00] user: \"hit 1" in format_hits(hits, 3000)
 
 
 def test_search_history_tool_across_sessions_within_budget_and_tenant(tmp_path: Path) -> None:

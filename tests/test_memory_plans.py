@@ -71,8 +71,8 @@ class Reader(BaseChatModel):
         number = int(re.match(r"Candidate (\d+) ", block).group(1))  # type: ignore[union-attr]
         candidate = json.loads(block.splitlines()[1])
         mine = topic(candidate["content"])
-        for ref, key, body in re.findall(r"^  (m\d+) \[([^\]]*)\]: [^\n]*\n((?:    .*\n?)*)", block, re.M):
-            lines = [line[4:] for line in body.splitlines()]
+        for ref, shown in re.findall(r"^  (m\d+): (\{.*\})$", block, re.M):
+            key, lines = json.loads(shown)["key"], json.loads(shown)["content"].splitlines()
             same = [line for line in lines if topic(line) == mine]
             if same and same[0].lstrip("- ") == candidate["content"]:
                 return {"candidate": number, "op": "skip", "targets": [ref]}
@@ -196,15 +196,15 @@ def test_the_extraction_prompt_lists_the_keys_already_stored(memory: MemoryConfi
     original = model._generate
 
     def spy(messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        seen.append(str(messages[0].content))
+        seen.append("\n".join(str(m.content) for m in messages))
         return original(messages, *args, **kwargs)
 
     object.__setattr__(model, "_generate", spy)
     session = Session("b", model=model, memory=memory)
     session.append_message({"role": "user", "content": "more"})
     session.commit()
-    extract_system = next(text for text in seen if "worth remembering" in text)
-    assert "preferences/editor_theme: Theme: dark in the editor." in extract_system and "(none yet)" not in extract_system
+    extract_body = next(text for text in seen if "worth remembering" in text).split("User id:", 1)[1]
+    assert '"preferences/editor_theme": "Theme: dark in the editor."' in extract_body and "(none yet)" not in extract_body
 
 
 def test_tenants_never_share_memory(tmp_path: Path) -> None:

@@ -223,8 +223,8 @@ def test_the_key_catalogue_lists_the_newest_first_and_reads_only_what_fits() -> 
     write(entities, "laptop", "ThinkPad X1", 400)
     write(PREFS, "pref 5", "Preference number 5, changed.", 500, "update")  # rewritten: the newest of all
     lines = key_catalogue(store, [PREFS, entities], max_chars=120)
-    assert lines[:3] == ["preferences/pref_5: Preference number 5, changed.", "entities/laptop: ThinkPad X1",
-                         "preferences/pref_299: Preference number 299."][: len(lines)]
+    assert lines[:3] == ['"preferences/pref_5": "Preference number 5, changed."', '"entities/laptop": "ThinkPad X1"',
+                         '"preferences/pref_299": "Preference number 299."'][: len(lines)]
     assert len(lines) >= 2 and sum(len(line) + 1 for line in lines) <= 120
     fresh = InMemoryStore()  # an index built by listing the store keeps the same order
     for item in [*store.search(PREFS, limit=1000), *store.search(entities, limit=10)]:

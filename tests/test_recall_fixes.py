@@ -147,7 +147,7 @@ def test_search_history_cuts_the_first_hit_to_a_small_budget(tmp_path: Path) -> 
     manager.save(session)
     (tool,) = history_tools(SessionBinding(manager=manager), HistoryRecall(tool_chars=60))
     out = tool.invoke({"query": "passport renewal"})
-    assert out != "No earlier message matches." and len(out) <= 60 and "passport" in out and out.endswith("\u2026")
+    assert out != "No earlier message matches." and len(out) <= 60 and "passport" in out and out.endswith("\u2026\"")  # cut inside its quotes
     hit = SearchHit("a", 0, "user", "x" * 500, "2024-03-01T10:00:00Z")
     for budget in (1, 5, 30, 45, 80):
         assert 0 < len(format_hits([hit], budget)) <= budget

@@ -1,5 +1,5 @@
 """Private runtime helpers every layer may use: one implementation for sync and async (``flow``, ``aio``),
-ids and the clock (``ids``), pausing the garbage collector around bulk loads (``gc``), progress callbacks
+ids and the clock (``ids``, with the one length cap of identifiers that become store keys), pausing the garbage collector around bulk loads (``gc``), progress callbacks
 (``progress``) and the file primitives the file-backed stores share (``files``: reversible key names, the
 cross-process lock, reading back to a line) and a module imported on first use (``lazy``).
 

@@ -6,6 +6,27 @@ from datetime import UTC, datetime
 import time
 import uuid
 
+from session_graph.errors import InvalidKeyError
+
+MAX_ID_LENGTH = 256
+"""The most characters of any free-text identifier that becomes a store key or namespace: a
+session key, a tenant, a user or agent id. Each is a Postgres btree key (LangGraph's store keys
+on ``(prefix, key)``, session_graph's on ``(tenant, key)``), and a btree entry is bounded
+(~2.7 kB): at 256 characters the longest label (4-byte characters, a tenant and a user id,
+``%XX`` escapes at 3 bytes a character) with its key stays under it."""
+
+
+def check_id_length(value: str, argument: str) -> str:
+    """``value`` as given, or an ``InvalidKeyError`` (a ``ConfigurationError``) naming
+    ``argument``, its length, the cap and the fix when it is longer than ``MAX_ID_LENGTH``."""
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidKeyError(
+            f"{argument} is {len(value):,} characters long ({value[:40]!r}...); the cap is {MAX_ID_LENGTH} (it becomes a "
+            "store key or namespace, which Postgres keeps in a bounded btree index). Use a shorter id, e.g. a stable "
+            "digest of the long one: hashlib.sha256(long_id.encode()).hexdigest()."
+        )
+    return value
+
 
 def new_id() -> str:
     """A fresh id: a uuid4 in hex, as the reference session uses for its own id."""

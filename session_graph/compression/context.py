@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph.compression.backoff import FOLD_FAILURE
 from session_graph.compression.novelty import shown_flags
+from session_graph.llm.quote import quote
 from session_graph.settings import Limits
 
 __all__ = ["MEMO_HEADER", "SHORTENED_NOTE", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
@@ -54,8 +55,8 @@ def memo_for_model(memo: dict[str, Any]) -> dict[str, Any]:
 
 
 def memo_json(memo: dict[str, Any]) -> str:
-    """The memo as the JSON text a model is shown."""
-    return json.dumps(memo, ensure_ascii=False, default=str)
+    """The memo as the JSON text a model is shown (``llm.quote``: every line separator escaped too)."""
+    return quote(memo)
 
 
 def context_message(session_id: str, memo: dict[str, Any], limits: Limits) -> SystemMessage | None:

@@ -14,7 +14,6 @@ reason and nothing is lost (see ``compression/memo_check.py``).
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -25,9 +24,10 @@ from pydantic import BaseModel, ConfigDict
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import memo_json
 from session_graph.compression.memo_check import dropped_reason
-from session_graph.compression.transcript import LEAN_LEGEND, transcript
+from session_graph.compression.transcript import LEAN_LEGEND, QUOTED_NOTE, transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
+from session_graph.llm.quote import quote
 from session_graph.llm.replies import memo_of, reply_text, structured, structured_data, wanted_object
 from session_graph.settings import SessionSettings
 
@@ -73,12 +73,13 @@ def build_memo_prompt(
         f"{rules}\n"
         f"- Keep the memo within {budget} tokens of JSON: merge or drop what matters least.\n"
         'Answer with one JSON object and nothing else: {"memo": {...the updated memo...}}.\n'
-        + LEAN_LEGEND
+        + f"{LEAN_LEGEND} {QUOTED_NOTE}"
     )
     # the current memo is shown in the shape the answer must have: small models copy the shape they see
-    body = f'Current memo: {{"memo": {memo_json(memo)}}}\n\nNew messages:\n{transcript(messages, lean=True)}'
+    # each message one line, its text a JSON string: no message can forge a turn or a field of this prompt
+    body = f'Current memo: {{"memo": {memo_json(memo)}}}\n\nNew messages:\n{transcript(messages, lean=True, quoted=True)}'
     if attachments:
-        body += "\n\nAttachments: " + json.dumps(attachments, ensure_ascii=False, default=str)
+        body += "\n\nAttachments: " + quote(attachments)
     return [SystemMessage(content=system), HumanMessage(content=body)]
 
 

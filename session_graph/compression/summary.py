@@ -20,9 +20,10 @@ from langchain_core.runnables import Runnable
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import SUMMARY_HEADER
-from session_graph.compression.transcript import LEAN_LEGEND, transcript
+from session_graph.compression.transcript import LEAN_LEGEND, QUOTED_NOTE, transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
+from session_graph.llm.quote import quote
 from session_graph.llm.replies import summary_text
 from session_graph.settings import SessionSettings
 
@@ -55,9 +56,20 @@ def summary_budget(settings: SessionSettings) -> int:
 def build_summary_prompt(summary: str, messages: list[BaseMessage], prompt: str | None = None, budget: int = 500) -> list[BaseMessage]:
     """The two messages sent to the summary model."""
     system = ((prompt or DEFAULT_SUMMARY_PROMPT) + f"\nThe whole summary must fit in {budget} tokens: drop old details to stay inside."
-              f"\n{LEAN_LEGEND}")
-    body = f"Current summary:\n{summary or '(none yet)'}\n\nNew messages:\n{transcript(messages, lean=True)}"
+              f"\n{LEAN_LEGEND} {QUOTED_NOTE}")
+    # each message one line, its text a JSON string; the summary as written (the reply rewrites it)
+    body = f"Current summary:\n{shown_summary(summary) or '(none yet)'}\n\nNew messages:\n{transcript(messages, lean=True, quoted=True)}"
     return [SystemMessage(content=system), HumanMessage(content=body)]
+
+
+_HEADERS = ("current summary:", "new messages:")
+
+
+def shown_summary(summary: str) -> str:
+    """The previous summary as the fold prompt shows it: as written, since the model rewrites it
+    (quoted, a small model answers in escapes), one line per line, and a line that reads as one of
+    the prompt's own headers quoted, so a summary cannot end its field and forge the transcript."""
+    return "\n".join(quote(line) if line.strip().casefold().startswith(_HEADERS) else line for line in summary.splitlines())
 
 
 def build_summary_compression_prompt(summary: str, budget: int, tokens: int) -> list[BaseMessage]:

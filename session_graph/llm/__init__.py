@@ -7,5 +7,7 @@ wherever the library takes one (memo, summary, commit), with a clear error namin
 ``<think>`` blocks, prose around one JSON object, lenient JSON where it is unambiguous, the wrapped
 and the bare memo dict, the model's structured output where it has one) or refuses it with a
 reason. Every model-facing caller (the memo and summary updaters, the commit's summarise, extract
-and decide steps) reads replies here. May import ``_base`` and ``errors`` only.
+and decide steps) reads replies here.
+``quote`` shows untrusted text (an id, a stored memory, a message) to a model as one JSON line that
+cannot end the field it sits in. May import ``_base`` and ``errors`` only.
 """

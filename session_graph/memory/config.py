@@ -6,9 +6,10 @@ are settings under ``session.memory`` so they travel with a session and its expo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+import logging
 import os
 from typing import Any
 from urllib.parse import quote
@@ -16,6 +17,7 @@ from urllib.parse import quote
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 
+from session_graph._base.ids import MAX_ID_LENGTH, check_id_length
 from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
 from session_graph.memory.categories import CATEGORIES, encode_label, memory_namespace, parse_uri
@@ -49,6 +51,9 @@ def unavailable(error: BaseException) -> StoreUnavailableError | None:
 
 USER_KEYS = ("user_id", "langgraph_user_id")
 AGENT_KEYS = ("agent_id", "assistant_id")
+TENANT_KEYS = ("tenant_id",)
+log = logging.getLogger(__name__)
+_told: set[str] = set()  # run tenants already warned about (once per process each)
 
 
 def _check_owner(value: Any, what: str) -> str:
@@ -57,7 +62,7 @@ def _check_owner(value: Any, what: str) -> str:
             f"MemoryConfig {what} must be a non-empty string (any text: an email, a path, unicode; it is encoded "
             f"into a store namespace), got {value!r:.80}."
         )
-    return value
+    return check_id_length(value, f"MemoryConfig {what}")
 
 
 def _utf8(value: str) -> bool:
@@ -76,10 +81,10 @@ naming it means that place too (never ``default~bob``, which no default manager 
 def _check_tenant(value: Any) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value) or len(value) > 256:
-        raise ConfigurationError(f"MemoryConfig tenant must be None or a non-empty string of at most 256 characters "
-                                 f"without control characters (a SessionManager's tenant key), got {value!r:.80}.")
-    return value
+    if not isinstance(value, str) or not value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value[: MAX_ID_LENGTH + 1]):
+        raise ConfigurationError(f"MemoryConfig tenant must be None or a non-empty string without control characters "
+                                 f"(a SessionManager's tenant key), got {value!r:.80}.")
+    return check_id_length(value, "MemoryConfig tenant")
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,12 @@ class MemoryConfig:
             ``for_tenant``): every namespace is the tenant's own (``acme~bob``), so tenants never
             share memory, not even the agent's cases and patterns; None (or ``"default"``,
             ``SessionManager``'s default tenant, kept as None): no tenant (``bob``).
+        run_tenants: the tenants a run may name as its own (``config["configurable"]["tenant_id"]``
+            or the runtime context's ``tenant_id``; see ``for_run``): a collection of tenants, or a
+            check ``(tenant, configurable) -> bool`` (say, against what the server's auth put in the
+            run's config). A run's config is the caller's, so this is the deployer's statement of
+            whom to trust. None: runs cannot name a tenant (a named one is not read; the config's,
+            or its manager's, is used). A run naming a tenant it may not is refused.
     """
 
     store: BaseStore | None = None
@@ -122,6 +133,7 @@ class MemoryConfig:
     max_commit_calls: int = 64
     max_commit_tokens: int = 400_000
     tenant: str | None = None
+    run_tenants: Collection[str] | Callable[[str, Mapping[str, Any]], bool] | None = None
     _made: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -134,6 +146,7 @@ class MemoryConfig:
         _check_owner(self.agent, "agent")
         if _check_tenant(self.tenant) == DEFAULT_TENANT:  # a SessionManager's default tenant: the tenant-less labels
             object.__setattr__(self, "tenant", None)
+        object.__setattr__(self, "run_tenants", _check_run_tenants(self.run_tenants))
         if self.embeddings is not None and not callable(getattr(self.embeddings, "embed_documents", None)):
             raise ConfigurationError(
                 f"MemoryConfig embeddings must be a LangChain Embeddings (with embed_documents), "
@@ -212,25 +225,76 @@ class MemoryConfig:
         """This config for the run in progress: the user and agent from ``config["configurable"]``
         (``user_id``, ``agent_id``; LangGraph's config of the current run when none is given) or
         from the runtime ``context`` (an attribute or key ``user_id`` / ``agent_id``; the current
-        run's when none is given), else this config's own, as langmem reads them.
+        run's when none is given), else this config's own, as langmem reads them. The tenant too
+        (``tenant_id``), only where ``run_tenants`` lets runs choose it: a run's config is the
+        caller's, so naming a tenant must never be enough to read its memories. Without
+        ``run_tenants`` a named tenant is not read (one warning per tenant and process); the
+        sessions of a manager stay its tenant's either way (only memory follows the run).
 
         Raises:
-            ConfigurationError: the run names a user or agent that cannot name a namespace.
+            ConfigurationError: the run names a user or agent that cannot name a namespace (an id over
+                ``MAX_ID_LENGTH`` characters: an ``InvalidKeyError`` naming the key it came from), or
+                a tenant ``run_tenants`` does not let it choose.
         """
-        user, agent = run_owners(config, context)
-        return self.for_user(user, agent)
+        configurable, context = _run_sources(config, context)
+        scoped = self.for_user(*_named(configurable, context, USER_KEYS, AGENT_KEYS))
+        (tenant,) = _named(configurable, context, TENANT_KEYS)
+        if tenant is None or (None if tenant == DEFAULT_TENANT else tenant) == self.tenant:
+            return scoped
+        allowed = self.run_tenants
+        if allowed is None:
+            if tenant not in _told:
+                _told.add(tenant)
+                log.warning("a run names tenant_id %r, but MemoryConfig.run_tenants does not let runs choose their tenant: "
+                            "memory stays tenant %r's. Set MemoryConfig(run_tenants=...) to let runs name it.", tenant[:80], self.tenant)
+            return scoped
+        if not (allowed(tenant, configurable) if callable(allowed) else tenant in allowed):
+            raise ConfigurationError(
+                f"the run names tenant {tenant[:80]!r} (its tenant_id), which MemoryConfig.run_tenants does not let it "
+                "choose; nothing was read. Add the tenant to run_tenants (or make its check accept this run), or run "
+                "with a manager of that tenant (SessionManager.for_tenant).")
+        return scoped.for_tenant(tenant)
 
 
-def _pick(source: Any, keys: tuple[str, ...]) -> str | None:
+def _pick(source: Any, keys: tuple[str, ...], where: str) -> str | None:
     for key in keys:
         value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
         if value is not None and value != "":
-            return str(value)
+            return check_id_length(str(value), f"the run's {where} {key!r}")  # named where the run gave it
     return None
+
+
+def _check_run_tenants(value: Any) -> Any:
+    if value is None or callable(value):
+        return value
+    if isinstance(value, str) or not isinstance(value, Collection):
+        raise ConfigurationError(f"MemoryConfig run_tenants must be None, a collection of tenants ({{'acme', 'globex'}}) "
+                                 f"or a check (tenant, configurable) -> bool, got {value!r:.80}.")
+    try:
+        tenants = frozenset(value)
+    except TypeError:  # unhashable entries
+        raise ConfigurationError(f"MemoryConfig run_tenants must hold tenant names (strings), got {value!r:.80}.") from None
+    bad = [tenant for tenant in tenants if not isinstance(tenant, str) or not tenant or not tenant.isprintable()]
+    if bad:
+        raise ConfigurationError(f"MemoryConfig run_tenants holds {bad[0]!r:.80}, not a tenant (a non-empty string "
+                                 "without control characters); remove it.")
+    return frozenset(check_id_length(tenant, "a tenant in MemoryConfig run_tenants") for tenant in tenants)
 
 
 def run_owners(config: Mapping[str, Any] | None = None, context: Any = None) -> tuple[str | None, str | None]:
     """(user, agent) named by a LangGraph run (see ``MemoryConfig.for_run``); None where it names none."""
+    user, agent = _named(*_run_sources(config, context), USER_KEYS, AGENT_KEYS)
+    return user, agent
+
+
+def _named(configurable: Mapping[str, Any], context: Any, *keys: tuple[str, ...]) -> list[str | None]:
+    """For each group of ``keys``: the value the run's configurable names, else its context's, else None."""
+    return [_pick(configurable, group, "configurable") or (_pick(context, group, "context") if context is not None else None)
+            for group in keys]
+
+
+def _run_sources(config: Mapping[str, Any] | None, context: Any) -> tuple[Mapping[str, Any], Any]:
+    """The run's ``configurable`` and runtime context (the current run's where not given)."""
     if config is None:
         try:
             from langgraph.config import get_config
@@ -245,10 +309,7 @@ def run_owners(config: Mapping[str, Any] | None = None, context: Any = None) -> 
             context = get_runtime().context
         except Exception:  # not inside a run, or a run without a context
             context = None
-    configurable = (config or {}).get("configurable") or {}
-    user = _pick(configurable, USER_KEYS) or (_pick(context, USER_KEYS) if context is not None else None)
-    agent = _pick(configurable, AGENT_KEYS) or (_pick(context, AGENT_KEYS) if context is not None else None)
-    return user, agent
+    return (config or {}).get("configurable") or {}, context
 
 
 def expiry(memory: MemoryConfig, category: str, now: str) -> str | None:

@@ -25,10 +25,11 @@ import weakref
 
 from langgraph.store.base import BaseStore
 
+from session_graph.llm.quote import quote
 from session_graph.memory.bm25 import Bm25, grams, terms
 from session_graph.memory.categories import content_hash, item_key
 from session_graph.memory.changes import changed_since_many
-from session_graph.memory.items import expired, searchable_text, terms_text
+from session_graph.memory.items import clean_terms, expired, searchable_text, terms_text
 from session_graph.retrieval.fusion import fuse_scores
 from session_graph.retrieval.vectors import VectorIndex
 
@@ -150,7 +151,7 @@ def _catch_up(store: BaseStore, namespace: tuple[str, ...], index: NamespaceInde
 
 
 def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars: int = 4000) -> list[str]:
-    """``category/key: abstract`` of the active items of the mergeable namespaces, most recently
+    """``"category/key": "abstract"`` (each a JSON string) of the active items of the mergeable namespaces, most recently
     written first, within ``max_chars``: what the extraction prompt lists so the model reuses keys.
 
     An index's ``values`` are kept in the order of writes (a write moves its key to the end; a
@@ -161,7 +162,8 @@ def key_catalogue(store: BaseStore, namespaces: list[tuple[str, ...]], max_chars
         values = index.values
         for key in reversed(values):  # under the lock: no refresh meanwhile, so no copy of every key
             value = values[key]
-            yield str(value.get("updated_at") or ""), f"{namespace[3]}/{key}: {value.get('abstract', '')}"[:200]
+            # quoted (stored text is data: a key or abstract cannot end its line), the abstract cut before quoting
+            yield str(value.get("updated_at") or ""), f"{quote(f'{namespace[3]}/{key}')}: {quote(str(value.get('abstract', ''))[:160])}"
 
     out: list[str] = []
     used = 0
@@ -181,7 +183,7 @@ def hit_of(key: str, value: dict[str, Any], kind: str, score: float | None = Non
     """What the decide step is shown of a stored item."""
     return {"key": key, "kind": kind, "score": score, "abstract": value.get("abstract", ""),
             "content": value.get("content", ""), "version": value.get("version", 1), "hash": value.get("hash"),
-            "applied": list(value.get("applied") or ())}
+            "applied": list(value.get("applied") or ()), "terms": clean_terms(value.get("terms"))}
 
 
 def fuse(rankings: list[list[tuple[str, float]]], limit: int,
@@ -325,7 +327,8 @@ def prefilter(
         for number in earlier:
             before = candidates[number]
             hits[f"c{number}"] = {"key": None, "kind": "batch", "score": None, "abstract": before["abstract"],
-                                  "content": before["content"], "version": 0, "hash": content_hash(before["content"])}
+                                  "content": before["content"], "version": 0, "hash": content_hash(before["content"]),
+                                  "terms": clean_terms(before.get("terms"))}
         batch.setdefault((namespace, "k:" + key), []).append(position)
         batch.setdefault((namespace, "h:" + digest), []).append(position)
         out.append(hits)

@@ -16,6 +16,7 @@ from langchain_core.runnables import Runnable
 from session_graph._base.flow import Flow, Invoke, sync_and_async
 from session_graph._base.ids import new_id, utc_now
 from session_graph.errors import ConfigurationError, SessionGraphError, StoreError, StoreUnavailableError
+from session_graph.llm.quote import quote
 from session_graph.memory.apply import CONFLICT, apply_op, owner_lock
 from session_graph.memory.bm25 import word_terms
 from session_graph.memory.categories import CATEGORIES, content_hash
@@ -141,21 +142,29 @@ def cite(value: dict[str, Any]) -> str:
 
 def format_memories(values: list[dict[str, Any]], limit_chars: int | None = None, *, citations: bool = False,
                     uris: bool = False) -> str:
-    """Memories as lines for a prompt (``[category] abstract: content``, with ``citations`` the
-    ``[from ...]`` each came from, with ``uris`` each one's ``memory://`` URI first, so an agent
-    can name it to ``forget_memory``), within ``limit_chars``."""
+    """Memories as lines for a prompt (``[category] "abstract": "content"``, with ``citations`` the
+    ``[from "..."]`` each came from, with ``uris`` each one's ``memory://`` URI first, so an agent
+    can name it to ``forget_memory``), within ``limit_chars``. Stored text is data: each value is
+    quoted (``llm.quote``: one line, ending at its quote), so a memory cannot forge lines of the
+    system message it is shown in; a URI or category is shown as it is when it is a plain token."""
     lines: list[str] = []
     used = 0
     for value in values:
-        where = f"{value.get('uri')} " if uris and value.get("uri") else ""
-        line = f"- {where}[{value.get('category')}] {value.get('abstract', '')}: {value.get('content', '')}"
+        where = f"{_token(str(value.get('uri')))} " if uris and value.get("uri") else ""
+        line = (f"- {where}[{_token(str(value.get('category')))}] {quote(str(value.get('abstract', '')))}: "
+                f"{quote(str(value.get('content', '')))}")
         if citations and cite(value):
-            line += f" [from {cite(value)}]"
+            line += f" [from {quote(cite(value))}]"
         if limit_chars is not None and used + len(line) > limit_chars:
             break
         lines.append(line)
         used += len(line) + 1
     return "\n".join(lines)
+
+
+def _token(text: str) -> str:
+    """``text`` as it is when it is one printable token (a URI, a category), else quoted."""
+    return text if text.isprintable() and text and not any(ch.isspace() or ch in "\"[]" for ch in text) else quote(text)
 
 
 def _remember(memory: MemoryConfig, content: str, category: str = "preferences", key: str | None = None,

@@ -52,6 +52,7 @@ class MessageSource:
 
     def __init__(self, key: str) -> None:
         self.key = key
+        self.lock = threading.Lock()  # a sync and the search that reads it, one at a time (``session_search``)
         self.index = Bm25Index()
         self._held: dict[int, BaseMessage] = {}
         self._digests: dict[int, int] = {}  # position -> hash of the text indexed (a message rewritten under its id differs)
@@ -224,30 +225,41 @@ def bind_store(session: Any, index: Any, tenant: str) -> None:
 
 
 def session_search(session: Any, query: str, k: int = 10, options: SearchOptions | None = None) -> list[SearchHit]:
-    """The ``k`` best messages of the session's whole history (window, evicted, archived)."""
+    """The ``k`` best messages of the session's whole history (window, evicted, archived).
+
+    Thread-safe: ``asearch`` runs in worker threads, and an agent may search while another
+    thread appends. The session's index is synced and read under its source's lock, so no
+    message is indexed twice or missed, and a search still syncing a history that ``clear``
+    or ``restore`` replaced never writes its messages into the new history's index. A store's
+    index is asked outside the lock (it reads the store, not this index)."""
     history = session.full_chat_history
     with _lock:
         source = _sources.get(session)
         if source is None or source.key != session.id:
             source = _sources[session] = MessageSource(session.id)
         bound = _stores.get(session)
-    source.sync(history, session.arrived_at)
-    start = getattr(history, "start", 0)
-    if start >= 2 and bound is not None:  # the middle (1 .. start - 1) is in the store: its index finds candidates
-        index, tenant = bound
-        options = options or SearchOptions()
-        depth = max(2 * k, options.candidates)
-        found = search(index, tenant, query, depth + len(history) - start + 1, keys=[session.id],
-                       options=SearchOptions(around=options.around, since=options.since, until=options.until, bridge=options.bridge))
-        candidates = [h for h in found if 1 <= h.seq < start][:depth]
+    with source.lock:
+        source.sync(history, session.arrived_at)
+        start = getattr(history, "start", 0)
+        if start < 2 or bound is None:
+            return search(source, "", query, k, options=options)
+    # the middle (1 .. start - 1) is in the store: its index finds candidates
+    index, tenant = bound
+    options = options or SearchOptions()
+    depth = max(2 * k, options.candidates)
+    found = search(index, tenant, query, depth + len(history) - start + 1, keys=[session.id],
+                   options=SearchOptions(around=options.around, since=options.since, until=options.until, bridge=options.bridge))
+    candidates = [h for h in found if 1 <= h.seq < start][:depth]
+    with source.lock:  # the pool reads the held source: another search's sync waits (locks always in this order)
         with _lock:
             pool = _pools.get(source)
-            if pool is None:
-                pool = _pools[source] = PooledSource(source)
+        if pool is None:
+            pool = PooledSource(source)
+            with _lock:
+                pool = _pools.setdefault(source, pool)
         with pool.lock:
             pool.refresh(source, candidates)
             return search(pool, "", query, k, options=options)
-    return search(source, "", query, k, options=options)
 
 
 def substring_search(session: Any, query: str, k: int = 10) -> list[SearchHit]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from session_graph._base.ids import utc_now
+from session_graph._base.ids import MAX_ID_LENGTH, check_id_length, utc_now
 from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
 from session_graph.retrieval.hits import SearchHit
 
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-MAX_KEY_LENGTH = 256
+MAX_KEY_LENGTH = MAX_ID_LENGTH  # the one cap of identifiers that become keys (``_base.ids``)
 
 
 def check_key(key: Any, what: str = "session key") -> str:
@@ -64,8 +64,7 @@ def check_key(key: Any, what: str = "session key") -> str:
     """
     if not isinstance(key, str) or not key:
         raise InvalidKeyError(f"a {what} must be a non-empty string, got {key!r}.")
-    if len(key) > MAX_KEY_LENGTH:
-        raise InvalidKeyError(f"a {what} is at most {MAX_KEY_LENGTH} characters; {key[:40]!r}... has {len(key)}.")
+    check_id_length(key, f"the {what}")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
         raise InvalidKeyError(f"the {what} {key!r} contains a NUL or control character; remove it.")
     if key[0] in "/\\~" or ".." in key.replace("\\", "/").split("/"):

@@ -29,13 +29,13 @@ def test_lite_folds_everything_past_the_cursor_then_prunes(api: Api) -> None:
     assert session.memo["last_resize"] == {"type": "lite", "turn": 2, "reason": "force"}
     assert session.memo_cursor == 4 and len(window) == 2
     (first,) = model.prompts
-    assert [line.rstrip(".") for line in sent_lines(first)] == ["U: u0", "A: a0", "U: u1", "A: a1"]  # lean roles
+    assert [line.rstrip('."') for line in sent_lines(first)] == ['U: "u0', 'A: "a0', 'U: "u1', 'A: "a1']  # lean roles, quoted texts
     assert "Roles: U user, A assistant, T tool result, S system." in first[0].content
     assert "Update the memo dictionary" in first[0].content and "within 496 tokens" in first[0].content
     chat(session, 1, start=2)
     api.resize(session, "lite")
     second = model.prompts[1]
-    assert [line.split(": ")[1][:2] for line in sent_lines(second)] == ["u2", "a2"]  # never re-sent
+    assert [line.split(": ")[1][1:3] for line in sent_lines(second)] == ["u2", "a2"]  # never re-sent
     assert sent_memo(second) == {"user": "likes tea"}  # the model never sees last_resize
     assert session.memo["city"] == "Oslo" and session.memo_cursor == 6
 
@@ -53,7 +53,7 @@ def test_deep_folds_in_chunks_under_the_limit_and_passes_attachments(api: Api) -
     assert len(model.prompts) >= 2
     folded = [line for prompt in model.prompts for line in sent_lines(prompt)]
     assert len(folded) == len(session.full_chat_history)  # everything once, nothing twice
-    assert folded[0] == "U: see [image_url https://x.test/cat.png]"
+    assert folded[0] == 'U: "see [image_url https://x.test/cat.png]"'
     attachments = json.loads(model.prompts[0][1].content.split("Attachments: ", 1)[1])
     assert attachments == [{"type": "image_url", "ref": "https://x.test/cat.png", "meta": {"width": 10, "height": 20}}]
     assert session.memo_cursor == len(session.full_chat_history)

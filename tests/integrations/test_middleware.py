@@ -204,7 +204,7 @@ def test_memories_are_recalled_into_the_prompt_and_the_tools_never_duplicate(tmp
     assert system.startswith("You are helpful.") and "Relevant long-term memories:" in system and "strict mode" in system
     results = [m for m in session.full_chat_history if isinstance(m, ToolMessage)]
     assert results[0].content.startswith("skipped:")  # the same fact again: no second item
-    assert "strict mode" in results[1].content and "[from remember; tool]" in results[1].content  # cited
+    assert "strict mode" in results[1].content and '[from "remember; tool"]' in results[1].content  # cited
     items = memory.memory_store.search(("user", "alice", "memories", "preferences"), limit=10)
     assert [i.key for i in items] == ["testing"]
     assert session.view(outside_tokens=0).tokens <= 2000

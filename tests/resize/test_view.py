@@ -165,7 +165,7 @@ def test_the_default_summary_prompt_is_structured_and_replaceable(api: Api) -> N
         assert section in prompt[0].content
     assert prompt[0].content.startswith(DEFAULT_SUMMARY_PROMPT)
     assert "must fit in 28 tokens" in prompt[0].content  # the reserve (40) less the message header
-    assert prompt[1].content.startswith("Current summary:\n(none yet)\n\nNew messages:\nU: u0")  # lean roles
+    assert prompt[1].content.startswith('Current summary:\n(none yet)\n\nNew messages:\nU: "u0')  # lean roles, quoted texts
     assert session.memo["summary"].startswith("Overview: tea talk")
     session.set_settings("session.summary.prompt", "Summarize in one sentence.")
     chat(session, 4, size=20, start=6)
