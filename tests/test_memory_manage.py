@@ -83,7 +83,7 @@ def test_a_committed_memory_cites_the_messages_it_came_from(memory: MemoryConfig
     session.commit()
     (value,) = recall(memory, "window seat")
     assert value["sources"] == [{"session": "trip", "archive": "archive_001", "message_ids": [said.id]}]
-    assert f"[from session trip, archive_001 (messages {said.id})]" in format_memories([value], citations=True)
+    assert f'[from "session trip, archive_001 (messages {said.id})"]' in format_memories([value], citations=True)
 
 
 def test_an_expired_event_is_not_a_similar_hit(memory: MemoryConfig) -> None:
