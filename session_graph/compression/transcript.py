@@ -13,6 +13,7 @@ so once per prompt): with short messages the full role names were a fifth of wha
 from __future__ import annotations
 
 import json
+import re
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -24,6 +25,7 @@ __all__ = ["LEAN_LEGEND", "transcript", "transcript_line"]
 
 LEAN_LEGEND = "Roles: U user, A assistant, T tool result, S system."
 _LEAN = {"user": "U", "assistant": "A", "system": "S", "tool": "T"}
+_PLAIN_ROLE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")  # a role shown as it is in a quoted transcript
 
 
 def _text(message: BaseMessage) -> str:
@@ -48,6 +50,8 @@ def transcript_line(message: BaseMessage, lean: bool = False, quoted: bool = Fal
     pass for another message or the prompt's own text (what the commit prompts send)."""
     show = quote if quoted else _as_is
     role = role_of(message)
+    if quoted and not _PLAIN_ROLE.fullmatch(role):  # a ChatMessage's role is free text: it must not end the line
+        role = quote(role)
     if lean:
         role = _LEAN.get(role, role)
     if isinstance(message, ToolMessage):
