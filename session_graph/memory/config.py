@@ -53,7 +53,7 @@ USER_KEYS = ("user_id", "langgraph_user_id")
 AGENT_KEYS = ("agent_id", "assistant_id")
 TENANT_KEYS = ("tenant_id",)
 log = logging.getLogger(__name__)
-_told: set[str] = set()  # run tenants already warned about (once per process each)
+_told: set[str] = set()  # run tenants already warned about (once per process each; the first 1,024: the names are the caller's)
 
 
 def _check_owner(value: Any, what: str) -> str:
@@ -259,7 +259,7 @@ class MemoryConfig:
             return scoped
         allowed = self.run_tenants
         if allowed is None:
-            if tenant not in _told:
+            if tenant not in _told and len(_told) < 1024:
                 _told.add(tenant)
                 log.warning("a run names tenant_id %r, but MemoryConfig.run_tenants does not let runs choose their tenant: "
                             "memory stays tenant %r's. Set MemoryConfig(run_tenants=...) to let runs name it.", tenant[:80], self.tenant)
