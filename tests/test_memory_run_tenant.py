@@ -95,12 +95,14 @@ def test_a_manager_s_runs_may_name_a_permitted_tenant_inside_a_langgraph_run(tmp
         app.invoke({"tenant": None}, {"configurable": {"tenant_id": "initech"}})
 
 
-def test_the_tenants_runs_name_in_vain_do_not_grow_the_process(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_tenants_runs_name_in_vain_do_not_grow_the_process(caplog: pytest.LogCaptureFixture,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Without ``run_tenants`` a named tenant is warned about once; the names are the caller's, so
     a caller naming a new tenant on every run must not grow what the process keeps without bound
     (nor the log: past the bound the warning is not repeated per name)."""
     from session_graph.memory import config
 
+    monkeypatch.setattr(config, "_told", set())  # this process's own: the other tests' warnings stay as they are
     memory = MemoryConfig(store=InMemoryStore(), user="alice", tenant="acme")
     with caplog.at_level(logging.WARNING):
         for n in range(5000):
