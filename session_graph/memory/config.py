@@ -241,7 +241,9 @@ class MemoryConfig:
         (``tenant_id``), only where ``run_tenants`` lets runs choose it: a run's config is the
         caller's, so naming a tenant must never be enough to read its memories. Without
         ``run_tenants`` a named tenant is not read (one warning per tenant and process); the
-        sessions of a manager stay its tenant's either way (only memory follows the run).
+        sessions of a manager stay its tenant's either way (only memory follows the run), and
+        so does what a commit mines from them: a commit follows a run's tenant only where the
+        session's config has none (``commit.session_commit.commit_context``).
 
         Raises:
             ConfigurationError: the run names a user or agent that cannot name a namespace (an id over
