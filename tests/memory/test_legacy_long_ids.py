@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory_util import make_memory_store
+from memory_util import MEMORY_BACKENDS, make_memory_store
 import pytest
 
 from session_graph import InvalidKeyError
@@ -21,7 +21,7 @@ from session_graph.memory.recall import recall, remember
 LONG = "u" * (MAX_ID_LENGTH + 44)  # 300 characters: an id an older version accepted
 
 
-@pytest.mark.parametrize("backend", ["file", "inmemory", "sqlite"])
+@pytest.mark.parametrize("backend", MEMORY_BACKENDS)
 def test_an_over_cap_user_who_owns_memories_still_reads_exports_and_forgets_them(
         backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = make_memory_store(backend, tmp_path)

@@ -12,18 +12,20 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 import pytest
+from stores_util import fresh_tenant, store_spec
 
 from session_graph._base.ids import MAX_ID_LENGTH
 from session_graph.memory import MemoryConfig
 from session_graph.memory.recall import recall
-from session_graph.stores import SessionManager
+from session_graph.stores import SessionManager, open_store
 from session_graph.stores.lease import CommitLease, lease_tenant
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
 @pytest.mark.parametrize("purpose", ["commit", "fold"])
-def test_a_tenant_at_the_cap_takes_and_releases_its_lease(purpose: str, tmp_path: Path) -> None:
-    tenant = "t" * MAX_ID_LENGTH
-    manager = SessionManager(tmp_path / "sessions", tenant=tenant)
+def test_a_tenant_at_the_cap_takes_and_releases_its_lease(purpose: str, kind: str, tmp_path: Path) -> None:
+    tenant = fresh_tenant() + "\U0001f600" * (MAX_ID_LENGTH - len(fresh_tenant()))  # 4 bytes a character: the longest
+    manager = SessionManager(open_store(store_spec(kind, tmp_path)), tenant=tenant)
     lease = CommitLease(manager.store, tenant, "k", purpose=purpose)
     assert lease.try_acquire()
     assert not CommitLease(manager.store, tenant, "k", purpose=purpose).try_acquire()  # still one lease per session
