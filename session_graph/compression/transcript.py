@@ -25,7 +25,6 @@ __all__ = ["LEAN_LEGEND", "transcript", "transcript_line"]
 
 LEAN_LEGEND = "Roles: U user, A assistant, T tool result, S system."
 _LEAN = {"user": "U", "assistant": "A", "system": "S", "tool": "T"}
-_PLAIN_ROLE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")  # a role shown as it is in a quoted transcript
 
 
 def _text(message: BaseMessage) -> str:
@@ -42,6 +41,9 @@ def _text(message: BaseMessage) -> str:
 
 def _as_is(text: str) -> str:
     return text
+
+
+_PLAIN_ROLE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")  # a role shown as it is in a quoted transcript
 
 
 def transcript_line(message: BaseMessage, lean: bool = False, quoted: bool = False) -> str:
