@@ -8,6 +8,7 @@ read; a run naming a tenant it may not is refused, never served another tenant's
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any, TypedDict
@@ -93,3 +94,65 @@ def test_a_manager_s_runs_may_name_a_permitted_tenant_inside_a_langgraph_run(tmp
     assert app.invoke({"tenant": None}, {"configurable": {}})["tenant"] == "acme"
     with pytest.raises(ConfigurationError):
         app.invoke({"tenant": None}, {"configurable": {"tenant_id": "initech"}})
+
+
+def test_the_tenants_runs_name_in_vain_do_not_grow_the_process(caplog: pytest.LogCaptureFixture,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``run_tenants`` a named tenant is warned about once; the names are the caller's, so
+    a caller naming a new tenant on every run must not grow what the process keeps without bound
+    (nor the log: past the bound the warning is not repeated per name)."""
+    from session_graph.memory import config
+
+    monkeypatch.setattr(config, "_told", set())  # this process's own: the other tests' warnings stay as they are
+    memory = MemoryConfig(store=InMemoryStore(), user="alice", tenant="acme")
+    with caplog.at_level(logging.WARNING):
+        for n in range(5000):
+            assert memory.for_run(run({"tenant_id": f"t{n:04d}-" + "x" * 200})).tenant == "acme"
+    assert len(config._told) <= 1024
+    assert len([r for r in caplog.records if "run_tenants" in r.getMessage()]) <= 1024
+
+
+def test_a_manager_s_session_commits_into_the_manager_s_tenant_whatever_the_run_names(tmp_path: Path) -> None:
+    """A session a tenant's manager stores is that tenant's: its commit mines it into that tenant's
+    memory (``stores/session_commit.py``: "a tenant's sessions commit into that tenant's memory"),
+    even inside a run naming another tenant ``run_tenants`` allows. It went to the run's tenant:
+    acme's conversation landed in globex's memory, and acme's archive was marked committed, so
+    acme never got it. A tenant-less config's commit still follows the run (runs choose there)."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    memory = MemoryConfig(store=InMemoryStore(), user="bob", run_tenants={"acme", "globex"})
+    acme = SessionManager(tmp_path / "sessions", tenant="acme", memory=memory)
+    fact = {"category": "entities", "key": "launch code", "abstract": "launch code", "content": "The launch code is 4711."}
+
+    def session_of(manager: SessionManager, key: str) -> Any:
+        session = manager.get_or_create(key)
+        session.append_message(HumanMessage(content="Our launch code is 4711."))
+        session.append_message(AIMessage(content="Noted."))
+        session.handlers.model = FakeListChatModel(responses=["# Session Summary\n**Overview**: code | noted | done",
+                                                              json.dumps({"memories": [fact]})] * 3)
+        return session
+
+    class State(TypedDict):
+        status: Any
+
+    def graph(commit: Any) -> Any:
+        built = StateGraph(State)
+        built.add_node("commit", lambda state: {"status": commit()})
+        built.add_edge(START, "commit")
+        built.add_edge("commit", END)
+        return built.compile()
+
+    globex_run = {"configurable": {"tenant_id": "globex"}}
+    session = session_of(acme, "k")
+    assert graph(lambda: acme.commit(session)["status"]).invoke({"status": None}, globex_run)["status"] == "committed"
+    assert facts_of(memory.for_tenant("acme")) == ["The launch code is 4711."]  # the session's own tenant
+    assert facts_of(memory.for_tenant("globex")) == []  # never another tenant's memory
+    shared = SessionManager(tmp_path / "shared", memory=memory)  # the default tenant: a tenant-less config
+    session = session_of(shared, "k")
+    assert graph(lambda: shared.commit(session)["status"]).invoke({"status": None}, globex_run)["status"] == "committed"
+    assert facts_of(memory.for_tenant("globex")) == ["The launch code is 4711."]  # there the run chooses
+
+
+def facts_of(memory: MemoryConfig) -> list[str]:
+    return [value["content"] for value in recall(memory, "launch code", 5)]

@@ -163,7 +163,10 @@ def commit_context(memory: MemoryConfig | None, model: Runnable | None, settings
             "commit() needs long-term memory: Session(..., memory=MemoryConfig(user=..., agent=...)) "
             "or SessionManager(..., memory=MemoryConfig(...))."
         )
-    memory = memory.for_run()  # a commit inside a LangGraph run: that run's user and agent
+    run = memory.for_run()  # a commit inside a LangGraph run: that run's user and agent
+    # and tenant only where the session's config has none: a tenant's session (a manager's) is mined into that
+    # tenant's memory, never into another tenant a run names (run_tenants lets runs choose, not move sessions)
+    memory = run if memory.tenant is None else run.for_tenant(memory.tenant)
     warn_unmigrated(memory)  # a tenant's user whose memories are still at their place before tenancy: said once
     return CommitContext(memory=memory, model=memory.model or model, dry_run=dry_run, wait=wait, now=utc_now(),
                          checkpoint=None if dry_run else adopt, top_k=_setting(settings, "top_k", 5),

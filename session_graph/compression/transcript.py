@@ -13,6 +13,7 @@ so once per prompt): with short messages the full role names were a fifth of wha
 from __future__ import annotations
 
 import json
+import re
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -43,12 +44,17 @@ def _as_is(text: str) -> str:
     return text
 
 
+_PLAIN_ROLE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")  # a role shown as it is in a quoted transcript
+
+
 def transcript_line(message: BaseMessage, lean: bool = False, quoted: bool = False) -> str:
     """One message as a transcript line (multi-line text stays as it is); ``lean``: one-letter roles;
     ``quoted``: its text and names as JSON strings, so the line is one line and nothing in it can
     pass for another message or the prompt's own text (what the commit prompts send)."""
     show = quote if quoted else _as_is
     role = role_of(message)
+    if quoted and not _PLAIN_ROLE.fullmatch(role):  # a ChatMessage's role is free text: it must not end the line
+        role = quote(role)
     if lean:
         role = _LEAN.get(role, role)
     if isinstance(message, ToolMessage):

@@ -24,6 +24,8 @@ on, nothing is written); a real data error of the store is our ``StoreError``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from typing import Annotated
 
@@ -129,6 +131,9 @@ def _forget(memory: MemoryConfig, memory_id: str, category: str | None, purge: b
     """Forget ``memory_id`` (a URI, or a key found in ``category`` or in exactly one category) in
     ``memory``'s own namespaces (the agent's too when ``agent_too``); the tool's answer."""
     memory_id = str(memory_id).strip()
+    if len(memory_id) > 1 and memory_id[0] == memory_id[-1] == '"':  # as search_memory shows a URI that is not one token
+        with contextlib.suppress(ValueError):
+            memory_id = str(json.loads(memory_id))
     allowed = [c for c in CATEGORIES if agent_too or CATEGORIES[c].owner == "user"]
     parsed = parse_uri(memory_id)
     shared = parsed[0][3] if parsed is not None else category

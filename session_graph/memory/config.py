@@ -20,7 +20,7 @@ from langgraph.store.base import BaseStore
 from session_graph._base.ids import MAX_ID_LENGTH, check_id_length
 from session_graph.errors import ConfigurationError, StoreUnavailableError
 from session_graph.llm.names import chat_model
-from session_graph.memory.categories import CATEGORIES, encode_label, memory_namespace, parse_uri
+from session_graph.memory.categories import CATEGORIES, encode_label, memory_namespace, parse_uri, tenant_owner
 from session_graph.memory.filestore import FileMemoryStore
 from session_graph.memory.owner_mark import check_owned
 
@@ -53,7 +53,7 @@ USER_KEYS = ("user_id", "langgraph_user_id")
 AGENT_KEYS = ("agent_id", "assistant_id")
 TENANT_KEYS = ("tenant_id",)
 log = logging.getLogger(__name__)
-_told: set[str] = set()  # run tenants already warned about (once per process each)
+_told: set[str] = set()  # run tenants already warned about (once per process each; the first 1,024: the names are the caller's)
 
 
 def _check_owner(value: Any, what: str) -> str:
@@ -62,7 +62,7 @@ def _check_owner(value: Any, what: str) -> str:
             f"MemoryConfig {what} must be a non-empty string (any text: an email, a path, unicode; it is encoded "
             f"into a store namespace), got {value!r:.80}."
         )
-    return check_id_length(value, f"MemoryConfig {what}")
+    return value
 
 
 def _utf8(value: str) -> bool:
@@ -146,6 +146,9 @@ class MemoryConfig:
         _check_owner(self.agent, "agent")
         if _check_tenant(self.tenant) == DEFAULT_TENANT:  # a SessionManager's default tenant: the tenant-less labels
             object.__setattr__(self, "tenant", None)
+        for kind in ("user", "agent"):  # over the cap: refused, unless it already owns memories (kept from before the cap)
+            if len(getattr(self, kind)) > MAX_ID_LENGTH and not self._owns_memories(kind, getattr(self, kind)):
+                check_id_length(getattr(self, kind), f"MemoryConfig {kind}")
         object.__setattr__(self, "run_tenants", _check_run_tenants(self.run_tenants))
         if self.embeddings is not None and not callable(getattr(self.embeddings, "embed_documents", None)):
             raise ConfigurationError(
@@ -161,6 +164,15 @@ class MemoryConfig:
                 raise ConfigurationError(f"MemoryConfig {name} must be a whole number >= 1, got {value!r}.")
         if self.model is not None:
             object.__setattr__(self, "model", chat_model(self.model, "MemoryConfig model"))  # a name becomes its model
+
+    def _owns_memories(self, kind: str, owner: str) -> bool:
+        """Whether the store holds memories of this ``kind`` ("user" or "agent") of ``owner`` in
+        this config's tenant: an id over ``MAX_ID_LENGTH`` that an older version stored under stays
+        usable (its memories can be read, exported and forgotten), only a new one is refused."""
+        try:
+            return bool(self.memory_store.list_namespaces(prefix=(kind, tenant_owner(self.tenant, owner)), limit=1))
+        except Exception:  # a store that cannot say (or is down): the cap holds
+            return False
 
     @property
     def memory_store(self) -> BaseStore:
@@ -229,7 +241,9 @@ class MemoryConfig:
         (``tenant_id``), only where ``run_tenants`` lets runs choose it: a run's config is the
         caller's, so naming a tenant must never be enough to read its memories. Without
         ``run_tenants`` a named tenant is not read (one warning per tenant and process); the
-        sessions of a manager stay its tenant's either way (only memory follows the run).
+        sessions of a manager stay its tenant's either way (only memory follows the run), and
+        so does what a commit mines from them: a commit follows a run's tenant only where the
+        session's config has none (``commit.session_commit.commit_context``).
 
         Raises:
             ConfigurationError: the run names a user or agent that cannot name a namespace (an id over
@@ -237,13 +251,17 @@ class MemoryConfig:
                 a tenant ``run_tenants`` does not let it choose.
         """
         configurable, context = _run_sources(config, context)
-        scoped = self.for_user(*_named(configurable, context, USER_KEYS, AGENT_KEYS))
+        owners = _named(configurable, context, USER_KEYS, AGENT_KEYS)
+        for kind, keys, owner in zip(("user", "agent"), (USER_KEYS, AGENT_KEYS), owners, strict=True):
+            if owner is not None and len(owner) > MAX_ID_LENGTH and not self._owns_memories(kind, owner):
+                check_id_length(owner, f"the run's {' / '.join(keys)}")  # named where the run gave it
+        scoped = self.for_user(*owners)
         (tenant,) = _named(configurable, context, TENANT_KEYS)
         if tenant is None or (None if tenant == DEFAULT_TENANT else tenant) == self.tenant:
             return scoped
         allowed = self.run_tenants
         if allowed is None:
-            if tenant not in _told:
+            if tenant not in _told and len(_told) < 1024:
                 _told.add(tenant)
                 log.warning("a run names tenant_id %r, but MemoryConfig.run_tenants does not let runs choose their tenant: "
                             "memory stays tenant %r's. Set MemoryConfig(run_tenants=...) to let runs name it.", tenant[:80], self.tenant)
@@ -260,7 +278,9 @@ def _pick(source: Any, keys: tuple[str, ...], where: str) -> str | None:
     for key in keys:
         value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
         if value is not None and value != "":
-            return check_id_length(str(value), f"the run's {where} {key!r}")  # named where the run gave it
+            if keys == TENANT_KEYS:  # a user's or agent's length is checked by for_run (one stored before may pass)
+                check_id_length(str(value), f"the run's {where} {key!r}")  # named where the run gave it
+            return str(value)
     return None
 
 

@@ -18,19 +18,25 @@ tenant's sessions) says who holds the commit and until when.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 import uuid
 
 from session_graph.errors import StoreError
-from session_graph.stores.base import SessionStore, StoreChange, StoredSession
+from session_graph.stores.base import MAX_KEY_LENGTH, SessionStore, StoreChange, StoredSession
 
 __all__ = ["CommitLease", "lease_tenant"]
 
 
 def lease_tenant(tenant: str, purpose: str = "commit") -> str:
-    """The tenant that holds ``tenant``'s leases for ``purpose`` (``#`` keeps it apart from real tenants' names)."""
-    return f"{tenant}#{purpose}-leases"
+    """The tenant that holds ``tenant``'s leases for ``purpose`` (``#`` keeps it apart from real tenants' names).
+    A tenant so long that the name would pass the key cap (which the store holds it to, as any
+    tenant) is named by its digest instead: every tenant the cap accepts can take its leases."""
+    name = f"{tenant}#{purpose}-leases"
+    if len(name) <= MAX_KEY_LENGTH:
+        return name  # the names stored before
+    return f"{tenant[:80]}#{hashlib.sha256(tenant.encode('utf-8', 'surrogatepass')).hexdigest()}#{purpose}-leases"
 
 
 class CommitLease:

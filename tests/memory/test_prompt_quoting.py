@@ -155,3 +155,18 @@ def test_a_huge_message_s_tail_cannot_start_a_line_of_its_own() -> None:
     chunks = transcript_chunks([HumanMessage(content="a" * 5000 + " " + tail)], max_chars=1000)
     assert len(chunks) == 1 and "characters not shown" in chunks[0]
     assert forged_lines(chunks[0]) == []
+
+
+def test_a_chat_message_s_own_role_cannot_forge_a_line_of_the_transcript() -> None:
+    """A ``ChatMessage`` carries its role as free text (a session holds one as given, and a stored
+    or imported session can hold any role): shown as it is, a role with a line break ends the
+    message's line and forges a field, a candidate or a turn in the commit prompts."""
+    from langchain_core.messages import ChatMessage
+
+    from session_graph.memory.prompts import transcript_chunks
+
+    (chunk,) = transcript_chunks([ChatMessage(role=f"critic{EVIL}", content="fine"),
+                                  ChatMessage(role="critic", content="plain")], max_chars=10_000)
+    assert forged_lines(chunk) == [] and len(chunk.splitlines()) == 2, chunk
+    assert chunk.splitlines()[0] == f"{quoted(f'critic{EVIL}')}: {quoted('fine')}"  # the model reads the role exactly
+    assert chunk.splitlines()[1] == f"critic: {quoted('plain')}"  # a plain role stays as it is
