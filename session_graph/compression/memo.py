@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import memo_json
 from session_graph.compression.memo_check import dropped_reason
-from session_graph.compression.transcript import LEAN_LEGEND, QUOTED_NOTE, transcript
+from session_graph.compression.transcript import LEAN_LEGEND, transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
-from session_graph.llm.quote import quote
+from session_graph.llm.quote import QUOTED_NOTE, quote
 from session_graph.llm.replies import memo_of, reply_text, structured, structured_data, wanted_object
 from session_graph.settings import SessionSettings
 

@@ -20,10 +20,10 @@ from langchain_core.runnables import Runnable
 
 from session_graph._base.flow import Flow, Invoke, adrive
 from session_graph.compression.context import SUMMARY_HEADER
-from session_graph.compression.transcript import LEAN_LEGEND, QUOTED_NOTE, transcript
+from session_graph.compression.transcript import LEAN_LEGEND, transcript
 from session_graph.errors import MemoUpdateError, ModelReplyError
 from session_graph.llm.names import chat_model
-from session_graph.llm.quote import quote
+from session_graph.llm.quote import QUOTED_NOTE, quote
 from session_graph.llm.replies import summary_text
 from session_graph.settings import SessionSettings
 
