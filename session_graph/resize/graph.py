@@ -216,23 +216,25 @@ def _build(
             return NO_RESIZE
         resize_type = state.decision["type"]
         if resize_type not in labels:
-            raise UnknownResizeTypeError(
-                f"the policy decided resize type {resize_type!r}, which has no route; known types: "
-                f"{', '.join(sorted(labels))}. Register one with session.set_resize_handlers({resize_type!r}, handler)."
-            )
+            raise UnknownResizeTypeError(_no_route(f"the policy decided resize type {resize_type!r}, which", resize_type, labels))
         return labels[resize_type]
 
     if start is None:  # the judge decides, and the conditional edges after it are the policy's routes
         graph.add_edge(START, "judge")
         graph.add_conditional_edges("judge", route_decision, routes)
     elif start not in labels:
-        raise UnknownResizeTypeError(
-            f"the resize type {start!r} was decided, but has no route; known types: {', '.join(sorted(labels))}. "
-            f"Register one with session.set_resize_handlers({start!r}, handler)."
-        )
+        raise UnknownResizeTypeError(_no_route(f"the resize type {start!r} was decided, but", start, labels))
     else:  # decided before the run: straight to that type's route
         graph.add_edge(START, routes[labels[start]])
     return graph.compile(name="session_graph.resize", checkpointer=checkpointer)
+
+
+def _no_route(what: str, resize_type: str, labels: Mapping[str, str]) -> str:
+    """The error for a decided type with no route: the fix, or why a handler cannot be its route."""
+    known = f"known types: {', '.join(sorted(labels))}"
+    if resize_type in NODE_NAMES or resize_type in (START, END):  # set_resize_handlers refuses these names
+        return f"{what} has no route: it names a node of the resize graph, not a resize type; {known}."
+    return f"{what} has no route; {known}. Register one with session.set_resize_handlers({resize_type!r}, handler)."
 
 
 def _route_chunks(state: SessionState) -> str:

@@ -67,3 +67,14 @@ def test_a_replaced_judge_still_decides_in_the_graph(api: Api) -> None:
     api.resize(session, "lite")  # even a forced resize asks the replaced judge
     assert seen == [8] and session.trace[-1].reason == "mine" and session.trace[-1].route == ("judge", "lite_prune")
     assert len(session.current_chat_history) <= 4
+
+
+@pytest.mark.parametrize("name", ["lite_prune", "judge", "__end__"])
+def test_a_forced_type_that_names_a_graph_node_is_not_told_to_register_a_handler_under_that_name(api: Api, name: str) -> None:
+    session = chat(Session().use_lite(messages=4), 4)
+    with pytest.raises(UnknownResizeTypeError) as failed:
+        api.resize(session, name)
+    assert f"set_resize_handlers({name!r}" not in str(failed.value)  # that advice raises ConfigurationError
+    assert "names a node of the resize graph" in str(failed.value) and "known types: deep, lite" in str(failed.value)
+    with pytest.raises(Exception, match="cannot name a graph node"):
+        session.set_resize_handlers(name, lambda full, current, memo, settings: (full, current, memo))
