@@ -38,7 +38,7 @@ class ViewBuilder:
     def _build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView:
         shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
         memo_key = (id(state.memo), len(state.memo)) if shows_memo else None
-        key = (limits, outside_tokens, memo_key, ledger.counter.name)
+        key = (limits, outside_tokens, memo_key, ledger.counter_key)  # the counter itself: two users' counters may share a name
         tail = self._tail
         if tail is not None and tail.key == key and tail.window is not state.current_chat_history:
             tail = self._rebase(tail, state.current_chat_history, ledger.token_count)
