@@ -37,7 +37,8 @@ class ViewBuilder:
 
     def _build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView:
         shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
-        memo_key = (id(state.memo), len(state.memo)) if shows_memo else None
+        memo = state.memo  # held, not its id(): a new memo may take a freed one's address; the summary: edited in place
+        memo_key = (memo, len(memo), memo.get("summary")) if shows_memo else None
         key = (limits, outside_tokens, memo_key, ledger.counter_key)  # the counter itself: two users' counters may share a name
         tail = self._tail
         if tail is not None and tail.key == key and tail.window is not state.current_chat_history:

@@ -31,3 +31,37 @@ def test_a_view_after_a_counter_swap_to_one_of_the_same_name_is_recounted() -> N
     assert session.counter.name == "custom:<lambda>"
     session.append_message(HumanMessage("next " + "word " * 10, id="u9"))
     _same_as_a_full_build(session)
+
+
+def _chat(session: Session, turns: int) -> None:
+    session.append_message(SystemMessage("sys", id="sys"))
+    for n in range(turns):
+        session.append_message(HumanMessage(f"q{n} hello there", id=f"u{n}"))
+        session.view()  # the model is called: the next view is carried from this one
+        session.append_message(AIMessage(f"a{n} fine", id=f"a{n}"))
+    session.view()
+
+
+def test_a_summary_edited_in_place_is_in_the_next_view() -> None:
+    # the judge sees it (its bounds check the summary); the view must show it too
+    session = Session().configure(mode="summary", limit={"tokens": 2000}, every_n_turns=0)
+    session.state.memo = {"summary": "short"}
+    _chat(session, 3)
+    session.memo["summary"] = "a much longer summary " * 20
+    _same_as_a_full_build(session)  # nothing appended: the cached view must not be returned
+    session.append_message(HumanMessage("next", id="u9"))
+    _same_as_a_full_build(session)  # appended: the carried view must not keep the old summary
+
+
+def test_a_memo_replaced_by_hand_twice_is_in_the_next_view() -> None:
+    # the second new dict may take the first one's freed address (CPython reuses it): a memo
+    # known by id() and size alone looked unchanged and the view kept the first memo's message
+    session = Session(memo_update_handler=lambda memo, messages, attachments, settings: memo)
+    session.configure(mode="memo", limit={"tokens": 2000}, every_n_turns=0)
+    session.state.memo = {"facts": ["short"]}
+    _chat(session, 3)
+    session.state.memo = {"facts": ["a much longer fact " * 20]}
+    session.state.memo = {"facts": ["another much longer fact " * 20]}
+    _same_as_a_full_build(session)
+    session.append_message(HumanMessage("next", id="u9"))
+    _same_as_a_full_build(session)
