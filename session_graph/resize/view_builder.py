@@ -55,7 +55,7 @@ class ViewBuilder:
     def _rebase(self, tail: Tail, window: list[BaseMessage], measure: Callable[[BaseMessage], int]) -> Tail | None:
         """The tail for a window that is the old one less its oldest messages (what a prune
         does; a system prompt pinned at the front stays), with any messages appended since:
-        O(the part kept, in a C loop, + what was appended); None when the window is anything else."""
+        O(the part that survived, in a C loop, + what was appended); None when the window is anything else."""
         old = tail.window
         if not old or not window:
             self._tail = None
@@ -70,8 +70,9 @@ class ViewBuilder:
         kept_new = kept_old - dropped
         if (end == 0 or dropped <= 0 or end <= pin or window[pin] is not old[first] or tail.newest_user < first
                 or (first > tail.keep_from and not isinstance(window[pin], HumanMessage))
-                or end - kept_new != len(old) - kept_old
-                or not all(map(is_, window[kept_new:end], old[kept_old:]))):  # the same objects (a C loop)
+                # every surviving message the same object (a C loop), not only those the view showed:
+                # one the view left out for its size, replaced by a smaller one, may fit now
+                or not all(map(is_, window[pin:end], old[first:]))):
             self._tail = None
             return None
         if first > tail.keep_from:  # the last view showed messages the prune dropped

@@ -3,6 +3,8 @@ anew, after the changes a carried view must notice."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from session_graph import Session
@@ -65,3 +67,18 @@ def test_a_memo_replaced_by_hand_twice_is_in_the_next_view() -> None:
     _same_as_a_full_build(session)
     session.append_message(HumanMessage("next", id="u9"))
     _same_as_a_full_build(session)
+
+
+def test_a_window_whose_unshown_part_changed_is_not_carried() -> None:
+    # the last view showed u3, a3 only (a2 was too big); a restore puts a shorter message in
+    # a2's place: the window ends with the same objects, but a full build now fits u2 again
+    session = Session().configure(limit={"tokens": 120}, every_n_turns=0)
+    for n, size in ((1, 10), (2, 200), (3, 10)):
+        session.append_message(HumanMessage(f"q{n} " + "w " * 10, id=f"u{n}"))
+        session.append_message(AIMessage(f"a{n} " + "w " * size, id=f"a{n}"))
+    assert [m.id for m in session.view().messages] == ["u3", "a3"]
+    window = session.current_chat_history
+    shorter = [window[2], AIMessage("a2 short", id="a2x"), window[4], window[5]]
+    session.restore(dataclasses.replace(session.state, current_chat_history=shorter))
+    _same_as_a_full_build(session)
+    assert [m.id for m in session.view().messages] == ["u2", "a2x", "u3", "a3"]
