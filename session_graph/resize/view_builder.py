@@ -10,7 +10,7 @@ from operator import is_
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from session_graph.resize.ledger import Ledger
+from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.state import SessionState
 from session_graph.resize.system_order import MergeCache, arranged_view
 from session_graph.resize.view import SessionView, Tail, build_with_tail, cancelled
@@ -39,7 +39,9 @@ class ViewBuilder:
         shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
         memo = state.memo  # held, not its id(): a new memo may take a freed one's address; the summary: edited in place
         memo_key = (memo, len(memo), memo.get("summary")) if shows_memo else None
-        key = (limits, outside_tokens, memo_key, ledger.counter_key)  # the counter itself: two users' counters may share a name
+        # the counter itself (two users' counters may share a name); the system prompt (a restore may
+        # change it and keep the window list)
+        key = (limits, outside_tokens, memo_key, ledger.counter_key, system_prompt(state))
         tail = self._tail
         if tail is not None and tail.key == key and tail.window is not state.current_chat_history:
             tail = self._rebase(tail, state.current_chat_history, ledger.token_count)

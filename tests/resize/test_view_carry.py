@@ -82,3 +82,20 @@ def test_a_window_whose_unshown_part_changed_is_not_carried() -> None:
     session.restore(dataclasses.replace(session.state, current_chat_history=shorter))
     _same_as_a_full_build(session)
     assert [m.id for m in session.view().messages] == ["u2", "a2x", "u3", "a3"]
+
+
+def test_a_restore_with_another_system_prompt_and_the_same_window_list_shows_the_new_prompt() -> None:
+    session = Session().configure(limit={"tokens": 500}, every_n_turns=0)
+    session.append_message(SystemMessage("old prompt", id="sys"))
+    for n in range(3):
+        session.append_message(HumanMessage(f"q{n}", id=f"u{n}"))
+        session.view()
+        session.append_message(AIMessage(f"a{n}", id=f"a{n}"))
+    window = [m for m in session.current_chat_history if m.id != "sys"]  # the prompt travels in the view
+    session.restore(dataclasses.replace(session.state, current_chat_history=window))
+    session.view()
+    full = [SystemMessage("a brand new and longer system prompt", id="sys2"), *session.full_chat_history[1:]]
+    session.restore(dataclasses.replace(session.state, full_chat_history=full))  # the window is the same list
+    session.append_message(HumanMessage("next", id="u9"))
+    _same_as_a_full_build(session)
+    assert session.view().messages[0].content == "a brand new and longer system prompt"
