@@ -204,7 +204,8 @@ class Ledger:
         if not (limits.summary_enabled or limits.memo_enabled):
             return 0
         memo = state.memo
-        key = (id(memo), len(memo), id(memo.get("summary")), limits.summary_enabled, self._counter_key)
+        # the memo itself, not its id(): a new memo may take a freed one's address (compared by identity first)
+        key = (memo, len(memo), memo.get("summary"), limits.summary_enabled, self._counter_key)
         if self._context[0] != key:
             message = context_message(state.id, memo, limits)
             self._context = (key, self.measure_context(message) if message is not None else 0)

@@ -92,7 +92,8 @@ class SessionCore:
         """The view for ``outside_tokens`` spent beyond it; the same object while nothing changed."""
         limits = self.state.settings.resolved()
         self.ledger.sync(self.state, limits)
-        key = (self.revision, outside_tokens, limits, id(self.state.memo), len(self.state.memo))
+        memo = self.state.memo  # held, not its id() (a new memo may take a freed one's address); its summary may be edited in place
+        key = (self.revision, outside_tokens, limits, memo, len(memo), memo.get("summary"))
         if self.view_cache is None or self.view_cache[0] != key:  # unchanged since the last call: the same view, O(1)
             view = self.views.build(self.state, self.ledger, limits, outside_tokens)
             self.view_cache = (key, self.strip_view(view) if self.extras else view)  # no block extras reach a provider

@@ -10,7 +10,7 @@ from operator import is_
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from session_graph.resize.ledger import Ledger
+from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.state import SessionState
 from session_graph.resize.system_order import MergeCache, arranged_view
 from session_graph.resize.view import SessionView, Tail, build_with_tail, cancelled
@@ -37,8 +37,11 @@ class ViewBuilder:
 
     def _build(self, state: SessionState, ledger: Ledger, limits: Limits, outside_tokens: int) -> SessionView:
         shows_memo = limits.memo_enabled or limits.summary_enabled  # lite mode shows no memo: its last_resize note is not a change
-        memo_key = (id(state.memo), len(state.memo)) if shows_memo else None
-        key = (limits, outside_tokens, memo_key, ledger.counter.name)
+        memo = state.memo  # held, not its id(): a new memo may take a freed one's address; the summary: edited in place
+        memo_key = (memo, len(memo), memo.get("summary")) if shows_memo else None
+        # the counter itself (two users' counters may share a name); the system prompt (a restore may
+        # change it and keep the window list)
+        key = (limits, outside_tokens, memo_key, ledger.counter_key, system_prompt(state))
         tail = self._tail
         if tail is not None and tail.key == key and tail.window is not state.current_chat_history:
             tail = self._rebase(tail, state.current_chat_history, ledger.token_count)
@@ -54,7 +57,7 @@ class ViewBuilder:
     def _rebase(self, tail: Tail, window: list[BaseMessage], measure: Callable[[BaseMessage], int]) -> Tail | None:
         """The tail for a window that is the old one less its oldest messages (what a prune
         does; a system prompt pinned at the front stays), with any messages appended since:
-        O(the part kept, in a C loop, + what was appended); None when the window is anything else."""
+        O(the part that survived, in a C loop, + what was appended); None when the window is anything else."""
         old = tail.window
         if not old or not window:
             self._tail = None
@@ -69,8 +72,9 @@ class ViewBuilder:
         kept_new = kept_old - dropped
         if (end == 0 or dropped <= 0 or end <= pin or window[pin] is not old[first] or tail.newest_user < first
                 or (first > tail.keep_from and not isinstance(window[pin], HumanMessage))
-                or end - kept_new != len(old) - kept_old
-                or not all(map(is_, window[kept_new:end], old[kept_old:]))):  # the same objects (a C loop)
+                # every surviving message the same object (a C loop), not only those the view showed:
+                # one the view left out for its size, replaced by a smaller one, may fit now
+                or not all(map(is_, window[pin:end], old[first:]))):
             self._tail = None
             return None
         if first > tail.keep_from:  # the last view showed messages the prune dropped

@@ -102,3 +102,20 @@ def test_a_memo_replaced_by_hand_is_seen_by_the_next_judge() -> None:
     assert session.judge_resize() is None
     session.state.memo = {"ids": ["word " * 300]}  # what the memo holds takes room from the window
     assert session.judge_resize() == _fresh_decision(session) == {"type": "deep", "reason": "max_tokens", "severity": 100}
+
+
+def test_a_memo_replaced_twice_after_a_forced_judge_is_seen_by_the_next_judge() -> None:
+    # a forced judge works out the memo's tokens without the default judge's bounds holding the
+    # memo; the second new dict may take the first one's freed address (CPython reuses it), so a
+    # memo known by id() and size alone looked unchanged and its old tokens were kept
+    session = Session(memo_update_handler=_fold).configure(mode="memo", limit={"tokens": 400}, every_n_turns=0)
+    session.append_message(SystemMessage("You are helpful.", id="sys"))
+    for n in range(4):
+        session.append_message(HumanMessage(f"q{n} " + "word " * 20, id=f"u{n}"))
+        session.append_message(AIMessage(f"a{n} " + "word " * 20, id=f"a{n}"))
+    assert session.judge_resize() is None
+    session.state.memo = {"ids": ["x"]}
+    assert session.judge_resize(force="lite") == {"type": "lite", "reason": "force", "severity": 1000}
+    session.state.memo = {"ids": ["word " * 300]}
+    session.state.memo = {"ids": ["more " * 300]}
+    assert session.judge_resize() == _fresh_decision(session) == {"type": "deep", "reason": "max_tokens", "severity": 100}
