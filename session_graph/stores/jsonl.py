@@ -155,7 +155,7 @@ class JsonlStore(StoreBase):
             old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == log_size(log)
             if not mine:
-                old, written = self._current(log, meta), None
+                old, written = self._current(log, meta, locked=True), None
             if old is not None:
                 check_schema(old, str(meta))
             stored = int((old or {}).get("version", 0))
@@ -336,11 +336,17 @@ class JsonlStore(StoreBase):
             raise StoreError(f"cannot write {meta}: {error}") from error
         self._written.put(meta, document, encoded)
 
-    def _current(self, log: Path, meta: Path) -> dict[str, Any] | None:
+    def _current(self, log: Path, meta: Path, *, locked: bool = False) -> dict[str, Any] | None:
         """The session's state document: the meta file, or, when it is behind the log (a crash
         between the append and its rewrite, a power loss) or damaged, the state the log's state
         lines leave. None when neither holds one."""
         state, note = current_state(log, meta, read_meta)
+        if note and not locked and self.create and not meta.exists():
+            # a session's first save writes its log, then its meta file: a reader without the
+            # lock may come in between, which is no crash; under the lock it is done (or was one)
+            lock = meta.with_name(meta.name[: -len(".meta.json")] + ".lock")
+            with self._held.locked(lock, decode_name(lock.name[: -len(".lock")]) or lock.name, self.root):
+                state, note = current_state(log, meta, read_meta)
         if note:
             recovered(note, 4)
         return state
