@@ -268,7 +268,8 @@ class JsonlStore(StoreBase):
         log, meta, _ = self._paths(tenant, key)
         if not log.exists() and not meta.exists():
             return False  # nothing to delete: take no lock, create nothing
-        with self._locked(tenant, key) as (log, meta):
+        with self._holding(tenant, key) as held:
+            held.close_log()  # not removed while open here (Windows refuses to)
             found = False
             quarantine = quarantine_path(self.root, log, key)
             self._written.forget(meta)
