@@ -342,7 +342,7 @@ class JsonlStore(StoreBase):
         between the append and its rewrite, a power loss) or damaged, the state the log's state
         lines leave. None when neither holds one."""
         state, note = current_state(log, meta, read_meta)
-        if note and not locked and self.create and not meta.exists():
+        if note and not locked and self.create:
             # a session's first save writes its log, then its meta file: a reader without the
             # lock may come in between, which is no crash; under the lock it is done (or was one)
             lock = meta.with_name(meta.name[: -len(".meta.json")] + ".lock")

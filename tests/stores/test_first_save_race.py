@@ -82,3 +82,44 @@ def test_a_meta_file_really_missing_is_still_reported(tmp_path: Path, monkeypatc
     snapshot = JsonlStore(tmp_path).read("default", "k")
     assert snapshot is not None and [r["id"] for r in snapshot.records] == ["m1"]
     assert len(reports) == 1 and "is missing" in reports[0]
+
+
+def test_a_reader_whose_first_look_missed_the_meta_file_looks_again_even_once_it_exists(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader found the log without its meta file, and the first save finished before the
+    reader decided what that meant: it must not report what it saw then."""
+    store = JsonlStore(tmp_path, fsync=False)
+    reports: list[str] = []
+    monkeypatch.setattr(jsonl_module, "recovered", lambda note, *_: reports.append(note))
+    between, go = threading.Event(), threading.Event()
+    replace = store._replace
+
+    def paused_replace(*args: Any) -> None:
+        between.set()
+        assert go.wait(30)
+        replace(*args)
+
+    monkeypatch.setattr(store, "_replace", paused_replace)
+    writer = SessionManager(store)
+    session = writer.get_or_create("k")
+    session.append_message({"role": "user", "content": "hello", "id": "m1"})
+    saving = threading.Thread(target=writer.save, args=(session,))
+    saving.start()
+    assert between.wait(30)
+    current_state = jsonl_module.current_state
+    looks: list[str | None] = []
+
+    def then_the_save_ends(*args: Any) -> Any:
+        found = current_state(*args)
+        looks.append(found[1])
+        if len(looks) == 1:  # the first look saw the log alone; the save ends before it is judged
+            go.set()
+            saving.join(30)
+        return found
+
+    monkeypatch.setattr(jsonl_module, "current_state", then_the_save_ends)
+    snapshot = store.read("default", "k")
+    assert not saving.is_alive()
+    assert looks[0] is not None and "is missing" in looks[0]  # the race this test is about happened
+    assert reports == []
+    assert snapshot is not None and [r["id"] for r in snapshot.records] == ["m1"] and snapshot.version == 1
