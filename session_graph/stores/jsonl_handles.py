@@ -32,11 +32,14 @@ import weakref
 from session_graph._base.files import lock_file, unlock_file
 from session_graph.errors import StoreError
 
-__all__ = ["LIMIT", "Held", "HeldFiles", "log_status"]
+__all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "log_status"]
 
 LIMIT = 64
 """How many sessions' files a store keeps open (two descriptors each)."""
 
+HOLD_LOG = os.name != "nt"
+"""Whether a log stays open between saves: not on Windows, where an open file cannot be removed
+(no ``FILE_SHARE_DELETE``), so another process could not delete or clear the session meanwhile."""
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -81,6 +84,9 @@ class Held:
         except OSError:
             self.close_log()
             raise
+        finally:
+            if not HOLD_LOG:
+                self.close_log()
 
     def close_log(self) -> None:
         """Close the held log (before the file is removed: Windows cannot remove an open file)."""
