@@ -317,8 +317,17 @@ class JsonlStore(StoreBase):
         return hits
 
     def close(self) -> None:
-        """Write the search index's terms files up to their logs and close the files held open
-        across saves (a later call opens them again)."""
+        """Write the meta files left behind their logs (what only they carry, the resize trace,
+        is otherwise lost with the process), the search index's terms files up to their logs, and
+        close the files held open across saves (a later call opens them again)."""
+        for meta, document, written in self._written.lagging():  # the meta file's own fields (the trace) too
+            tenant, key = str(document.get("tenant")), str(document.get("key"))
+            with contextlib.suppress(StoreError, OSError, ValueError, TypeError):
+                log, path, _ = self._paths(tenant, key)
+                if path == meta:
+                    with self._holding(tenant, key):
+                        if self._written.get(meta)[0] is document and document.get("bytes") == log_size(log):
+                            self._replace(meta, document, written)
         self.search_index.flush()
         self._held.close()
 
