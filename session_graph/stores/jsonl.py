@@ -155,7 +155,7 @@ class JsonlStore(StoreBase):
             old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == log_size(log)
             if not mine:
-                old, written = self._current(log, meta), None
+                old, written = self._current(log, meta, locked=True), None
             if old is not None:
                 check_schema(old, str(meta))
             stored = int((old or {}).get("version", 0))
@@ -268,7 +268,8 @@ class JsonlStore(StoreBase):
         log, meta, _ = self._paths(tenant, key)
         if not log.exists() and not meta.exists():
             return False  # nothing to delete: take no lock, create nothing
-        with self._locked(tenant, key) as (log, meta):
+        with self._holding(tenant, key) as held:
+            held.close_log()  # not removed while open here (Windows refuses to)
             found = False
             quarantine = quarantine_path(self.root, log, key)
             self._written.forget(meta)
@@ -316,8 +317,17 @@ class JsonlStore(StoreBase):
         return hits
 
     def close(self) -> None:
-        """Write the search index's terms files up to their logs and close the files held open
-        across saves (a later call opens them again)."""
+        """Write the meta files left behind their logs (what only they carry, the resize trace,
+        is otherwise lost with the process), the search index's terms files up to their logs, and
+        close the files held open across saves (a later call opens them again)."""
+        for meta, document, written in self._written.lagging():  # the meta file's own fields (the trace) too
+            tenant, key = str(document.get("tenant")), str(document.get("key"))
+            with contextlib.suppress(StoreError, OSError, ValueError, TypeError):
+                log, path, _ = self._paths(tenant, key)
+                if path == meta:
+                    with self._holding(tenant, key):
+                        if self._written.get(meta)[0] is document and document.get("bytes") == log_size(log):
+                            self._replace(meta, document, written)
         self.search_index.flush()
         self._held.close()
 
@@ -336,11 +346,17 @@ class JsonlStore(StoreBase):
             raise StoreError(f"cannot write {meta}: {error}") from error
         self._written.put(meta, document, encoded)
 
-    def _current(self, log: Path, meta: Path) -> dict[str, Any] | None:
+    def _current(self, log: Path, meta: Path, *, locked: bool = False) -> dict[str, Any] | None:
         """The session's state document: the meta file, or, when it is behind the log (a crash
         between the append and its rewrite, a power loss) or damaged, the state the log's state
         lines leave. None when neither holds one."""
         state, note = current_state(log, meta, read_meta)
+        if note and not locked and self.create:
+            # a session's first save writes its log, then its meta file: a reader without the
+            # lock may come in between, which is no crash; under the lock it is done (or was one)
+            lock = meta.with_name(meta.name[: -len(".meta.json")] + ".lock")
+            with self._held.locked(lock, decode_name(lock.name[: -len(".lock")]) or lock.name, self.root):
+                state, note = current_state(log, meta, read_meta)
         if note:
             recovered(note, 4)
         return state

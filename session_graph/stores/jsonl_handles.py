@@ -32,11 +32,14 @@ import weakref
 from session_graph._base.files import lock_file, unlock_file
 from session_graph.errors import StoreError
 
-__all__ = ["LIMIT", "Held", "HeldFiles", "log_status"]
+__all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "log_status"]
 
 LIMIT = 64
 """How many sessions' files a store keeps open (two descriptors each)."""
 
+HOLD_LOG = os.name != "nt"
+"""Whether a log stays open between saves: not on Windows, where an open file cannot be removed
+(no ``FILE_SHARE_DELETE``), so another process could not delete or clear the session meanwhile."""
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -66,7 +69,7 @@ class Held:
         """Append ``data`` to the log at ``path`` (whose ``(st_dev, st_ino)`` the caller read under
         the lock, None: no log yet) in one write, flushed to disk when ``sync``; the log's size after it."""
         if self.log is not None and (inode is None or inode != self.log_inode):
-            self._close_log()  # another file at the path now (or none): not ours to write
+            self.close_log()  # another file at the path now (or none): not ours to write
         if self.log is None:
             self.log = os.open(path, _APPEND, 0o666)
             status = os.fstat(self.log)
@@ -79,17 +82,21 @@ class Held:
                 os.fsync(self.log)
             return os.lseek(self.log, 0, os.SEEK_CUR)
         except OSError:
-            self._close_log()
+            self.close_log()
             raise
+        finally:
+            if not HOLD_LOG:
+                self.close_log()
 
-    def _close_log(self) -> None:
+    def close_log(self) -> None:
+        """Close the held log (before the file is removed: Windows cannot remove an open file)."""
         if self.log is not None:
             with contextlib.suppress(OSError):
                 os.close(self.log)
         self.log, self.log_inode = None, None
 
     def close(self) -> None:
-        self._close_log()
+        self.close_log()
         if self.lock is not None:
             with contextlib.suppress(OSError):
                 self.lock.close()

@@ -135,3 +135,43 @@ def test_a_store_dropped_without_close_leaves_no_file_open(tmp_path: Path) -> No
     del manager
     gc.collect()
     assert open_in(tmp_path) == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts open files through /proc")
+def test_delete_closes_the_held_log_before_removing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows cannot remove a file that is open (no FILE_SHARE_DELETE): a session this store
+    saved (its log held open) must still be deletable by the same store."""
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "hello")
+    log, _ = files(tmp_path)
+    open_at_unlink: list[bool] = []
+    unlink = Path.unlink
+
+    def checked(path: Path, missing_ok: bool = False) -> None:
+        if path == log:
+            open_at_unlink.append(any(os.readlink(f"/proc/self/fd/{fd}") == str(log)
+                                      for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")))
+        unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", checked)
+    assert manager.delete("k")
+    assert open_at_unlink == [False]
+    turn(manager, "again")  # a later save opens a new log
+    assert [m.content for m in SessionManager(tmp_path).get("k").full_chat_history] == ["again"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts open files through /proc")
+def test_where_an_open_file_cannot_be_removed_no_log_stays_open_between_saves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Windows (``HOLD_LOG`` False there) a log held open would keep every other process from
+    deleting or clearing the session: each save closes it again; the lock file stays held."""
+    from session_graph.stores import jsonl_handles
+
+    monkeypatch.setattr(jsonl_handles, "HOLD_LOG", False)
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "one")
+    turn(manager, "two")
+    log, lock = files(tmp_path)
+    open_now = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")}
+    assert str(log) not in open_now and str(lock) in open_now
+    assert [m.content for m in SessionManager(tmp_path).get("k").full_chat_history] == ["one", "two"]
