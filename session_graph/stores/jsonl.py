@@ -254,7 +254,7 @@ class JsonlStore(StoreBase):
             if seen is not None:
                 return Snapshot(key, state, seen, int(state.get("version", 0)))
         trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
-        records = self._records(tenant, key, log, since, trusted, locked=settled and self.create)
+        records = self._records(tenant, key, log, since, trusted, locked=settled and self.create, settled=settled)
         if state is None and not records:
             return None
         if state is None:
@@ -364,14 +364,14 @@ class JsonlStore(StoreBase):
         return state
 
     def _records(self, tenant: str, key: str, log: Path, since: int = 0, offsets: list[list[int]] | None = None, *,
-                 locked: bool = False) -> LineRecords:
+                 locked: bool = False, settled: bool = True) -> LineRecords:
         """The records from ``since`` on, decoded when read; ``offsets`` (trusted) let the read seek to ``since``."""
         with paused_gc():
-            return self._decode(tenant, key, log, since, offsets, locked)
+            return self._decode(tenant, key, log, since, offsets, locked, settled)
 
     def _decode(self, tenant: str, key: str, log: Path, since: int, offsets: list[list[int]] | None,
-                locked: bool) -> LineRecords:
-        records, bad = decode(log, since, offsets)
+                locked: bool, settled: bool) -> LineRecords:
+        records, bad = decode(log, since, offsets, settled=settled)
         if bad:
             self._quarantine(tenant, key, log, bad, locked)
         return records

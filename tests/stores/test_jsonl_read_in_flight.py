@@ -16,7 +16,7 @@ from langchain_core.messages import HumanMessage
 import pytest
 
 from session_graph import Session
-from session_graph.stores import JsonlStore, SessionManager
+from session_graph.stores import JsonlStore, SessionManager, jsonl_handles
 
 TENANT = "default"
 
@@ -134,3 +134,74 @@ def test_a_meta_file_really_missing_is_still_reported_and_rebuilt(tmp_path: Path
     with pytest.warns(RuntimeWarning, match="missing"):
         snapshot = fresh.read(TENANT, "k")
     assert snapshot is not None and snapshot.version == 1 and [r["id"] for r in snapshot.records] == ["m1"]
+
+
+def test_a_reader_that_sees_half_of_a_save_in_flight_reads_it_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A save's append is one ``write``, but a reader may see part of it (Linux copies a write
+    into the page cache a page at a time; a short write on a full disk goes on in a second call):
+    the log then ends in half a line. Under the writer's lock that would be a crash's torn line;
+    without it, a write in flight: the reader reads again under the lock, never warns of a torn
+    line nor drops the message."""
+    store = JsonlStore(tmp_path / "j", fsync=False)
+    errors: list[BaseException] = []
+    _save_first(store, errors)
+    assert not errors
+    halfway, resume = threading.Event(), threading.Event()
+    real_os = jsonl_handles.os
+
+    class HalfWrites:
+        """``os`` for the held files: the writer thread's first write stops halfway until a reader came."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real_os, name)
+
+        @staticmethod
+        def write(fd: int, data: Any) -> int:
+            if threading.current_thread().name == "writer" and not halfway.is_set():
+                written = real_os.write(fd, bytes(data[: len(data) // 2]))
+                halfway.set()
+                resume.wait(30)
+                return written
+            return real_os.write(fd, data)
+
+    holding = JsonlStore._holding
+
+    def asking(self: JsonlStore, tenant: str, key: str) -> Any:
+        if threading.current_thread().name == "reader":
+            resume.set()
+        return holding(self, tenant, key)
+
+    monkeypatch.setattr(jsonl_handles, "os", HalfWrites())
+    monkeypatch.setattr(JsonlStore, "_holding", asking)
+    caplog.set_level(logging.WARNING)
+
+    def second_save() -> None:
+        try:
+            manager = SessionManager(store, tenant=TENANT)
+            session = manager.get_or_create("k")
+            session.append_message(HumanMessage(content="again " * 200, id="m2"))
+            manager.save(session)
+        except BaseException as error:
+            errors.append(error)
+
+    seen: list[Any] = []
+
+    def read() -> None:
+        try:
+            snapshot = store.read(TENANT, "k")
+            seen.append(None if snapshot is None else (snapshot.version, [r["id"] for r in snapshot.records]))
+        except BaseException as error:
+            errors.append(error)
+
+    writer = threading.Thread(target=second_save, name="writer")
+    writer.start()
+    assert halfway.wait(30)
+    worker = threading.Thread(target=read, name="reader")
+    worker.start()
+    worker.join(30)
+    resume.set()
+    writer.join(30)
+    assert not errors, errors
+    _no_recovery_reported(caplog)
+    assert seen == [(2, ["m1", "m2"])]
