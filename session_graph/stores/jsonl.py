@@ -270,11 +270,13 @@ class JsonlStore(StoreBase):
         written = self._written.get(meta)[0]
         try:
             state = written if written is not None and written.get("bytes") == log_size(log) else self._current(log, meta, not self.create)
+            if state is None and self.create and log_size(log):  # no state, then a log: a first save landed in between
+                raise InFlight
         except InFlight:
             with self._holding(tenant, key):
                 state = self._current(log, meta)
         if state is None:  # a transcript without its meta file is still a session
-            return 0 if log.exists() and log.stat().st_size else None
+            return 0 if log_size(log) else None
         return int(state.get("version", 0))
 
     def delete(self, tenant: str, key: str) -> bool:
@@ -351,11 +353,9 @@ class JsonlStore(StoreBase):
         self._written.put(meta, document, encoded)
 
     def _current(self, log: Path, meta: Path, settled: bool = True) -> dict[str, Any] | None:
-        """The session's state document: the meta file, or, when it is behind the log (a crash
-        between the append and its rewrite, a power loss) or damaged, the state the log's state
-        lines leave. None when neither holds one. ``settled=False`` (read without the lock):
-        raises ``InFlight`` instead of reporting a recovery, since a first save writes its log
-        before its meta file (the caller reads again under the lock)."""
+        """The session's state: the meta file, or the state the log's state lines leave when it is behind the log
+        (a crash between the append and its rewrite) or damaged; None when neither holds one. ``settled=False``
+        (no lock held): ``InFlight`` instead of a recovery, as a first save writes its log before its meta file."""
         state, note = current_state(log, meta, read_meta)
         if note and not settled:
             raise InFlight

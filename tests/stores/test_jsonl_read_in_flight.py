@@ -205,3 +205,28 @@ def test_a_reader_that_sees_half_of_a_save_in_flight_reads_it_whole(
     assert not errors, errors
     _no_recovery_reported(caplog)
     assert seen == [(2, ["m1", "m2"])]
+
+
+def test_version_that_found_no_state_before_a_first_save_reads_it_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``version`` finds no state (nothing stored yet), then the whole first save lands before it
+    looks at the log: the session is at version 1, not a version-0 transcript without a meta file."""
+    store = JsonlStore(tmp_path / "j", fsync=False)
+    current = JsonlStore._current
+    errors: list[BaseException] = []
+
+    def late_save(self: JsonlStore, *args: Any, **kwargs: Any) -> Any:
+        state = current(self, *args, **kwargs)
+        if threading.current_thread().name == "reader" and not getattr(late_save, "done", False):
+            late_save.done = True  # type: ignore[attr-defined]
+            writer = threading.Thread(target=_save_first, args=(store, errors), name="writer")
+            writer.start()
+            writer.join(30)
+        return state
+
+    monkeypatch.setattr(JsonlStore, "_current", late_save)
+    seen: list[Any] = []
+    worker = threading.Thread(target=lambda: seen.append(store.version(TENANT, "k")), name="reader")
+    worker.start()
+    worker.join(30)
+    assert not errors, errors
+    assert seen == [1]
