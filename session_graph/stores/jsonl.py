@@ -58,6 +58,7 @@ from session_graph.stores.jsonl_log import (
 )
 from session_graph.stores.jsonl_state import (
     Appending,
+    InFlight,
     MetaCache,
     Written,
     current_state,
@@ -155,7 +156,7 @@ class JsonlStore(StoreBase):
             old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == log_size(log)
             if not mine:
-                old, written = self._current(log, meta, locked=True), None
+                old, written = self._current(log, meta), None
             if old is not None:
                 check_schema(old, str(meta))
             stored = int((old or {}).get("version", 0))
@@ -237,8 +238,15 @@ class JsonlStore(StoreBase):
 
     def read(self, tenant: str, key: str, *, since: int = 0, window: bool = False) -> Snapshot | None:
         """The stored session, or None; ``since``: records from that ``seq`` on; ``window``: record 0 and the records from the window on."""
+        try:
+            return self._read(tenant, key, since, window, settled=not self.create)
+        except InFlight:  # read again once the save holding the lock is done: what is missing then is missing
+            with self._holding(tenant, key):
+                return self._read(tenant, key, since, window, settled=True)
+
+    def _read(self, tenant: str, key: str, since: int, window: bool, settled: bool) -> Snapshot | None:
         log, meta, _ = self._paths(tenant, key)
-        state = self._current(log, meta)
+        state = self._current(log, meta, settled)
         if state is not None:
             check_schema(state, str(meta))
         if window and state is not None:
@@ -246,11 +254,13 @@ class JsonlStore(StoreBase):
             if seen is not None:
                 return Snapshot(key, state, seen, int(state.get("version", 0)))
         trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
-        records = self._records(tenant, key, log, since, trusted)
+        records = self._records(tenant, key, log, since, trusted, locked=settled and self.create, settled=settled)
         if state is None and not records:
             return None
         if state is None:
-            recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 3)
+            if not settled:  # no state read, then a log: a first save landed in between
+                raise InFlight
+            recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 4)
             state = {"message_count": len(records)}
         return Snapshot(key, state, records, int(state.get("version", 0)))
 
@@ -258,9 +268,15 @@ class JsonlStore(StoreBase):
         """The stored version (from the meta file alone), or None if the session is not stored."""
         log, meta, _ = self._paths(tenant, key)
         written = self._written.get(meta)[0]
-        state = written if written is not None and written.get("bytes") == log_size(log) else self._current(log, meta)
+        try:
+            state = written if written is not None and written.get("bytes") == log_size(log) else self._current(log, meta, not self.create)
+            if state is None and self.create and log_size(log):  # no state, then a log: a first save landed in between
+                raise InFlight
+        except InFlight:
+            with self._holding(tenant, key):
+                state = self._current(log, meta)
         if state is None:  # a transcript without its meta file is still a session
-            return 0 if log.exists() and log.stat().st_size else None
+            return 0 if log_size(log) else None
         return int(state.get("version", 0))
 
     def delete(self, tenant: str, key: str) -> bool:
@@ -346,30 +362,26 @@ class JsonlStore(StoreBase):
             raise StoreError(f"cannot write {meta}: {error}") from error
         self._written.put(meta, document, encoded)
 
-    def _current(self, log: Path, meta: Path, *, locked: bool = False) -> dict[str, Any] | None:
-        """The session's state document: the meta file, or, when it is behind the log (a crash
-        between the append and its rewrite, a power loss) or damaged, the state the log's state
-        lines leave. None when neither holds one."""
+    def _current(self, log: Path, meta: Path, settled: bool = True) -> dict[str, Any] | None:
+        """The session's state: the meta file, or the state the log's state lines leave when it is behind the log
+        (a crash between the append and its rewrite) or damaged; None when neither holds one. ``settled=False``
+        (no lock held): ``InFlight`` instead of a recovery, as a first save writes its log before its meta file."""
         state, note = current_state(log, meta, read_meta)
-        if note and not locked and self.create:
-            # a session's first save writes its log, then its meta file: a reader without the
-            # lock may come in between, which is no crash; under the lock it is done (or was one)
-            lock = meta.with_name(meta.name[: -len(".meta.json")] + ".lock")
-            with self._held.locked(lock, decode_name(lock.name[: -len(".lock")]) or lock.name, self.root):
-                state, note = current_state(log, meta, read_meta)
+        if note and not settled:
+            raise InFlight
         if note:
             recovered(note, 4)
         return state
 
     def _records(self, tenant: str, key: str, log: Path, since: int = 0, offsets: list[list[int]] | None = None, *,
-                 locked: bool = False) -> LineRecords:
+                 locked: bool = False, settled: bool = True) -> LineRecords:
         """The records from ``since`` on, decoded when read; ``offsets`` (trusted) let the read seek to ``since``."""
         with paused_gc():
-            return self._decode(tenant, key, log, since, offsets, locked)
+            return self._decode(tenant, key, log, since, offsets, locked, settled)
 
     def _decode(self, tenant: str, key: str, log: Path, since: int, offsets: list[list[int]] | None,
-                locked: bool) -> LineRecords:
-        records, bad = decode(log, since, offsets)
+                locked: bool, settled: bool) -> LineRecords:
+        records, bad = decode(log, since, offsets, settled=settled)
         if bad:
             self._quarantine(tenant, key, log, bad, locked)
         return records

@@ -30,7 +30,7 @@ from session_graph._base.files import last_newline
 from session_graph._base.gc import paused_gc
 from session_graph._base.paths import inside
 from session_graph.errors import StoreError
-from session_graph.stores.jsonl_state import is_state_line
+from session_graph.stores.jsonl_state import InFlight, is_state_line
 from session_graph.stores.records import LineRecords
 
 logger = logging.getLogger(__name__)
@@ -96,13 +96,16 @@ def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
     return count, size
 
 
-def decode(log: Path, since: int, offsets: list[list[int]] | None = None) -> tuple[LineRecords, list[tuple[int, bytes]]]:
+def decode(log: Path, since: int, offsets: list[list[int]] | None = None, *, settled: bool = True
+           ) -> tuple[LineRecords, list[tuple[int, bytes]]]:
     """The records of a log from ``seq`` ``since`` on (a reset marker empties what came before),
     and the lines that are no record, numbered from 0 (the caller quarantines them).
 
     ``offsets``: the log's record offsets, when they are known to describe it (the state's
     ``bytes`` is the log's size): the read then starts at the last offset at or before ``since``
     instead of the top of the file, so reading what another writer added costs what it added.
+    ``settled=False`` (read without the session's lock): a last line not ended yet may be a save
+    in flight, so ``InFlight`` is raised instead of dropping it (the caller reads under the lock).
     The records are decoded one at a time when read (``LineRecords``): each line is decoded here
     only to check it, and its objects are freed before the next line's are made.
     """
@@ -119,6 +122,8 @@ def decode(log: Path, since: int, offsets: list[list[int]] | None = None) -> tup
     except OSError as error:
         raise StoreError(f"cannot read {log}: {error}") from error
     end = raw.rfind(b"\n") + 1
+    if end < len(raw) and not settled:
+        raise InFlight
     if end < len(raw):  # b"" when the file ends with a newline
         recovered(f"{log}: dropping a torn last line (an interrupted write).", 4)
     records = LineRecords(raw, _loads)

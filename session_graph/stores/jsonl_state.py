@@ -37,6 +37,7 @@ from session_graph.errors import StoreError
 __all__ = [
     "STATE_PREFIX",
     "Appending",
+    "InFlight",
     "LazyTrace",
     "MetaCache",
     "Written",
@@ -128,6 +129,11 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
             document[name] = loads(fields[name])
     fields["window"] = dumps(window)
     return document, Written(fields, window, changed.get("trace", trace))
+
+
+class InFlight(Exception):
+    """A read without the session's lock found what a save in flight leaves (the log of a first
+    save, its meta file not written yet): the store reads again under the lock."""
 
 
 def current_state(log: Path, meta: Path, read_meta: Callable[[Path], dict[str, Any] | None]
