@@ -1,0 +1,45 @@
+"""The resize trace of a JSONL session outlives its store's close: only the meta file carries the
+trace, and a store rewrites that file lazily (the log's state lines say the rest), so a store
+closed with its meta files behind their logs must write them first."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+import sys
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+import pytest
+
+from session_graph import Session, SessionManager
+from session_graph.integrations import SessionMiddleware
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from agents_util import lookup, model  # noqa: E402
+
+
+def manager_at(root: Path) -> SessionManager:
+    manager = SessionManager(root)
+    manager.session_factory = lambda key: Session(key).use_lite(chars=1500)
+    return manager
+
+
+@pytest.mark.parametrize("aio", [False, True], ids=["sync", "async"])
+def test_an_agent_session_reloaded_after_close_keeps_every_resize_in_its_trace(tmp_path: Path, aio: bool) -> None:
+    llm = model()
+    config = {"configurable": {"thread_id": "t1"}}
+    for turn in range(10):  # a new manager (a new process) every turn, the last one closed
+        manager = manager_at(tmp_path)
+        agent = create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(manager=manager)], system_prompt="Be brief.")
+        question = {"messages": [HumanMessage(content=f"question {turn} " + "x" * 40)]}
+        if aio:
+            asyncio.run(agent.ainvoke(question, config))
+        else:
+            agent.invoke(question, config)
+        live = manager.get("t1")
+        records = live.trace.dump(100)
+        manager.close()
+        again = manager_at(tmp_path).get("t1")
+        assert again.trace.dump(100) == records, f"turn {turn}"
+    assert len(again.trace) >= 4  # the agent pruned on most turns: every prune is still recorded
