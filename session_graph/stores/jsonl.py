@@ -191,7 +191,10 @@ class JsonlStore(StoreBase):
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            if mine and not change.reset and size - on_disk < _META_LAG:  # the log's state lines say the rest
+            # the log's state lines say the rest, but not the trace (the meta file's only): a
+            # resize's records are written at once, so another process or a crash keeps them
+            traced = (document.get("trace") or None) != ((old or {}).get("trace") or None)
+            if mine and not change.reset and not traced and size - on_disk < _META_LAG:
                 self._written.put(meta, document, encoded, on_disk)
             else:
                 self._replace(meta, document, encoded)
@@ -227,7 +230,7 @@ class JsonlStore(StoreBase):
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            if size - on_disk < _META_LAG:
+            if size - on_disk < _META_LAG and "trace" not in expect.fields:  # a prune's trace: written now (as update)
                 self._written.put(meta, document, encoded, on_disk, detached=True)
             else:
                 self._replace(meta, document, encoded)

@@ -43,3 +43,27 @@ def test_an_agent_session_reloaded_after_close_keeps_every_resize_in_its_trace(t
         again = manager_at(tmp_path).get("t1")
         assert again.trace.dump(100) == records, f"turn {turn}"
     assert len(again.trace) >= 4  # the agent pruned on most turns: every prune is still recorded
+
+
+@pytest.mark.parametrize("aio", [False, True], ids=["sync", "async"])
+def test_another_writers_save_keeps_the_agents_resizes_in_its_trace(tmp_path: Path, aio: bool) -> None:
+    """Another process reads the session while this one runs (no close): the trace it reads, and
+    so saves back and this one reloads, holds every resize this one made."""
+    manager, llm = manager_at(tmp_path), model()
+    agent = create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(manager=manager)], system_prompt="Be brief.")
+    config = {"configurable": {"thread_id": "t1"}}
+    for turn in range(10):
+        question = {"messages": [HumanMessage(content=f"question {turn} " + "x" * 40)]}
+        if aio:
+            asyncio.run(agent.ainvoke(question, config))
+        else:
+            agent.invoke(question, config)
+        live = manager.get("t1")
+        other = manager_at(tmp_path)
+        seen = other.get("t1")
+        assert seen.trace.dump(100) == live.trace.dump(100), f"turn {turn}: another process reads an old trace"
+        if turn % 3 == 1:  # the other writer adds a message: this manager reloads the session on its next get
+            seen.append_message(HumanMessage(content=f"from another writer {turn}", id=f"b{turn}"))
+            other.save(seen)
+        other.close()
+    assert len(manager.get("t1").trace) >= 4
