@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-import sys
 
+from agents_util import lookup, model
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 import pytest
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from agents_util import lookup, model  # noqa: E402
 
 
 def manager_at(root: Path) -> SessionManager:
