@@ -319,17 +319,8 @@ class JsonlStore(StoreBase):
         return hits
 
     def close(self) -> None:
-        """Write the meta files and the search index's terms files up to their logs and close
-        the files held open across saves (a later call opens them again). A meta file behind its
-        log is complete but for the trace, which only it carries (a resize's records would be lost)."""
-        for meta, document in self._written.lagging():
-            tenant, key = document.get("tenant"), document.get("key")
-            if not isinstance(tenant, str) or not isinstance(key, str):
-                continue
-            with self._holding(tenant, key):
-                old, written, on_disk = self._written.get(meta)  # still the file this store wrote, under the lock
-                if old is not None and written is not None and on_disk < int(old.get("bytes", 0)) == log_size(self._paths(tenant, key)[0]):
-                    self._replace(meta, old, written)
+        """Write the search index's terms files up to their logs and close the files held open
+        across saves (a later call opens them again)."""
         self.search_index.flush()
         self._held.close()
 

@@ -376,9 +376,3 @@ class MetaCache:
     def forget(self, path: Path) -> None:
         with self._guard:
             self._entries.pop(path, None)
-
-    def lagging(self) -> list[tuple[Path, dict[str, Any]]]:
-        """The meta files whose file on disk is behind the document written here (the log's
-        state lines say the rest, but not the trace: only the meta file carries it)."""
-        with self._guard:
-            return [(path, entry[1]) for path, entry in self._entries.items() if entry[3] < int(entry[1].get("bytes", 0))]

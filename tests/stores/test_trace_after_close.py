@@ -1,6 +1,6 @@
-"""The resize trace of a JSONL session outlives its store's close: only the meta file carries the
-trace, and a store rewrites that file lazily (the log's state lines say the rest), so a store
-closed with its meta files behind their logs must write them first."""
+"""The resize trace of a JSONL session outlives its manager and another writer's save: only the
+meta file carries the trace, and a store rewrites that file lazily (the log's state lines say
+the rest), so a save whose trace changed writes it at once."""
 
 from __future__ import annotations
 
