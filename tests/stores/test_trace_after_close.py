@@ -5,15 +5,17 @@ the rest), so a save whose trace changed writes it at once."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from agents_util import lookup, model
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
+from session_graph.resize.trace import SAVED_TRACE
 
 
 def manager_at(root: Path) -> SessionManager:
@@ -64,3 +66,16 @@ def test_another_writers_save_keeps_the_agents_resizes_in_its_trace(tmp_path: Pa
             other.save(seen)
         other.close()
     assert len(manager.get("t1").trace) >= 4
+
+
+def test_an_export_right_after_prunes_carries_every_resize(tmp_path: Path) -> None:
+    manager = SessionManager(tmp_path)
+    session = manager.get_or_create("k").use_lite(messages=6)
+    for i in range(20):  # appended saves, most after a lite prune
+        session.append_message(HumanMessage(content=f"question {i}", id=f"u{i}"))
+        session.append_message(AIMessage(content=f"answer {i}", id=f"a{i}"))
+        if session.judge_resize():
+            session.resize()
+        manager.save(session)
+    exported = json.loads(manager.export("k"))["state"]["trace"]
+    assert len(session.trace) >= 10 and exported == session.trace.dump(SAVED_TRACE)
