@@ -42,7 +42,6 @@ from session_graph.stores.base import (
 )
 from session_graph.stores.jsonl_handles import Held, HeldFiles, log_status
 from session_graph.stores.jsonl_log import (
-    OFFSET_STEP,
     RESET,
     decode,
     log_size,
@@ -51,6 +50,7 @@ from session_graph.stores.jsonl_log import (
     quarantine_path,
     read_ids,
     read_meta,
+    record_lines,
     recovered,
     scan_offsets,
     settle,
@@ -177,7 +177,7 @@ class JsonlStore(StoreBase):
                 lines.append((json.dumps({"_type": RESET, "ts": state.get("updated_at")}) + "\n").encode())
                 position += len(lines[-1])
                 count = 0
-            count, position = _record_lines(change.records, count, position, offsets, lines)
+            count, position = record_lines(change.records, count, position, offsets, lines)
             version = stored + 1
             document = {**state, "key": key, "tenant": tenant, "message_count": count, "version": version,
                         "resets": resets(old) + change.reset}
@@ -192,7 +192,10 @@ class JsonlStore(StoreBase):
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            if mine and not change.reset and size - on_disk < _META_LAG:  # the log's state lines say the rest
+            # the log's state lines say the rest, but not the trace (the meta file's only): a
+            # resize's records are written at once, so another process or a crash keeps them
+            traced = (document.get("trace") or None) != ((old or {}).get("trace") or None)
+            if mine and not change.reset and not traced and size - on_disk < _META_LAG:
                 self._written.put(meta, document, encoded, on_disk)
             else:
                 self._replace(meta, document, encoded)
@@ -218,7 +221,7 @@ class JsonlStore(StoreBase):
             if offsets is None:
                 return None
             lines: list[bytes] = []
-            count, position = _record_lines(records, expect.persisted, size, offsets, lines)
+            count, position = record_lines(records, expect.persisted, size, offsets, lines)
             version = expect.version + 1
             changed, ids = {**expect.fields, "message_count": count, "version": version}, [record.get("id") for record in records]
             document, encoded = grown(old, written, changed, ids, expect.dropped)
@@ -228,7 +231,7 @@ class JsonlStore(StoreBase):
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            if size - on_disk < _META_LAG:
+            if size - on_disk < _META_LAG and "trace" not in expect.fields:  # a prune's trace: written now (as update)
                 self._written.put(meta, document, encoded, on_disk, detached=True)
             else:
                 self._replace(meta, document, encoded)
@@ -333,17 +336,9 @@ class JsonlStore(StoreBase):
         return hits
 
     def close(self) -> None:
-        """Write the meta files left behind their logs (what only they carry, the resize trace,
-        is otherwise lost with the process), the search index's terms files up to their logs, and
-        close the files held open across saves (a later call opens them again)."""
-        for meta, document, written in self._written.lagging():  # the meta file's own fields (the trace) too
-            tenant, key = str(document.get("tenant")), str(document.get("key"))
-            with contextlib.suppress(StoreError, OSError, ValueError, TypeError):
-                log, path, _ = self._paths(tenant, key)
-                if path == meta:
-                    with self._holding(tenant, key):
-                        if self._written.get(meta)[0] is document and document.get("bytes") == log_size(log):
-                            self._replace(meta, document, written)
+        """Write the search index's terms files up to their logs and close the files held open
+        across saves (a later call opens them again). Meta files behind their logs are left: the
+        log's state lines hold all they would add (a save whose trace changed rewrote its meta)."""
         self.search_index.flush()
         self._held.close()
 
@@ -396,15 +391,3 @@ class JsonlStore(StoreBase):
         lock = contextlib.nullcontext() if locked else self._locked(tenant, key)
         quarantine_lines(self.root, key, log, bad, write=self.create, lock=lock)
 
-
-def _record_lines(records: list[dict[str, Any]], count: int, position: int, offsets: list[list[int]],
-                  lines: list[bytes]) -> tuple[int, int]:
-    """``records`` as log lines (numbered from ``count``) added to ``lines``, an offset noted every
-    ``OFFSET_STEP`` records; returns the count and the log position after them."""
-    for record in records:
-        if count % OFFSET_STEP == 0:
-            offsets.append([count, position])
-        lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
-        position += len(lines[-1])
-        count += 1
-    return count, position

@@ -335,3 +335,16 @@ def is_reset(line: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(record, dict) and record.get("_type") == RESET
+
+
+def record_lines(records: list[dict[str, Any]], count: int, position: int, offsets: list[list[int]],
+                 lines: list[bytes]) -> tuple[int, int]:
+    """``records`` as log lines (numbered from ``count``) added to ``lines``, an offset noted every
+    ``OFFSET_STEP`` records; returns the count and the log position after them."""
+    for record in records:
+        if count % OFFSET_STEP == 0:
+            offsets.append([count, position])
+        lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
+        position += len(lines[-1])
+        count += 1
+    return count, position

@@ -382,10 +382,3 @@ class MetaCache:
     def forget(self, path: Path) -> None:
         with self._guard:
             self._entries.pop(path, None)
-
-    def lagging(self) -> list[tuple[Path, dict[str, Any], Written]]:
-        """The documents whose meta file on disk describes less of the log than they do (the
-        meta file's own fields, the trace above all, are only in memory)."""
-        with self._guard:
-            return [(path, document, written) for path, (_, document, written, at) in self._entries.items()
-                    if at != document.get("bytes", at)]
