@@ -24,21 +24,7 @@ def test_a_reader_racing_a_sessions_first_save_reports_no_missing_meta_file(tmp_
     store = JsonlStore(tmp_path, fsync=False)
     reports: list[str] = []
     monkeypatch.setattr(jsonl_module, "recovered", lambda note, *_: reports.append(note))
-    between, go = threading.Event(), threading.Event()  # the first save between its log and its meta file
-    replace = store._replace
-
-    def paused_replace(*args: Any) -> None:
-        between.set()
-        assert go.wait(30)
-        replace(*args)
-
-    monkeypatch.setattr(store, "_replace", paused_replace)
-    writer = SessionManager(store)
-    session = writer.get_or_create("k")
-    session.append_message({"role": "user", "content": "hello", "id": "m1"})
-    saving = threading.Thread(target=writer.save, args=(session,))
-    saving.start()
-    assert between.wait(30)
+    go, saving = _first_save_paused(store, monkeypatch)
 
     reader_turn = threading.Event()  # the reader is done, or waits for the writer's lock
     entry = store._held._entry
@@ -91,21 +77,7 @@ def test_a_reader_whose_first_look_missed_the_meta_file_looks_again_even_once_it
     store = JsonlStore(tmp_path, fsync=False)
     reports: list[str] = []
     monkeypatch.setattr(jsonl_module, "recovered", lambda note, *_: reports.append(note))
-    between, go = threading.Event(), threading.Event()
-    replace = store._replace
-
-    def paused_replace(*args: Any) -> None:
-        between.set()
-        assert go.wait(30)
-        replace(*args)
-
-    monkeypatch.setattr(store, "_replace", paused_replace)
-    writer = SessionManager(store)
-    session = writer.get_or_create("k")
-    session.append_message({"role": "user", "content": "hello", "id": "m1"})
-    saving = threading.Thread(target=writer.save, args=(session,))
-    saving.start()
-    assert between.wait(30)
+    go, saving = _first_save_paused(store, monkeypatch)
     current_state = jsonl_module.current_state
     looks: list[str | None] = []
 
@@ -123,3 +95,24 @@ def test_a_reader_whose_first_look_missed_the_meta_file_looks_again_even_once_it
     assert looks[0] is not None and "is missing" in looks[0]  # the race this test is about happened
     assert reports == []
     assert snapshot is not None and [r["id"] for r in snapshot.records] == ["m1"] and snapshot.version == 1
+
+
+def _first_save_paused(store: JsonlStore, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Thread]:
+    """A session's first save started in a thread and paused between its log and its meta file;
+    setting the event returned lets it end."""
+    between, go = threading.Event(), threading.Event()
+    replace = store._replace
+
+    def paused_replace(*args: Any) -> None:
+        between.set()
+        assert go.wait(30)
+        replace(*args)
+
+    monkeypatch.setattr(store, "_replace", paused_replace)
+    writer = SessionManager(store)
+    session = writer.get_or_create("k")
+    session.append_message({"role": "user", "content": "hello", "id": "m1"})
+    saving = threading.Thread(target=writer.save, args=(session,))
+    saving.start()
+    assert between.wait(30)
+    return go, saving

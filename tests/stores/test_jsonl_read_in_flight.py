@@ -106,14 +106,7 @@ def test_a_reader_that_read_no_state_before_a_first_save_reads_it_again(
     caplog.set_level(logging.WARNING)
     seen: list[Any] = []
 
-    def read() -> None:
-        try:
-            snapshot = store.read(TENANT, "k")
-            seen.append(None if snapshot is None else (snapshot.version, [r["id"] for r in snapshot.records]))
-        except BaseException as error:
-            errors.append(error)
-
-    worker = threading.Thread(target=read, name="reader")
+    worker = threading.Thread(target=_read, args=(store, seen, errors), name="reader")
     worker.start()
     worker.join(30)
     assert not errors, errors
@@ -187,17 +180,10 @@ def test_a_reader_that_sees_half_of_a_save_in_flight_reads_it_whole(
 
     seen: list[Any] = []
 
-    def read() -> None:
-        try:
-            snapshot = store.read(TENANT, "k")
-            seen.append(None if snapshot is None else (snapshot.version, [r["id"] for r in snapshot.records]))
-        except BaseException as error:
-            errors.append(error)
-
     writer = threading.Thread(target=second_save, name="writer")
     writer.start()
     assert halfway.wait(30)
-    worker = threading.Thread(target=read, name="reader")
+    worker = threading.Thread(target=_read, args=(store, seen, errors), name="reader")
     worker.start()
     worker.join(30)
     resume.set()
@@ -230,3 +216,12 @@ def test_version_that_found_no_state_before_a_first_save_reads_it_again(tmp_path
     worker.join(30)
     assert not errors, errors
     assert seen == [1]
+
+
+def _read(store: JsonlStore, seen: list[Any], errors: list[BaseException]) -> None:
+    """The session's snapshot as a reader sees it (version and record ids), or the error it met."""
+    try:
+        snapshot = store.read(TENANT, "k")
+        seen.append(None if snapshot is None else (snapshot.version, [r["id"] for r in snapshot.records]))
+    except BaseException as error:
+        errors.append(error)

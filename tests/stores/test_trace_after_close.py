@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from agents_util import lookup, model
 from langchain.agents import create_agent
@@ -31,11 +32,7 @@ def test_an_agent_session_reloaded_after_close_keeps_every_resize_in_its_trace(t
     for turn in range(10):  # a new manager (a new process) every turn, the last one closed
         manager = manager_at(tmp_path)
         agent = create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(manager=manager)], system_prompt="Be brief.")
-        question = {"messages": [HumanMessage(content=f"question {turn} " + "x" * 40)]}
-        if aio:
-            asyncio.run(agent.ainvoke(question, config))
-        else:
-            agent.invoke(question, config)
+        _turn(agent, turn, config, aio)
         live = manager.get("t1")
         records = live.trace.dump(100)
         manager.close()
@@ -52,11 +49,7 @@ def test_another_writers_save_keeps_the_agents_resizes_in_its_trace(tmp_path: Pa
     agent = create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(manager=manager)], system_prompt="Be brief.")
     config = {"configurable": {"thread_id": "t1"}}
     for turn in range(10):
-        question = {"messages": [HumanMessage(content=f"question {turn} " + "x" * 40)]}
-        if aio:
-            asyncio.run(agent.ainvoke(question, config))
-        else:
-            agent.invoke(question, config)
+        _turn(agent, turn, config, aio)
         live = manager.get("t1")
         other = manager_at(tmp_path)
         seen = other.get("t1")
@@ -79,3 +72,12 @@ def test_an_export_right_after_prunes_carries_every_resize(tmp_path: Path) -> No
         manager.save(session)
     exported = json.loads(manager.export("k"))["state"]["trace"]
     assert len(session.trace) >= 10 and exported == session.trace.dump(SAVED_TRACE)
+
+
+def _turn(agent: Any, turn: int, config: dict[str, Any], aio: bool) -> None:
+    """One agent turn (a question of its number), sync or through ``ainvoke``."""
+    question = {"messages": [HumanMessage(content=f"question {turn} " + "x" * 40)]}
+    if aio:
+        asyncio.run(agent.ainvoke(question, config))
+    else:
+        agent.invoke(question, config)
