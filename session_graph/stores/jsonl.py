@@ -68,6 +68,7 @@ from session_graph.stores.jsonl_state import (
     meta_bytes,
     state_line,
 )
+from session_graph.stores.jsonl_trace import trace_added
 from session_graph.stores.records import LineRecords
 from session_graph.stores.search_index import JsonlSearch
 
@@ -225,13 +226,15 @@ class JsonlStore(StoreBase):
             version = expect.version + 1
             changed, ids = {**expect.fields, "message_count": count, "version": version}, [record.get("id") for record in records]
             document, encoded = grown(old, written, changed, ids, expect.dropped)
-            lines.append(state_line(encoded, written, changed, [expect.dropped, ids]))  # only what grown changed
+            # a prune's new trace records go in the state line (the meta file is not rewritten for them)
+            added = trace_added(old.get("trace"), expect.fields["trace"]) if "trace" in expect.fields else None
+            lines.append(state_line(encoded, written, changed, [expect.dropped, ids], added))  # only what grown changed
             position += len(lines[-1])
             size = self._append(held, log, b"".join(lines), sync, inode)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            if size - on_disk < _META_LAG and "trace" not in expect.fields:  # a prune's trace: written now (as update)
+            if size - on_disk < _META_LAG and ("trace" not in expect.fields or added is not None):  # else the trace: written now
                 self._written.put(meta, document, encoded, on_disk, detached=True)
             else:
                 self._replace(meta, document, encoded)

@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
 from session_graph.errors import StoreError
+from session_graph.stores.jsonl_trace import TRACE_ADDED, grow_trace
 
 __all__ = [
     "STATE_PREFIX",
@@ -234,11 +235,12 @@ def meta_bytes(written: Written) -> bytes:
 
 
 def state_line(new: Written, old: Written | None, changed: Iterable[str] | None = None,
-               window: list[Any] | None = None) -> bytes:
+               window: list[Any] | None = None, trace: dict[str, Any] | None = None) -> bytes:
     """The state line that turns ``old`` (as written last; None: write it whole) into ``new``.
 
     ``changed``: the only fields that may differ (``grown``'s, so the others are not compared),
-    with ``window``: how the window changed, ``[dropped, added ids]``."""
+    with ``window``: how the window changed, ``[dropped, added ids]``, and ``trace``: the trace
+    rows added (``jsonl_trace.trace_added``)."""
     parts: list[bytes] = []
     if old is not None and changed is not None:
         fields = new.fields
@@ -248,6 +250,8 @@ def state_line(new: Written, old: Written | None, changed: Iterable[str] | None 
                 parts.append(dumps(name) + b":" + value)
         if window is not None and (window[0] or window[1]):
             parts.append(b'"window+":' + dumps(window))
+        if trace is not None and trace["rows"]:
+            parts.append(b'"trace+":' + dumps(trace))
         return STATE_PREFIX + b'"full": false, "set": {' + b",".join(parts) + b"}}\n"
     for name, value in new.fields.items():
         if name in _LOCAL or (old is not None and old.fields.get(name) == value):
@@ -297,6 +301,8 @@ def _apply(document: dict[str, Any] | None, line: dict[str, Any]) -> dict[str, A
         if name == "window+":
             dropped, added = value
             document["window"] = [*list(document.get("window") or [])[int(dropped):], *added]
+        elif name == TRACE_ADDED:
+            document["trace"] = grow_trace(document.get("trace"), value)
         elif name != "-":
             document[name] = value
     return document

@@ -190,9 +190,9 @@ def test_the_trace_of_appended_prunes_goes_with_the_document_the_store_keeps(tmp
     meta = tmp_path / "default" / (encode_name("k") + ".meta.json")
     document, written, _ = manager.store._written.get(meta)  # what the next rewrite of the meta file writes
     assert document is not None and written is not None and pruned >= 2
-    # a prune's trace is written with it (only the meta file carries it: another process reads it there)
+    # a prune's trace records are written with it (its state line's "trace+": another process replays them)
     assert len(document["trace"]["rows"]) == pruned == len(json.loads(meta_bytes(written))["trace"]["rows"])
-    assert len(json.loads(meta.read_bytes())["trace"]["rows"]) == pruned
+    assert len(JsonlStore(tmp_path).read("default", "k").state["trace"]["rows"]) == pruned
     assert document["window"] == [m.id for m in session.current_chat_history] == json.loads(written.fields["window"])
     assert document["memo"] == session.memo and document["memo"] is not session.memo  # kept as stored, not shared
     session.memo["edited"] = True  # in place after the save: the next save sees it
