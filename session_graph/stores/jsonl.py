@@ -341,7 +341,7 @@ class JsonlStore(StoreBase):
     def close(self) -> None:
         """Write the search index's terms files up to their logs and close the files held open
         across saves (a later call opens them again). Meta files behind their logs are left: the
-        log's state lines hold all they would add (a save whose trace changed rewrote its meta)."""
+        log's state lines hold all they would add (an appended prune's trace records too, as ``"trace+"``)."""
         self.search_index.flush()
         self._held.close()
 

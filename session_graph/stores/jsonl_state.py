@@ -15,7 +15,8 @@ since the state the log ended with, and the window as ``"window+": [dropped, [ad
 it only lost messages at its start and gained some at its end (the usual turn). A writer
 keeps the document it wrote last (``MetaCache``, checked against the meta file's ``stat``
 under the lock), so a save neither reads the meta file back nor re-encodes what did not
-change; the trace, which only changes on a resize, is encoded once per change.
+change; the trace, which only changes on a resize, is encoded once per change (a save that appends
+writes only its new records, as ``"trace+"``: ``stores.jsonl_trace``).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ STATE_PREFIX = b'{"_type": "state", '
 """How every state line starts (so a reader tells it from a message record without decoding it)."""
 
 _LOCAL = frozenset({"trace", "offsets", "bytes", "state_lines"})
-"""Fields only the meta file carries: the trace (diagnostics), the offsets and the byte count
+"""Fields only the meta file carries: the trace (diagnostics; an appended save's new records go as ``"trace+"``), the offsets and the byte count
 (both rebuilt from the log when the meta file is behind it), and the mark that the log holds
 state lines up to this document (so a writer that did not write it may write what changed only)."""
 

@@ -9,8 +9,8 @@ memo too unless it pruned),
 and the store can append on top of the state it wrote last (``JsonlStore.append_messages``),
 the save writes those messages' records and the state line they make (the window loses its
 first ids and grows by theirs; the count, the turns, the window start, the last resize turn,
-the memo's note of the prune and the version move; the trace, kept in the meta file only,
-follows) without building or encoding
+the memo's note of the prune and the version move; the trace's new records
+follow, as ``"trace+"``: ``stores.jsonl_trace``) without building or encoding
 the state document. Anything else (a fold, a clear, an edit, a touch, a setting, another writer)
 or a store without that method is a full save (``session_save``), which merges what another
 writer stored.

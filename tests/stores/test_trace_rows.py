@@ -59,7 +59,7 @@ def test_appended_prunes_carry_their_trace_records_and_leave_the_meta_file_alone
     seen = rewrites(monkeypatch)
     pruned = prunes(manager, session, 2, 10)
     assert pruned >= 4 and seen == []  # no meta rewrite for a prune's trace
-    log, meta = files(tmp_path)
+    log = files(tmp_path)[0]
     added = [json.loads(line)["set"]["trace+"] for line in log.read_bytes().splitlines() if b'"trace+"' in line]
     assert len(added) == len(session.trace) and all(len(a["rows"]) == 1 for a in added)  # one new row a prune, never the whole trace
     assert [a["keep"] for a in added] == list(range(1, len(added) + 1))
@@ -70,7 +70,7 @@ def test_a_crash_that_leaves_the_meta_file_behind_keeps_every_trace_record(tmp_p
     manager = SessionManager(tmp_path)
     session = manager.get_or_create("k").use_lite(messages=4)
     prunes(manager, session, 0, 3)
-    log, meta = files(tmp_path)
+    meta = files(tmp_path)[1]
     manager.store._replace(meta, *manager.store._written.get(meta)[:2])  # the meta file as of now, trace included
     behind = meta.read_bytes()
     assert json.loads(behind)["trace"]["rows"]
