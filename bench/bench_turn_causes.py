@@ -12,8 +12,10 @@ for the causes): per turn, the whole ``invoke``; inside the middleware's two hoo
 (``wrap_model_call``, ``wrap_tool_call``) without the model's and the tool's own run; of that,
 ``SessionManager.save`` (all the turn's saves, the fsync included) and ``Session.resize``, and the
 rest (recording, judging, the view, the glue); and the turn's CPU beyond the stock agent's that
-lies outside the hooks (median whole turn - median stock turn - mean inside). fsyncs counted by
-wrapping ``os.fsync``.
+lies outside the hooks (median whole turn - median stock turn - mean inside), split into the
+middleware's shape (an agent whose middleware has our state schema, both hooks calling their
+handlers and the model hook's cut command, and does nothing else: median - median stock) and the
+remainder. fsyncs counted by wrapping ``os.fsync``.
 """
 
 from __future__ import annotations
