@@ -138,7 +138,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         spent[name] = dict.fromkeys(("save", "resize", "hooks", "handlers"), 0.0)
         instrument(modules, spent[name])  # before the agent is built: it binds the hooks
         package, integrations = modules["session_graph"], modules["session_graph.integrations"]
-        manager = package.SessionManager(folder / f"{name}-{size}")
+        manager = package.SessionManager(tempfile.mkdtemp(prefix=f"{name}-{size}-".replace(" ", "_"), dir=folder))  # a size may be repeated
         manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": 4000})
         session = manager.get_or_create("bench")
         for message in history(size):
