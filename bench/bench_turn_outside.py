@@ -95,30 +95,49 @@ def busy(spent: dict[str, float], label: str, work: Any) -> Any:
     return Busy()
 
 
+def viewed(manager: Any, spent: dict[str, float]) -> Any:
+    """The shape, its model handed the session's view (as the session's first model call built it,
+    then kept): what the model's larger input costs; the override's own CPU counted in ``spent``."""
+    session, fixed = manager.get_or_create("bench"), []
+
+    class Viewed(type(shape(dict(sys.modules)))):  # type: ignore[misc]
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            start = time.thread_time()
+            if not fixed:
+                fixed.append(middleware.SessionMiddleware._with_view(session, request))
+            view = request.override(messages=fixed[0].messages, system_message=fixed[0].system_message)
+            spent["view"] += time.thread_time() - start
+            return super().wrap_model_call(request, lambda _: handler(view))
+    return Viewed()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--touch", type=int, default=400)
     args = parser.parse_args()
-    spent = {"wrap_model_call": 0.0, "wrap_tool_call": 0.0}
+    spent = {"wrap_model_call": 0.0, "wrap_tool_call": 0.0, "view": 0.0}
     timed_hooks(spent)
     config = {"configurable": {"thread_id": "bench"}}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            agent, _, _ = session_agent(Path(tmp), size)
+            agent, _, manager = session_agent(Path(tmp), size)
             agents = {"stock": (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None),
                       "shape": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(dict(sys.modules))],
                                              system_prompt=PROMPT), config),
+                      "shape + view": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[viewed(manager, spent)],
+                                                    system_prompt=PROMPT), config),
                       "session": (agent, config)}
             main_ms, other_ms = alternate(agents, args.rounds, spent)
-            model, tool = (spent[k] / (args.rounds * BATCH) * 1e3 for k in ("wrap_model_call", "wrap_tool_call"))
+            model, tool, view = (spent[k] / (args.rounds * BATCH) * 1e3 for k in ("wrap_model_call", "wrap_tool_call", "view"))
             print(f"agent turn at {size:,} messages, CPU ms per turn, {args.rounds} alternated batches of {BATCH}, "
                   f"load {os.getloadavg()[0]:.1f}: main thread stock {main_ms['stock']:.3f} / shape {main_ms['shape']:.3f} / "
                   f"session {main_ms['session']:.3f} (model hooks inside {model:.3f}); other threads stock {other_ms['stock']:.3f} / "
                   f"shape {other_ms['shape']:.3f} / session {other_ms['session']:.3f} (tool hook inside {tool:.3f})")
             print(f"  beyond the shape outside the hooks: main thread {main_ms['session'] - main_ms['shape'] - model:.3f}, "
-                  f"other threads {other_ms['session'] - other_ms['shape'] - tool:.3f}")
+                  f"other threads {other_ms['session'] - other_ms['shape'] - tool:.3f}; of the main thread's, the model handed "
+                  f"the session's view (shape + view - shape - the override) {main_ms['shape + view'] - main_ms['shape'] - view:.3f}")
     big = history(100_000)
     sample = big[:: max(1, len(big) // args.touch)]
     work = {"cpu only": 0.0, "touching": 0.0}
