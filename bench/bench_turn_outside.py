@@ -8,8 +8,8 @@ the main thread's CPU (``time.thread_time``: LangGraph, the model hook, the mode
 threads' (``process_time - thread_time``: the ``ToolNode`` runs each tool call, and our
 ``wrap_tool_call``, in a thread of its own); inside the hooks (without the model's and tool's
 run) by ``thread_time`` in the thread they run in. Then a control: a shape middleware whose model
-hook does CPU-only work (an empty loop) or touches ``--touch`` messages spread over a 100,000-message
-history, and what that adds outside the hook (turn - shape turn - the work's own CPU).
+hook does CPU-only work (an empty loop), touches ``--touch`` messages spread over a 100,000-message
+history, or appends 1.5 kB to a file with an fsync once a turn, and what that adds outside the hook (turn - shape turn - the work's own CPU).
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def main() -> None:
                   f"the session's view (shape + view - shape - the override) {main_ms['shape + view'] - main_ms['shape'] - view:.3f}")
     big = history(100_000)
     sample = big[:: max(1, len(big) // args.touch)]
-    work = {"cpu only": 0.0, "touching": 0.0}
+    work = {"cpu only": 0.0, "touching": 0.0, "fsync": 0.0}
+    log = Path(tempfile.mkdtemp()) / "control.log"
     count = args.touch * 30  # an empty loop of about the touching work's CPU
 
     def cpu_only() -> None:
@@ -151,16 +152,27 @@ def main() -> None:
         for message in sample:
             len(message.content)
 
+    calls = [0]
+
+    def synced() -> None:  # on a turn's first model call only: one fsync a turn, as the session's save
+        calls[0] += 1
+        if calls[0] % 2 == 0:
+            return
+        with open(log, "ab") as handle:
+            handle.write(b"x" * 1500 + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
     agents = {"shape": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(dict(sys.modules))],
                                      system_prompt=PROMPT), None)}
-    for label, fn in (("cpu only", cpu_only), ("touching", touching)):
+    for label, fn in (("cpu only", cpu_only), ("touching", touching), ("fsync", synced)):
         agents[label] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[busy(work, label, fn)],
                                       system_prompt=PROMPT), None)
     main_ms, _ = alternate(agents, args.rounds, work)
     print(f"control, a shape middleware whose model hook works (main thread, load {os.getloadavg()[0]:.1f}):")
-    for label in ("cpu only", "touching"):
+    for label in ("cpu only", "touching", "fsync"):
         inside = work[label] / (args.rounds * BATCH) * 1e3
-        print(f"  {label}{f' {len(sample)} messages of 100,000' if label == 'touching' else ''}: the work {inside:.3f} ms, "
+        print(f"  {label}{f' {len(sample)} messages of 100,000' if label == 'touching' else ''}{' (a 1.5 kB append + fsync on the first of the two model calls of a turn)' if label == 'fsync' else ''}: the work {inside:.3f} ms, "
               f"added outside the hook (turn - shape turn - work) {main_ms[label] - main_ms['shape'] - inside:.3f}")
 
 
