@@ -54,7 +54,8 @@ def timed_hooks(spent: dict[str, float]) -> None:
             try:
                 return real(self, request, inner)
             finally:
-                spent[label] += time.thread_time() - start - inner_cpu[0]
+                synced = getattr(getattr(self.binding.manager, "store", None), "fsync", True)
+                spent[label if synced else label + " nosync"] += time.thread_time() - start - inner_cpu[0]
 
         setattr(middleware.SessionMiddleware, attr, hook)
 
@@ -117,20 +118,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--touch", type=int, default=400)
     args = parser.parse_args()
-    spent = {"wrap_model_call": 0.0, "wrap_tool_call": 0.0, "view": 0.0}
+    spent = {"wrap_model_call": 0.0, "wrap_tool_call": 0.0, "view": 0.0, "wrap_model_call nosync": 0.0, "wrap_tool_call nosync": 0.0}
     timed_hooks(spent)
     config = {"configurable": {"thread_id": "bench"}}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             agent, _, manager = session_agent(Path(tmp), size)
+            unsynced, _, loose = session_agent(Path(tempfile.mkdtemp(dir=tmp)), size)
+            loose.store.fsync = False
             agents = {"stock": (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None),
                       "shape": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(dict(sys.modules))],
                                              system_prompt=PROMPT), config),
                       "shape + view": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[viewed(manager, spent)],
                                                     system_prompt=PROMPT), config),
-                      "session": (agent, config)}
+                      "session": (agent, config), "session, fsync off": (unsynced, config)}
             main_ms, other_ms = alternate(agents, args.rounds, spent)
-            model, tool, view = (spent[k] / (args.rounds * BATCH) * 1e3 for k in ("wrap_model_call", "wrap_tool_call", "view"))
+            model, tool, view, model_off = (spent[k] / (args.rounds * BATCH) * 1e3
+                                            for k in ("wrap_model_call", "wrap_tool_call", "view", "wrap_model_call nosync"))
             print(f"agent turn at {size:,} messages, CPU ms per turn, {args.rounds} alternated batches of {BATCH}, "
                   f"load {os.getloadavg()[0]:.1f}: main thread stock {main_ms['stock']:.3f} / shape {main_ms['shape']:.3f} / "
                   f"session {main_ms['session']:.3f} (model hooks inside {model:.3f}); other threads stock {other_ms['stock']:.3f} / "
@@ -138,6 +142,8 @@ def main() -> None:
             print(f"  beyond the shape outside the hooks: main thread {main_ms['session'] - main_ms['shape'] - model:.3f}, "
                   f"other threads {other_ms['session'] - other_ms['shape'] - tool:.3f}; of the main thread's, the model handed "
                   f"the session's view (shape + view - shape - the override) {main_ms['shape + view'] - main_ms['shape'] - view:.3f}")
+            print(f"  the same store with fsync off: main thread {main_ms['session, fsync off']:.3f} (model hooks inside {model_off:.3f}), "
+                  f"beyond the shape outside the hooks {main_ms['session, fsync off'] - main_ms['shape'] - model_off:.3f}")
     big = history(100_000)
     sample = big[:: max(1, len(big) // args.touch)]
     work = {"cpu only": 0.0, "touching": 0.0, "fsync": 0.0}
