@@ -12,8 +12,10 @@ for the causes): per turn, the whole ``invoke``; inside the middleware's two hoo
 (``wrap_model_call``, ``wrap_tool_call``) without the model's and the tool's own run; of that,
 ``SessionManager.save`` (all the turn's saves, the fsync included) and ``Session.resize``, and the
 rest (recording, judging, the view, the glue); and the turn's CPU beyond the stock agent's that
-lies outside the hooks (median whole turn - median stock turn - mean inside). fsyncs counted by
-wrapping ``os.fsync``.
+lies outside the hooks (median whole turn - median stock turn - mean inside), split into the
+middleware's shape (an agent whose middleware has our state schema, both hooks calling their
+handlers and the model hook's cut command, and does nothing else: median - median stock) and the
+remainder. fsyncs counted by wrapping ``os.fsync``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
 from bench_turn import history
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
+from langchain_core.messages import HumanMessage, RemoveMessage
+from langgraph.types import Command
 
 HERE = str(Path(__file__).resolve().parents[1])
 PROMPT = "You are a research assistant."
@@ -61,6 +65,29 @@ def use(modules: dict[str, Any]) -> None:
     for name in _ours():
         del sys.modules[name]
     sys.modules.update(modules)
+
+
+def shape(modules: dict[str, Any]) -> AgentMiddleware:
+    """A middleware of ``SessionMiddleware``'s shape doing none of its work: its state schema, its
+    two hooks calling their handlers, and the model hook's command cutting the agent's messages
+    by id (``RemoveMessage``) and setting ``session_key`` once: what LangChain/LangGraph charge a
+    turn for that shape, whatever the session holds."""
+    schema = modules["session_graph.integrations.middleware"].SessionAgentState
+
+    class Shape(AgentMiddleware):
+        state_schema = schema
+
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            response = handler(request)
+            update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in request.state["messages"]]}
+            if request.state.get("session_key") != "bench":
+                update["session_key"] = "bench"
+            return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
+
+    return Shape()
 
 
 def instrument(modules: dict[str, Any], spent: dict[str, float]) -> None:
@@ -111,7 +138,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         spent[name] = dict.fromkeys(("save", "resize", "hooks", "handlers"), 0.0)
         instrument(modules, spent[name])  # before the agent is built: it binds the hooks
         package, integrations = modules["session_graph"], modules["session_graph.integrations"]
-        manager = package.SessionManager(folder / f"{name}-{size}")
+        manager = package.SessionManager(tempfile.mkdtemp(prefix=f"{name}-{size}-".replace(" ", "_"), dir=folder))  # a size may be repeated
         manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": 4000})
         session = manager.get_or_create("bench")
         for message in history(size):
@@ -122,6 +149,8 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
                              system_prompt=PROMPT)
         runs[name] = (agent, {"configurable": {"thread_id": "bench"}}, modules)
     runs["stock"] = (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None, None)
+    runs["shape"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(modules)], system_prompt=PROMPT),
+                     {"configurable": {"thread_id": "bench"}}, None)
     turn = [0]
 
     def run(agent: Any, config: Any) -> None:
@@ -158,6 +187,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
             fsyncs[name] += calls[0]
     turns = rounds * batch
     stock = statistics.median(times["stock"])
+    floor = statistics.median(times["shape"]) - stock
     print(f"agent turn at {size:,} messages (create_agent, 1 tool call, JSONL, fsync on), CPU per turn, "
           f"{rounds} alternated batches of {batch}, load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
     for name in trees:
@@ -167,7 +197,8 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         print(f"  {name}: whole turn {whole:.2f} ms = {whole / stock:.2f}x stock, fsyncs {fsyncs[name] / turns:.1f}; inside the hooks "
               f"(without the model's and tool's run) {inside:.3f} ms: saves {c['save']:.3f}, resize {c['resize']:.3f}, "
               f"the rest (record, judge, view, glue) {inside - c['save'] - c['resize']:.3f}; "
-              f"beyond stock outside the hooks (whole - stock - inside, not broken down) {whole - stock - inside:.3f}")
+              f"beyond stock outside the hooks (whole - stock - inside) {whole - stock - inside:.3f}: the middleware's shape "
+              f"(no-op hooks + the cut command, a separate agent - stock) {floor:.3f}, the remainder {whole - stock - inside - floor:.3f}")
     if len(trees) == 2:
         a, b = trees
         print(f"  {b} / {a}: whole turn {statistics.median(times[b]) / statistics.median(times[a]):.3f}x")

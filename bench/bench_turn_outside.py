@@ -1,0 +1,186 @@
+"""Where the agent turn's CPU beyond the stock agent, outside SessionMiddleware's hooks, goes (issue 25 probe).
+
+Run: ``PYTHONPATH=. python bench/bench_turn_outside.py`` (``--sizes``, ``--rounds``). The agent and
+turn of ``bench_turn_causes`` (``create_agent`` + ``SessionMiddleware`` + JSONL, one tool call a
+turn), the stock agent and the middleware's shape (``bench_turn_causes.shape``: our schema, hooks
+and cut command, no work) in alternating batches of 8 turns, medians of the batches. Timed per turn:
+the main thread's CPU (``time.thread_time``: LangGraph, the model hook, the model) and the other
+threads' (``process_time - thread_time``: the ``ToolNode`` runs each tool call, and our
+``wrap_tool_call``, in a thread of its own); inside the hooks (without the model's and tool's
+run) by ``thread_time`` in the thread they run in. Then a control: a shape middleware whose model
+hook does CPU-only work (an empty loop), touches ``--touch`` messages spread over a 100,000-message
+history, or appends 1.5 kB to a file with an fsync once a turn, and what that adds outside the hook (turn - shape turn - the work's own CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+from bench_agents import _Model, _replies, lookup
+from bench_agents import _question as question
+from bench_turn import history, session_agent
+from bench_turn_causes import shape
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import session_graph.integrations.middleware as middleware
+
+PROMPT, BATCH = "You are a research assistant.", 8
+
+
+def timed_hooks(spent: dict[str, float]) -> None:
+    for attr in ("wrap_model_call", "wrap_tool_call"):
+        real = getattr(middleware.SessionMiddleware, attr)
+
+        def hook(self: Any, request: Any, handler: Any, real: Any = real, label: str = attr) -> Any:
+            inner_cpu = [0.0]
+
+            def inner(request: Any) -> Any:
+                start = time.thread_time()
+                try:
+                    return handler(request)
+                finally:
+                    inner_cpu[0] += time.thread_time() - start
+
+            start = time.thread_time()
+            try:
+                return real(self, request, inner)
+            finally:
+                synced = getattr(getattr(self.binding.manager, "store", None), "fsync", True)
+                spent[label if synced else label + " nosync"] += time.thread_time() - start - inner_cpu[0]
+
+        setattr(middleware.SessionMiddleware, attr, hook)
+
+
+def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """Median main-thread and other-thread CPU ms per turn of each agent."""
+    turn = [0]
+
+    def run(agent: Any, config: Any) -> None:
+        turn[0] += 1
+        agent.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, config)
+
+    for agent, config in agents.values():
+        for _ in range(3):
+            run(agent, config)
+    for label in reset:
+        reset[label] = 0.0
+    main: dict[str, list[float]] = {name: [] for name in agents}
+    other: dict[str, list[float]] = {name: [] for name in agents}
+    for _ in range(rounds):
+        for name, (agent, config) in agents.items():
+            process, thread = time.process_time(), time.thread_time()
+            for _ in range(BATCH):
+                run(agent, config)
+            thread = time.thread_time() - thread
+            main[name].append(thread / BATCH * 1e3)
+            other[name].append((time.process_time() - process - thread) / BATCH * 1e3)
+    return ({n: statistics.median(v) for n, v in main.items()}, {n: statistics.median(v) for n, v in other.items()})
+
+
+def busy(spent: dict[str, float], label: str, work: Any) -> Any:
+    class Busy(type(shape(dict(sys.modules)))):  # type: ignore[misc]
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            start = time.thread_time()
+            work()
+            spent[label] += time.thread_time() - start
+            return super().wrap_model_call(request, handler)
+    return Busy()
+
+
+def viewed(manager: Any, spent: dict[str, float]) -> Any:
+    """The shape, its model handed the session's view (as the session's first model call built it,
+    then kept): what the model's larger input costs; the override's own CPU counted in ``spent``."""
+    session, fixed = manager.get_or_create("bench"), []
+
+    class Viewed(type(shape(dict(sys.modules)))):  # type: ignore[misc]
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            start = time.thread_time()
+            if not fixed:
+                fixed.append(middleware.SessionMiddleware._with_view(session, request))
+            view = request.override(messages=fixed[0].messages, system_message=fixed[0].system_message)
+            spent["view"] += time.thread_time() - start
+            return super().wrap_model_call(request, lambda _: handler(view))
+    return Viewed()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--touch", type=int, default=400)
+    args = parser.parse_args()
+    spent = {"wrap_model_call": 0.0, "wrap_tool_call": 0.0, "view": 0.0, "wrap_model_call nosync": 0.0, "wrap_tool_call nosync": 0.0}
+    timed_hooks(spent)
+    config = {"configurable": {"thread_id": "bench"}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            agent, _, manager = session_agent(Path(tmp), size)
+            unsynced, _, loose = session_agent(Path(tempfile.mkdtemp(dir=tmp)), size)
+            loose.store.fsync = False
+            agents = {"stock": (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None),
+                      "shape": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(dict(sys.modules))],
+                                             system_prompt=PROMPT), config),
+                      "shape + view": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[viewed(manager, spent)],
+                                                    system_prompt=PROMPT), config),
+                      "session": (agent, config), "session, fsync off": (unsynced, config)}
+            main_ms, other_ms = alternate(agents, args.rounds, spent)
+            model, tool, view, model_off = (spent[k] / (args.rounds * BATCH) * 1e3
+                                            for k in ("wrap_model_call", "wrap_tool_call", "view", "wrap_model_call nosync"))
+            print(f"agent turn at {size:,} messages, CPU ms per turn, {args.rounds} alternated batches of {BATCH}, "
+                  f"load {os.getloadavg()[0]:.1f}: main thread stock {main_ms['stock']:.3f} / shape {main_ms['shape']:.3f} / "
+                  f"session {main_ms['session']:.3f} (model hooks inside {model:.3f}); other threads stock {other_ms['stock']:.3f} / "
+                  f"shape {other_ms['shape']:.3f} / session {other_ms['session']:.3f} (tool hook inside {tool:.3f})")
+            print(f"  beyond the shape outside the hooks: main thread {main_ms['session'] - main_ms['shape'] - model:.3f}, "
+                  f"other threads {other_ms['session'] - other_ms['shape'] - tool:.3f}; of the main thread's, the model handed "
+                  f"the session's view (shape + view - shape - the override) {main_ms['shape + view'] - main_ms['shape'] - view:.3f}")
+            print(f"  the same store with fsync off: main thread {main_ms['session, fsync off']:.3f} (model hooks inside {model_off:.3f}), "
+                  f"beyond the shape outside the hooks {main_ms['session, fsync off'] - main_ms['shape'] - model_off:.3f}")
+    big = history(100_000)
+    sample = big[:: max(1, len(big) // args.touch)]
+    work = {"cpu only": 0.0, "touching": 0.0, "fsync": 0.0}
+    log = Path(tempfile.mkdtemp()) / "control.log"
+    count = args.touch * 30  # an empty loop of about the touching work's CPU
+
+    def cpu_only() -> None:
+        for _ in range(count):
+            pass
+
+    def touching() -> None:
+        for message in sample:
+            len(message.content)
+
+    calls = [0]
+
+    def synced() -> None:  # on a turn's first model call only: one fsync a turn, as the session's save
+        calls[0] += 1
+        if calls[0] % 2 == 0:
+            return
+        with open(log, "ab") as handle:
+            handle.write(b"x" * 1500 + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    agents = {"shape": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(dict(sys.modules))],
+                                     system_prompt=PROMPT), None)}
+    for label, fn in (("cpu only", cpu_only), ("touching", touching), ("fsync", synced)):
+        agents[label] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[busy(work, label, fn)],
+                                      system_prompt=PROMPT), None)
+    main_ms, _ = alternate(agents, args.rounds, work)
+    print(f"control, a shape middleware whose model hook works (main thread, load {os.getloadavg()[0]:.1f}):")
+    for label in ("cpu only", "touching", "fsync"):
+        inside = work[label] / (args.rounds * BATCH) * 1e3
+        print(f"  {label}{f' {len(sample)} messages of 100,000' if label == 'touching' else ''}{' (a 1.5 kB append + fsync on the first of the two model calls of a turn)' if label == 'fsync' else ''}: the work {inside:.3f} ms, "
+              f"added outside the hook (turn - shape turn - work) {main_ms[label] - main_ms['shape'] - inside:.3f}")
+
+
+if __name__ == "__main__":
+    main()
