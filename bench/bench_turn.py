@@ -11,9 +11,14 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
 - floor: a no-op ``AgentMiddleware`` with the same one hook as ``SessionMiddleware``
   (``wrap_model_call`` calling the handler): what any middleware costs in LangChain; and one
   with two hooks (``before_model`` returning None too), what the middleware's former shape cost.
+- a second baseline, stock + view: the stock agent (no middleware) whose model is handed, in
+  place of the turn's messages, what SessionMiddleware hands it (the session's window at the
+  token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
+  own work on the longer input, which any context manager's turn pays. The headline ratio stays
+  against the stock agent on the turn's input only.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-session and the two floors in alternating batches, median of the batches; ``os.fsync`` calls per turn
+stock + view, session and the two floors in alternating batches, median of the batches; ``os.fsync`` calls per turn
 are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
 """
 
@@ -33,6 +38,7 @@ from bench_agents import ANSWER, _Model, _replies, lookup
 from bench_agents import _question as question
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
@@ -88,6 +94,47 @@ def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], Session
     return agent, {"configurable": {"thread_id": "bench"}}, manager
 
 
+class _Spy(AgentMiddleware):
+    """Records each model input (system message + messages) a middleware outside it hands on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inputs: list[list[BaseMessage]] = []
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        self.inputs.append([*([request.system_message] if request.system_message is not None else []), *request.messages])
+        return handler(request)
+
+
+def session_view(middleware: Any, manager: Any) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """What ``middleware`` (a ``SessionMiddleware`` class, of any tree) hands the model on a turn's
+    first and second call (after the tool result), from one turn of a session agent on ``manager``."""
+    spy = _Spy()
+    agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[middleware(manager=manager), spy],
+                         system_prompt="You are a research assistant.")
+    agent.invoke({"messages": [HumanMessage(content=question(10**6))]}, {"configurable": {"thread_id": "bench"}})
+    first, second = spy.inputs[:2]
+    return first, second
+
+
+class ViewedModel(_Model):
+    """The bench's fake model handed the session's view in place of the stock agent's messages:
+    the turn's first call gets ``views[0]``, the call after a tool result ``views[1]``."""
+
+    views: Any = None
+
+    def invoke(self, input: LanguageModelInput, config: Any = None, **kwargs: Any) -> Any:
+        after_tool = isinstance(input, list) and any(isinstance(m, ToolMessage) for m in input)
+        return super().invoke(self.views[1 if after_tool else 0], config, **kwargs)
+
+
+def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[int, int]]:
+    """The stock agent (no middleware) whose model is handed the session's view; the view's sizes."""
+    views = session_view(middleware, manager)
+    model = ViewedModel(messages=_replies(), views=views)
+    return create_agent(model, tools=[lookup], system_prompt="You are a research assistant."), (len(views[0]), len(views[1]))
+
+
 class NoOp(AgentMiddleware):
     """The floor of any middleware: the one hook ``SessionMiddleware`` has, doing nothing."""
 
@@ -103,30 +150,22 @@ class NoOpTwo(NoOp):
 
 
 def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float]:
-    """CPU ms per turn (stock, session, no-op floor), the ratios and fsyncs per session turn at ``size`` messages."""
+    """CPU ms per turn (stock, stock + view, session, no-op floors), the ratios and fsyncs per session turn at ``size`` messages."""
     stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
     floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
     floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
-    agent, config, _ = session_agent(folder, size)
+    agent, config, manager = session_agent(folder, size)
+    viewed, sizes = viewed_stock(SessionMiddleware, manager)
     turn = [0]
 
-    def run_stock() -> None:
-        turn[0] += 1
-        stock.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
+    def runner(target: Any, cfg: Any = None) -> Any:
+        def run() -> None:
+            turn[0] += 1
+            target.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, cfg)
+        return run
 
-    def run_floor() -> None:
-        turn[0] += 1
-        floor.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
-
-    def run_floor2() -> None:
-        turn[0] += 1
-        floor2.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
-
-    def run_session() -> None:
-        turn[0] += 1
-        agent.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, config)
-
-    runs = (("stock", run_stock), ("floor", run_floor), ("floor2", run_floor2), ("session", run_session))
+    runs = (("stock", runner(stock)), ("viewed", runner(viewed)), ("floor", runner(floor)), ("floor2", runner(floor2)),
+            ("session", runner(agent, config)))
     for _, fn in runs:  # warm up
         for _ in range(3):
             fn()
@@ -142,10 +181,10 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
             if name == "session":
                 fsyncs += counter.calls
                 turns += batch
-    stock_ms, session_ms = statistics.median(times["stock"]) * 1e3, statistics.median(times["session"]) * 1e3
-    floor_ms, floor2_ms = statistics.median(times["floor"]) * 1e3, statistics.median(times["floor2"]) * 1e3
-    return {"stock_ms": stock_ms, "session_ms": session_ms, "ratio": session_ms / stock_ms, "fsyncs": fsyncs / turns,
-            "floor_ms": floor_ms, "floor": floor_ms / stock_ms, "floor2_ms": floor2_ms, "floor2": floor2_ms / stock_ms}
+    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+    return {"stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs / turns,
+            "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
+            "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1]}
 
 
 def main() -> None:
@@ -163,6 +202,9 @@ def main() -> None:
             print(f"  floor of any middleware: a no-op AgentMiddleware (wrap_model_call, the one hook SessionMiddleware has) "
                   f"{r['floor_ms']:.2f} ms / stock agent = {r['floor']:.2f}x; with before_model too (two hooks) "
                   f"{r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x")
+            print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
+                  f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware hands it) {r['viewed_ms']:.2f} ms "
+                  f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,16 @@ lies outside the hooks (median whole turn - median stock turn - mean inside), sp
 middleware's shape (an agent whose middleware has our state schema, both hooks calling their
 handlers and the model hook's cut command, and does nothing else: median - median stock) and the
 remainder. fsyncs counted by wrapping ``os.fsync``.
+
+The shape split: a one-hook no-op middleware (``bench_turn.NoOp``, the agent's own state) - stock,
+and the rest of the shape (our schema, the tool hook, the cut command: shape - no-op). The
+remainder's leads, each an agent of its own in the same alternation: the model's work on the
+longer input (the stock agent, no middleware, whose model is handed what SessionMiddleware hands
+it: ``bench_turn.viewed_stock``; - stock), also printed as a second baseline of the whole turn
+(the headline stays against the stock agent on the turn's input); and what CPU spent in a hook
+adds outside it on this machine (the shape whose model hook spins ``thread_time`` for the CPU the
+session's hooks took per turn in a calibration run, half per model call: that agent - shape -
+the spin's own CPU).
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import history
+from bench_turn import NoOp, history, viewed_stock
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
 from langchain_core.messages import HumanMessage, RemoveMessage
@@ -88,6 +98,27 @@ def shape(modules: dict[str, Any]) -> AgentMiddleware:
             return handler(request)
 
     return Shape()
+
+
+def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk: list[Any] | None = None) -> AgentMiddleware:
+    """The shape whose model hook first spends ``spent["target"]`` ms of the main thread's CPU,
+    counted in ``spent[label]``: spinning on the clock (CPU only, no memory touched), or with
+    ``walk`` reading its messages in turn from where the last call stopped (memory a cache holds
+    little of, as a session's history)."""
+    at = [0]
+
+    class Spin(type(shape(modules))):  # type: ignore[misc]
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            start = time.thread_time()
+            end = start + spent["target"] / 1e3
+            while time.thread_time() < end:
+                if walk:
+                    for message in walk[at[0]:at[0] + 50]:
+                        len(message.content) + len(message.id or "")
+                    at[0] = (at[0] + 50) % len(walk)
+            spent[label] += time.thread_time() - start
+            return super().wrap_model_call(request, handler)
+    return Spin()
 
 
 def instrument(modules: dict[str, Any], spent: dict[str, float]) -> None:
@@ -148,9 +179,17 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[integrations.SessionMiddleware(manager=manager)],
                              system_prompt=PROMPT)
         runs[name] = (agent, {"configurable": {"thread_id": "bench"}}, modules)
+        viewed, sizes = viewed_stock(integrations.SessionMiddleware, manager)  # the last tree's view
+    spin = {"target": 0.0, "spin": 0.0, "walk": 0.0}
     runs["stock"] = (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None, None)
+    runs["stock + view"] = (viewed, None, None)
+    runs["no-op"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt=PROMPT), None, None)
     runs["shape"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(modules)], system_prompt=PROMPT),
                      {"configurable": {"thread_id": "bench"}}, None)
+    runs["shape + spin"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[spinning(modules, spin, "spin")],
+                                         system_prompt=PROMPT), {"configurable": {"thread_id": "bench"}}, None)
+    runs["shape + walk"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[spinning(modules, spin, "walk", history(100_000))],
+                                         system_prompt=PROMPT), {"configurable": {"thread_id": "bench"}}, None)
     turn = [0]
 
     def run(agent: Any, config: Any) -> None:
@@ -162,9 +201,19 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
             use(modules)
         for _ in range(3):
             run(agent, config)
+    last = list(trees)[-1]
     for counts in spent.values():
         for label in counts:
             counts[label] = 0.0
+    agent, config, modules = runs[last]
+    use(modules)
+    for _ in range(2 * batch):  # calibration: the CPU inside the last tree's hooks per turn, spun half per model call
+        run(agent, config)
+    spin["target"] = (spent[last]["hooks"] - spent[last]["handlers"]) / (2 * batch) * 1e3 / 2
+    for counts in (*spent.values(), spin):
+        for label in counts:
+            if label != "target":
+                counts[label] = 0.0
     times: dict[str, list[float]] = {name: [] for name in runs}
     fsyncs = dict.fromkeys(runs, 0)
     real = os.fsync
@@ -186,8 +235,18 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
             os.fsync = real  # type: ignore[assignment]
             fsyncs[name] += calls[0]
     turns = rounds * batch
-    stock = statistics.median(times["stock"])
-    floor = statistics.median(times["shape"]) - stock
+    ms = {name: statistics.median(values) for name, values in times.items()}
+    stock = ms["stock"]
+    floor = ms["shape"] - stock
+
+    def paired(a: str, b: str) -> float:  # the median of a - b over the rounds (each round's batches adjacent in time)
+        return statistics.median(x - y for x, y in zip(times[a], times[b], strict=True))
+
+    model = paired("stock + view", "stock")
+    spun = spin["spin"] / turns * 1e3
+    spill = paired("shape + spin", "shape") - spun
+    walked = spin["walk"] / turns * 1e3
+    spill_walk = paired("shape + walk", "shape") - walked
     print(f"agent turn at {size:,} messages (create_agent, 1 tool call, JSONL, fsync on), CPU per turn, "
           f"{rounds} alternated batches of {batch}, load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
     for name in trees:
@@ -199,6 +258,18 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"the rest (record, judge, view, glue) {inside - c['save'] - c['resize']:.3f}; "
               f"beyond stock outside the hooks (whole - stock - inside) {whole - stock - inside:.3f}: the middleware's shape "
               f"(no-op hooks + the cut command, a separate agent - stock) {floor:.3f}, the remainder {whole - stock - inside - floor:.3f}")
+        remainder = whole - stock - inside - floor
+        print(f"    the shape: a one-hook no-op middleware (wrap_model_call calling the handler, the agent's own state) - stock "
+              f"{paired('no-op', 'stock'):.3f}; our schema + the tool hook + the cut command (shape - no-op) {paired('shape', 'no-op'):.3f} "
+              f"(medians of the rounds' differences)")
+        print(f"    the remainder's leads: the model handed the session's view ({sizes[0]} and {sizes[1]} messages, system message "
+              f"included; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "
+              f"(the shape spinning {spun:.3f} ms a turn in its model hook, the CPU inside our hooks in a calibration run: "
+              f"that agent - shape - the spin) {spill:.3f}, or the same CPU reading messages of a 100,000-message history ({walked:.3f} ms: "
+              f"that agent - shape - the reading) {spill_walk:.3f} (medians of the rounds' differences); left unexplained (the remainder "
+              f"- the model's part - the spin's spill) {remainder - model - spill:.3f}")
+        print(f"    second baseline: the stock agent handed the same messages as the session's view {ms['stock + view']:.2f} ms; "
+              f"whole turn / this baseline {whole / ms['stock + view']:.2f}x")
     if len(trees) == 2:
         a, b = trees
         print(f"  {b} / {a}: whole turn {statistics.median(times[b]) / statistics.median(times[a]):.3f}x")
