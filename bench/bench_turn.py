@@ -128,11 +128,11 @@ class ViewedModel(_Model):
         return super().invoke(self.views[1 if after_tool else 0], config, **kwargs)
 
 
-def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[int, int]]:
-    """The stock agent (no middleware) whose model is handed the session's view; the view's sizes."""
+def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[list[BaseMessage], list[BaseMessage]]]:
+    """The stock agent (no middleware) whose model is handed the session's view; the two views."""
     views = session_view(middleware, manager)
     model = ViewedModel(messages=_replies(), views=views)
-    return create_agent(model, tools=[lookup], system_prompt="You are a research assistant."), (len(views[0]), len(views[1]))
+    return create_agent(model, tools=[lookup], system_prompt="You are a research assistant."), views
 
 
 class NoOp(AgentMiddleware):
@@ -155,7 +155,8 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
     floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
     floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
     agent, config, manager = session_agent(folder, size)
-    viewed, sizes = viewed_stock(SessionMiddleware, manager)
+    viewed, views = viewed_stock(SessionMiddleware, manager)
+    sizes = (len(views[0]), len(views[1]))
     turn = [0]
 
     def runner(target: Any, cfg: Any = None) -> Any:

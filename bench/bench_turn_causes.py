@@ -25,7 +25,11 @@ it: ``bench_turn.viewed_stock``; - stock), also printed as a second baseline of 
 (the headline stays against the stock agent on the turn's input); and what CPU spent in a hook
 adds outside it on this machine (the shape whose model hook spins ``thread_time`` for the CPU the
 session's hooks took per turn in a calibration run, half per model call: that agent - shape -
-the spin's own CPU).
+the spin's own CPU), and the same for a hook that reads messages of a 100,000-message history for
+that CPU (memory the caches hold little of, as the session's hooks touch the session's records,
+encoders and files): the CPU a hook's work costs the agent's code after it, whatever the hook does.
+Then pieces outside the hooks timed alone (``micro``): the fake model's ``invoke`` on the view vs the
+turn's input, and LangGraph applying the cut command and our state schema on a one-node graph.
 """
 
 from __future__ import annotations
@@ -44,8 +48,9 @@ from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
 from bench_turn import NoOp, history, viewed_stock
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
-from langchain_core.messages import HumanMessage, RemoveMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 HERE = str(Path(__file__).resolve().parents[1])
@@ -121,6 +126,51 @@ def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk:
     return Spin()
 
 
+def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: int) -> dict[str, float]:
+    """Per turn (two model calls: 1 message held at the first, the call and its result at the
+    second), the CPU ms of pieces outside our hooks, each timed alone against its baseline in
+    alternated batches (the fastest batch: interference only adds): the fake model's ``invoke`` on
+    the session's view vs on the stock agent's input; a one-node LangGraph graph on the agent's
+    state (``add_messages``) whose node returns the reply and the cut command (a ``RemoveMessage``
+    per held message, and ``session_key`` set) vs the reply alone; the same graph with our state
+    schema vs the agent's own."""
+    schema = modules["session_graph.integrations.middleware"].SessionAgentState
+    turn_inputs = ([SystemMessage(content=PROMPT), HumanMessage(content=question(1), id="h")],
+                   [SystemMessage(content=PROMPT), HumanMessage(content=question(1), id="h"), *history(4)[1:3]])
+    model = _Model(messages=_replies())
+    held = ([HumanMessage(content=question(1), id="h")], history(4)[1:3])
+    reply = AIMessage(content="done", id="r")
+
+    def graph(state: Any, cut: bool) -> Any:
+        def node(values: Any) -> Any:
+            commands = [Command(update={"messages": [reply]})]
+            if cut:
+                update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in values["messages"]]}
+                if values.get("session_key") != "bench":
+                    update["session_key"] = "bench"
+                commands.append(Command(update=update))
+            return commands
+        builder = StateGraph(state)
+        builder.add_node("model", node)
+        builder.add_edge(START, "model")
+        builder.add_edge("model", END)
+        return builder.compile()
+
+    graphs = {"agent state": graph(AgentState, False), "our schema": graph(schema, False), "our schema + cut": graph(schema, True)}
+    work = {"model on the turn input": lambda: [model.invoke(m) for m in turn_inputs],
+            "model on the view": lambda: [model.invoke(m) for m in views]}
+    for name, compiled in graphs.items():
+        work[name] = lambda compiled=compiled: [compiled.invoke({"messages": list(h)}) for h in held]
+    best = dict.fromkeys(work, float("inf"))
+    for _ in range(rounds):
+        for name, fn in work.items():
+            start = time.process_time()
+            for _ in range(20):
+                fn()
+            best[name] = min(best[name], (time.process_time() - start) / 20 * 1e3)
+    return best
+
+
 def instrument(modules: dict[str, Any], spent: dict[str, float]) -> None:
     """Count the CPU of the middleware's hooks (without their handlers), saves and resizes."""
     manager = modules["session_graph.stores.manager"].SessionManager
@@ -179,7 +229,9 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[integrations.SessionMiddleware(manager=manager)],
                              system_prompt=PROMPT)
         runs[name] = (agent, {"configurable": {"thread_id": "bench"}}, modules)
-        viewed, sizes = viewed_stock(integrations.SessionMiddleware, manager)  # the last tree's view
+        viewed, views = viewed_stock(integrations.SessionMiddleware, manager)  # the last tree's view
+        sizes = (len(views[0]), len(views[1]))
+    ours = modules  # the last tree's
     spin = {"target": 0.0, "spin": 0.0, "walk": 0.0}
     runs["stock"] = (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None, None)
     runs["stock + view"] = (viewed, None, None)
@@ -266,10 +318,17 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"included; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "
               f"(the shape spinning {spun:.3f} ms a turn in its model hook, the CPU inside our hooks in a calibration run: "
               f"that agent - shape - the spin) {spill:.3f}, or the same CPU reading messages of a 100,000-message history ({walked:.3f} ms: "
-              f"that agent - shape - the reading) {spill_walk:.3f} (medians of the rounds' differences); left unexplained (the remainder "
-              f"- the model's part - the spin's spill) {remainder - model - spill:.3f}")
+              f"that agent - shape - the reading) {spill_walk:.3f} (medians of the rounds' differences); the remainder "
+              f"- the model's part - the reading's spill {remainder - model - spill_walk:.3f} (- the spin's instead {remainder - model - spill:.3f})")
         print(f"    second baseline: the stock agent handed the same messages as the session's view {ms['stock + view']:.2f} ms; "
-              f"whole turn / this baseline {whole / ms['stock + view']:.2f}x")
+              f"whole turn / this baseline {whole / ms['stock + view']:.2f}x", flush=True)
+    pieces = micro(views, ours, rounds)
+    print(f"  pieces outside the hooks, each alone, per turn (two model calls), the fastest of {rounds} alternated batches: "
+          f"the fake model's invoke on the session's view {pieces['model on the view']:.3f} ms / on the stock agent's input "
+          f"{pieces['model on the turn input']:.3f} ms (+{pieces['model on the view'] - pieces['model on the turn input']:.3f}); "
+          f"a one-node graph on the agent's messages returning the reply: with our state schema "
+          f"+{pieces['our schema'] - pieces['agent state']:.3f} ms over the agent's own, with the cut command (RemoveMessage per held "
+          f"message, session_key) +{pieces['our schema + cut'] - pieces['our schema']:.3f} ms over the reply alone")
     if len(trees) == 2:
         a, b = trees
         print(f"  {b} / {a}: whole turn {statistics.median(times[b]) / statistics.median(times[a]):.3f}x")
