@@ -8,9 +8,11 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
 - session: ``SessionMiddleware`` over a JSONL ``SessionManager`` (fsync on) whose session
   already holds 10,000 (and 100,000) messages of such turns, token budget 4,000.
 
-- floor: a no-op ``AgentMiddleware`` with the same one hook as ``SessionMiddleware``
-  (``wrap_model_call`` calling the handler): what any middleware costs in LangChain; and one
-  with two hooks (``before_model`` returning None too), what the middleware's former shape cost.
+- floor: a no-op ``AgentMiddleware`` with one hook, ``wrap_model_call`` calling the handler (the
+  agent's own state): what any middleware costs in LangChain; one with ``before_model`` too (two
+  hooks, a graph node per model call: SessionMiddleware's former shape); and ``Shape``:
+  SessionMiddleware's present shape doing none of its work (its state schema, ``wrap_model_call``
+  and ``wrap_tool_call`` calling their handlers, the model hook's cut command).
 - a second baseline, stock + view: the stock agent (no middleware) whose model is handed, in
   place of the turn's messages, what SessionMiddleware hands it (the session's window at the
   token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
@@ -37,13 +39,15 @@ from typing import Any
 from bench_agents import ANSWER, _Model, _replies, lookup
 from bench_agents import _question as question
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
+from session_graph.integrations.middleware import SessionAgentState
 
 
 def history(messages: int) -> list[BaseMessage]:
@@ -135,8 +139,29 @@ def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[list[BaseMes
     return create_agent(model, tools=[lookup], system_prompt="You are a research assistant."), views
 
 
+class Shape(AgentMiddleware):
+    """A middleware of ``SessionMiddleware``'s shape doing none of its work: its state schema, its
+    two hooks calling their handlers, and the model hook's command cutting the agent's messages
+    by id (``RemoveMessage``) and setting ``session_key`` once: what LangChain/LangGraph charge a
+    turn for that shape, whatever the session holds."""
+
+    def __init__(self, schema: Any) -> None:
+        super().__init__()
+        self.state_schema = schema
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        response = handler(request)
+        update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in request.state["messages"]]}
+        if request.state.get("session_key") != "bench":
+            update["session_key"] = "bench"
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+
 class NoOp(AgentMiddleware):
-    """The floor of any middleware: the one hook ``SessionMiddleware`` has, doing nothing."""
+    """The floor of any middleware: one hook (``wrap_model_call``), doing nothing."""
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         return handler(request)
@@ -154,6 +179,8 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
     stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
     floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
     floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
+    shaped = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[Shape(SessionAgentState)],
+                          system_prompt="You are a research assistant.")
     agent, config, manager = session_agent(folder, size)
     viewed, views = viewed_stock(SessionMiddleware, manager)
     sizes = (len(views[0]), len(views[1]))
@@ -166,7 +193,7 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
         return run
 
     runs = (("stock", runner(stock)), ("viewed", runner(viewed)), ("floor", runner(floor)), ("floor2", runner(floor2)),
-            ("session", runner(agent, config)))
+            ("shape", runner(shaped, config)), ("session", runner(agent, config)))
     for _, fn in runs:  # warm up
         for _ in range(3):
             fn()
@@ -185,7 +212,7 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
     ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
     return {"stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs / turns,
             "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
-            "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1]}
+            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1]}
 
 
 def main() -> None:
@@ -200,9 +227,11 @@ def main() -> None:
             print(f"agent turn (create_agent, 1 tool call), CPU: SessionMiddleware + JSONL store at {size:,} messages "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
                   f"{r['ratio']:.2f}x (goal <= 1.2); fsyncs per turn {r['fsyncs']:.1f} (goal 1)")
-            print(f"  floor of any middleware: a no-op AgentMiddleware (wrap_model_call, the one hook SessionMiddleware has) "
-                  f"{r['floor_ms']:.2f} ms / stock agent = {r['floor']:.2f}x; with before_model too (two hooks) "
-                  f"{r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x")
+            print(f"  floor of any middleware: a no-op AgentMiddleware with one hook (wrap_model_call calling the handler) "
+                  f"{r['floor_ms']:.2f} ms / stock agent = {r['floor']:.2f}x; with before_model too (two hooks, SessionMiddleware's "
+                  f"former shape) {r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x; SessionMiddleware's shape doing none of its work "
+                  f"(its state schema, wrap_model_call and wrap_tool_call calling their handlers, the cut command) "
+                  f"{r['shape_ms']:.2f} ms = {r['shape']:.2f}x")
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
                   f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware hands it) {r['viewed_ms']:.2f} ms "
                   f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")

@@ -46,9 +46,9 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import NoOp, history, viewed_stock
+from bench_turn import NoOp, Shape, history, viewed_stock
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
@@ -83,26 +83,8 @@ def use(modules: dict[str, Any]) -> None:
 
 
 def shape(modules: dict[str, Any]) -> AgentMiddleware:
-    """A middleware of ``SessionMiddleware``'s shape doing none of its work: its state schema, its
-    two hooks calling their handlers, and the model hook's command cutting the agent's messages
-    by id (``RemoveMessage``) and setting ``session_key`` once: what LangChain/LangGraph charge a
-    turn for that shape, whatever the session holds."""
-    schema = modules["session_graph.integrations.middleware"].SessionAgentState
-
-    class Shape(AgentMiddleware):
-        state_schema = schema
-
-        def wrap_model_call(self, request: Any, handler: Any) -> Any:
-            response = handler(request)
-            update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in request.state["messages"]]}
-            if request.state.get("session_key") != "bench":
-                update["session_key"] = "bench"
-            return ExtendedModelResponse(model_response=response, command=Command(update=update))
-
-        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-            return handler(request)
-
-    return Shape()
+    """``bench_turn.Shape`` with the state schema of the tree ``modules`` hold."""
+    return Shape(modules["session_graph.integrations.middleware"].SessionAgentState)
 
 
 def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk: list[Any] | None = None) -> AgentMiddleware:
@@ -112,7 +94,7 @@ def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk:
     little of, as a session's history)."""
     at = [0]
 
-    class Spin(type(shape(modules))):  # type: ignore[misc]
+    class Spin(Shape):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             start = time.thread_time()
             end = start + spent["target"] / 1e3
@@ -123,7 +105,7 @@ def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk:
                     at[0] = (at[0] + 50) % len(walk)
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    return Spin()
+    return Spin(modules["session_graph.integrations.middleware"].SessionAgentState)
 
 
 def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: int) -> dict[str, float]:

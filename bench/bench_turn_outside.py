@@ -25,7 +25,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import history, session_agent
+from bench_turn import Shape, history, session_agent
 from bench_turn_causes import shape
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
@@ -87,13 +87,13 @@ def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, 
 
 
 def busy(spent: dict[str, float], label: str, work: Any) -> Any:
-    class Busy(type(shape(dict(sys.modules)))):  # type: ignore[misc]
+    class Busy(Shape):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             start = time.thread_time()
             work()
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    return Busy()
+    return Busy(middleware.SessionAgentState)
 
 
 def viewed(manager: Any, spent: dict[str, float]) -> Any:
@@ -101,7 +101,7 @@ def viewed(manager: Any, spent: dict[str, float]) -> Any:
     then kept): what the model's larger input costs; the override's own CPU counted in ``spent``."""
     session, fixed = manager.get_or_create("bench"), []
 
-    class Viewed(type(shape(dict(sys.modules)))):  # type: ignore[misc]
+    class Viewed(Shape):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             start = time.thread_time()
             if not fixed:
@@ -109,7 +109,7 @@ def viewed(manager: Any, spent: dict[str, float]) -> Any:
             view = request.override(messages=fixed[0].messages, system_message=fixed[0].system_message)
             spent["view"] += time.thread_time() - start
             return super().wrap_model_call(request, lambda _: handler(view))
-    return Viewed()
+    return Viewed(middleware.SessionAgentState)
 
 
 def main() -> None:
