@@ -250,6 +250,12 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
                 counts[label] = 0.0
     times: dict[str, list[float]] = {name: [] for name in runs}
     fsyncs = dict.fromkeys(runs, 0)
+    outside: dict[str, list[float]] = {name: [] for name in runs}  # each batch's CPU per turn less its hooks' (or control's) own
+
+    def own(name: str) -> float:
+        if name in spent:
+            return spent[name]["hooks"] - spent[name]["handlers"]
+        return spin["spin"] if name == "shape + spin" else spin["walk"] if name == "shape + walk" else 0.0
     real = os.fsync
     for _ in range(rounds):
         for name, (agent, config, modules) in runs.items():
@@ -262,10 +268,12 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
                 real(fd)
 
             os.fsync = counted  # type: ignore[assignment]
+            before = own(name)
             start = time.process_time()
             for _ in range(batch):
                 run(agent, config)
             times[name].append((time.process_time() - start) / batch * 1e3)
+            outside[name].append(times[name][-1] - (own(name) - before) / batch * 1e3)
             os.fsync = real  # type: ignore[assignment]
             fsyncs[name] += calls[0]
     turns = rounds * batch
@@ -302,6 +310,13 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"that agent - shape - the spin) {spill:.3f}, or the same CPU reading messages of a 100,000-message history ({walked:.3f} ms: "
               f"that agent - shape - the reading) {spill_walk:.3f} (medians of the rounds' differences); the remainder "
               f"- the model's part - the reading's spill {remainder - model - spill_walk:.3f} (- the spin's instead {remainder - model - spill:.3f})")
+        fast = {n: min(v) for n, v in outside.items()}
+        beyond, shaped = fast[name] - fast["stock"], fast["shape"] - fast["stock"]
+        reading, viewing = fast["shape + walk"] - fast["shape"], fast["stock + view"] - fast["stock"]
+        print(f"    the same from each agent's fastest batch (interference only adds; the hooks' or the control's own CPU taken out "
+              f"batch by batch): beyond stock outside the hooks {beyond:.3f}: the shape {shaped:.3f}, the remainder {beyond - shaped:.3f}; "
+              f"the model handed the view {viewing:.3f}; the spin's spill {fast['shape + spin'] - fast['shape']:.3f}, the reading's "
+              f"{reading:.3f}; the remainder - the model's part - the reading's spill {beyond - shaped - viewing - reading:.3f}")
         print(f"    second baseline: the stock agent handed the same messages as the session's view {ms['stock + view']:.2f} ms; "
               f"whole turn / this baseline {whole / ms['stock + view']:.2f}x", flush=True)
     pieces = micro(views, ours, rounds)

@@ -10,16 +10,22 @@ threads' (``process_time - thread_time``: the ``ToolNode`` runs each tool call, 
 run) by ``thread_time`` in the thread they run in. Then a control: a shape middleware whose model
 hook does CPU-only work (an empty loop), touches ``--touch`` messages spread over a 100,000-message
 history, or appends 1.5 kB to a file with an fsync once a turn, and what that adds outside the hook (turn - shape turn - the work's own CPU).
+And, deterministic where CPU is not: the Python and C function calls per turn outside the hooks of
+the shape's agent and the session's (``sys.setprofile`` in every thread; a hook's own code not
+counted, its handler counted), and the functions whose count differs: what LangChain/LangGraph do
+more for the session outside our hooks, whatever the machine's load.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import os
 from pathlib import Path
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -58,6 +64,60 @@ def timed_hooks(spent: dict[str, float]) -> None:
                 spent[label if synced else label + " nosync"] += time.thread_time() - start - inner_cpu[0]
 
         setattr(middleware.SessionMiddleware, attr, hook)
+
+
+_inside = threading.local()  # set while a hook of ours (or the shape's) runs its own code, not its handler
+
+
+def flagged(cls: Any) -> None:
+    """Mark the thread as inside ``cls``'s two hooks while they run, except while their handler runs."""
+    for attr in ("wrap_model_call", "wrap_tool_call"):
+        real = getattr(cls, attr)
+
+        def hook(self: Any, request: Any, handler: Any, real: Any = real) -> Any:
+            def inner(request: Any) -> Any:
+                _inside.on = False
+                try:
+                    return handler(request)
+                finally:
+                    _inside.on = True
+
+            _inside.on = True
+            try:
+                return real(self, request, inner)
+            finally:
+                _inside.on = False
+
+        setattr(cls, attr, hook)
+
+
+def calls_outside(agents: dict[str, tuple[Any, Any]], turns: int) -> dict[str, Counter[tuple[str, str]]]:
+    """Python and C function calls per turn outside the hooks (``sys.setprofile`` in every thread,
+    counted only while no hook's own code runs), by (file, function): deterministic, unlike CPU."""
+    counts: dict[str, Counter[tuple[str, str]]] = {}
+    for name, (agent, config) in agents.items():
+        found: Counter[tuple[str, str]] = Counter()
+
+        def profile(frame: Any, event: str, arg: Any, found: Counter[tuple[str, str]] = found) -> None:
+            if getattr(_inside, "on", False):
+                return
+            if event == "call":
+                found[(frame.f_code.co_filename.rsplit("site-packages/", 1)[-1], frame.f_code.co_name)] += 1
+            elif event == "c_call":
+                found[("C", getattr(arg, "__qualname__", str(arg)))] += 1
+
+        for turn in range(3):
+            agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
+        sys.setprofile(profile)
+        threading.setprofile(profile)
+        try:
+            for turn in range(turns):
+                agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
+        counts[name] = found
+    return counts
 
 
 def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
@@ -117,9 +177,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--touch", type=int, default=400)
+    parser.add_argument("--calls", type=int, default=20, help="turns whose function calls are counted")
     args = parser.parse_args()
     spent = {"wrap_model_call": 0.0, "wrap_tool_call": 0.0, "view": 0.0, "wrap_model_call nosync": 0.0, "wrap_tool_call nosync": 0.0}
     timed_hooks(spent)
+    flagged(middleware.SessionMiddleware)
+    flagged(Shape)
     config = {"configurable": {"thread_id": "bench"}}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
@@ -144,6 +207,13 @@ def main() -> None:
                   f"the session's view (shape + view - shape - the override) {main_ms['shape + view'] - main_ms['shape'] - view:.3f}")
             print(f"  the same store with fsync off: main thread {main_ms['session, fsync off']:.3f} (model hooks inside {model_off:.3f}), "
                   f"beyond the shape outside the hooks {main_ms['session, fsync off'] - main_ms['shape'] - model_off:.3f}")
+            calls = calls_outside({"shape": agents["shape"][:2], "session": (agent, config)}, args.calls)
+            per = {name: sum(found.values()) / args.calls for name, found in calls.items()}
+            diff = {key: (calls["session"][key] - calls["shape"][key]) / args.calls for key in calls["session"] | calls["shape"]}
+            top = sorted((key for key in diff if abs(diff[key]) >= 1), key=lambda key: -abs(diff[key]))[:6]
+            print(f"  function calls per turn outside the hooks (Python and C, sys.setprofile in every thread, {args.calls} turns; "
+                  f"deterministic): shape {per['shape']:,.0f}, session {per['session']:,.0f} ({per['session'] - per['shape']:+,.0f}); "
+                  f"those differing by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
     big = history(100_000)
     sample = big[:: max(1, len(big) // args.touch)]
     work = {"cpu only": 0.0, "touching": 0.0, "fsync": 0.0}
