@@ -27,11 +27,13 @@ are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x,
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import os
 from pathlib import Path
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -172,6 +174,63 @@ class NoOpTwo(NoOp):
 
     def before_model(self, state: Any, runtime: Any) -> None:
         return None
+
+
+_inside = threading.local()  # set while a hook of ours (or the shape's) runs its own code, not its handler
+
+
+def flagged(cls: Any) -> None:
+    """Mark the thread as inside ``cls``'s two hooks while they run, except while their handler runs."""
+    if cls.__dict__.get("_flagged"):
+        return
+    cls._flagged = True
+    for attr in ("wrap_model_call", "wrap_tool_call"):
+        real = getattr(cls, attr)
+
+        def hook(self: Any, request: Any, handler: Any, real: Any = real) -> Any:
+            def inner(request: Any) -> Any:
+                _inside.on = False
+                try:
+                    return handler(request)
+                finally:
+                    _inside.on = True
+
+            _inside.on = True
+            try:
+                return real(self, request, inner)
+            finally:
+                _inside.on = False
+
+        setattr(cls, attr, hook)
+
+
+def calls_outside(agents: dict[str, tuple[Any, Any]], turns: int) -> dict[str, Counter[tuple[str, str]]]:
+    """Python and C function calls per turn outside the hooks (``sys.setprofile`` in every thread,
+    counted only while no hook's own code runs), by (file, function): deterministic, unlike CPU."""
+    counts: dict[str, Counter[tuple[str, str]]] = {}
+    for name, (agent, config) in agents.items():
+        found: Counter[tuple[str, str]] = Counter()
+
+        def profile(frame: Any, event: str, arg: Any, found: Counter[tuple[str, str]] = found) -> None:
+            if getattr(_inside, "on", False):
+                return
+            if event == "call":
+                found[(frame.f_code.co_filename.rsplit("site-packages/", 1)[-1], frame.f_code.co_name)] += 1
+            elif event == "c_call":
+                found[("C", getattr(arg, "__qualname__", str(arg)))] += 1
+
+        for turn in range(3):
+            agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
+        sys.setprofile(profile)
+        threading.setprofile(profile)
+        try:
+            for turn in range(turns):
+                agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
+        counts[name] = found
+    return counts
 
 
 def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float]:

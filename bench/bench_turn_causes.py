@@ -46,7 +46,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import NoOp, Shape, history, viewed_stock
+from bench_turn import NoOp, Shape, calls_outside, flagged, history, viewed_stock
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
@@ -200,6 +200,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         modules = load(root)
         spent[name] = dict.fromkeys(("save", "resize", "hooks", "handlers"), 0.0)
         instrument(modules, spent[name])  # before the agent is built: it binds the hooks
+        flagged(modules["session_graph.integrations.middleware"].SessionMiddleware)  # for the call count (calls_outside)
         package, integrations = modules["session_graph"], modules["session_graph.integrations"]
         manager = package.SessionManager(tempfile.mkdtemp(prefix=f"{name}-{size}-".replace(" ", "_"), dir=folder))  # a size may be repeated
         manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": 4000})
@@ -214,6 +215,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         viewed, views = viewed_stock(integrations.SessionMiddleware, manager)  # the last tree's view
         sizes = (len(views[0]), len(views[1]))
     ours = modules  # the last tree's
+    flagged(Shape)
     spin = {"target": 0.0, "spin": 0.0, "walk": 0.0}
     runs["stock"] = (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None, None)
     runs["stock + view"] = (viewed, None, None)
@@ -319,6 +321,14 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"{reading:.3f}; the remainder - the model's part - the reading's spill {beyond - shaped - viewing - reading:.3f}")
         print(f"    second baseline: the stock agent handed the same messages as the session's view {ms['stock + view']:.2f} ms; "
               f"whole turn / this baseline {whole / ms['stock + view']:.2f}x", flush=True)
+    use(runs[last][2])
+    counted = calls_outside({"shape": runs["shape"][:2], last: runs[last][:2]}, 20)
+    per = {name: sum(found.values()) / 20 for name, found in counted.items()}
+    diff = {key: (counted[last][key] - counted["shape"][key]) / 20 for key in counted[last] | counted["shape"]}
+    top = sorted((key for key in diff if abs(diff[key]) >= 1), key=lambda key: -abs(diff[key]))[:4]
+    print(f"  function calls per turn outside the hooks ({last}; Python and C, sys.setprofile in every thread, 20 turns; "
+          f"deterministic): shape {per['shape']:,.0f}, session {per[last]:,.0f} ({per[last] - per['shape']:+,.0f}); those differing "
+          f"by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
     pieces = micro(views, ours, rounds)
     print(f"  pieces outside the hooks, each alone, per turn (two model calls), the fastest of {rounds} alternated batches: "
           f"the fake model's invoke on the session's view {pieces['model on the view']:.3f} ms / on the stock agent's input "

@@ -19,19 +19,17 @@ more for the session outside our hooks, whatever the machine's load.
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 import os
 from pathlib import Path
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import Shape, history, session_agent
+from bench_turn import Shape, calls_outside, flagged, history, session_agent
 from bench_turn_causes import shape
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
@@ -64,60 +62,6 @@ def timed_hooks(spent: dict[str, float]) -> None:
                 spent[label if synced else label + " nosync"] += time.thread_time() - start - inner_cpu[0]
 
         setattr(middleware.SessionMiddleware, attr, hook)
-
-
-_inside = threading.local()  # set while a hook of ours (or the shape's) runs its own code, not its handler
-
-
-def flagged(cls: Any) -> None:
-    """Mark the thread as inside ``cls``'s two hooks while they run, except while their handler runs."""
-    for attr in ("wrap_model_call", "wrap_tool_call"):
-        real = getattr(cls, attr)
-
-        def hook(self: Any, request: Any, handler: Any, real: Any = real) -> Any:
-            def inner(request: Any) -> Any:
-                _inside.on = False
-                try:
-                    return handler(request)
-                finally:
-                    _inside.on = True
-
-            _inside.on = True
-            try:
-                return real(self, request, inner)
-            finally:
-                _inside.on = False
-
-        setattr(cls, attr, hook)
-
-
-def calls_outside(agents: dict[str, tuple[Any, Any]], turns: int) -> dict[str, Counter[tuple[str, str]]]:
-    """Python and C function calls per turn outside the hooks (``sys.setprofile`` in every thread,
-    counted only while no hook's own code runs), by (file, function): deterministic, unlike CPU."""
-    counts: dict[str, Counter[tuple[str, str]]] = {}
-    for name, (agent, config) in agents.items():
-        found: Counter[tuple[str, str]] = Counter()
-
-        def profile(frame: Any, event: str, arg: Any, found: Counter[tuple[str, str]] = found) -> None:
-            if getattr(_inside, "on", False):
-                return
-            if event == "call":
-                found[(frame.f_code.co_filename.rsplit("site-packages/", 1)[-1], frame.f_code.co_name)] += 1
-            elif event == "c_call":
-                found[("C", getattr(arg, "__qualname__", str(arg)))] += 1
-
-        for turn in range(3):
-            agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
-        sys.setprofile(profile)
-        threading.setprofile(profile)
-        try:
-            for turn in range(turns):
-                agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
-        finally:
-            sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
-        counts[name] = found
-    return counts
 
 
 def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
