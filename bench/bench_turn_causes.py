@@ -327,7 +327,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
     diff = {key: (counted[last][key] - counted["shape"][key]) / 20 for key in counted[last] | counted["shape"]}
     top = sorted((key for key in diff if abs(diff[key]) >= 1), key=lambda key: -abs(diff[key]))[:4]
     print(f"  function calls per turn outside the hooks ({last}; Python and C, sys.setprofile in every thread, 20 turns; "
-          f"deterministic): shape {per['shape']:,.0f}, session {per[last]:,.0f} ({per[last] - per['shape']:+,.0f}); those differing "
+          f"deterministic but for waits on threads): shape {per['shape']:,.0f}, session {per[last]:,.0f} ({per[last] - per['shape']:+,.0f}); those differing "
           f"by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
     pieces = micro(views, ours, rounds)
     print(f"  pieces outside the hooks, each alone, per turn (two model calls), the fastest of {rounds} alternated batches: "

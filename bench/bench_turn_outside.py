@@ -156,7 +156,7 @@ def main() -> None:
             diff = {key: (calls["session"][key] - calls["shape"][key]) / args.calls for key in calls["session"] | calls["shape"]}
             top = sorted((key for key in diff if abs(diff[key]) >= 1), key=lambda key: -abs(diff[key]))[:6]
             print(f"  function calls per turn outside the hooks (Python and C, sys.setprofile in every thread, {args.calls} turns; "
-                  f"deterministic): shape {per['shape']:,.0f}, session {per['session']:,.0f} ({per['session'] - per['shape']:+,.0f}); "
+                  f"deterministic but for waits on threads): shape {per['shape']:,.0f}, session {per['session']:,.0f} ({per['session'] - per['shape']:+,.0f}); "
                   f"those differing by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
     big = history(100_000)
     sample = big[:: max(1, len(big) // args.touch)]
