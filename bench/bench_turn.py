@@ -8,23 +8,32 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
 - session: ``SessionMiddleware`` over a JSONL ``SessionManager`` (fsync on) whose session
   already holds 10,000 (and 100,000) messages of such turns, token budget 4,000.
 
-- floor: a no-op ``AgentMiddleware`` with the same one hook as ``SessionMiddleware``
-  (``wrap_model_call`` calling the handler): what any middleware costs in LangChain; and one
-  with two hooks (``before_model`` returning None too), what the middleware's former shape cost.
+- floor: a no-op ``AgentMiddleware`` with one hook, ``wrap_model_call`` calling the handler (the
+  agent's own state): what any middleware costs in LangChain; one with ``before_model`` too (two
+  hooks, a graph node per model call: SessionMiddleware's former shape); and ``Shape``:
+  SessionMiddleware's present shape doing none of its work (its state schema, ``wrap_model_call``
+  and ``wrap_tool_call`` calling their handlers, the model hook's cut command).
+- a second baseline, stock + view: the stock agent (no middleware) whose model is handed, in
+  place of the turn's messages, what SessionMiddleware hands it (the session's window at the
+  token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
+  own work on the longer input, which any context manager's turn pays. The headline ratio stays
+  against the stock agent on the turn's input only.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-session and the two floors in alternating batches, median of the batches; ``os.fsync`` calls per turn
+stock + view, session and the two floors in alternating batches, median of the batches; ``os.fsync`` calls per turn
 are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import os
 from pathlib import Path
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -32,12 +41,15 @@ from typing import Any
 from bench_agents import ANSWER, _Model, _replies, lookup
 from bench_agents import _question as question
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
+from session_graph.integrations.middleware import SessionAgentState
 
 
 def history(messages: int) -> list[BaseMessage]:
@@ -88,8 +100,70 @@ def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], Session
     return agent, {"configurable": {"thread_id": "bench"}}, manager
 
 
+class _Spy(AgentMiddleware):
+    """Records each model input (system message + messages) a middleware outside it hands on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inputs: list[list[BaseMessage]] = []
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        self.inputs.append([*([request.system_message] if request.system_message is not None else []), *request.messages])
+        return handler(request)
+
+
+def session_view(middleware: Any, manager: Any) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """What ``middleware`` (a ``SessionMiddleware`` class, of any tree) hands the model on a turn's
+    first and second call (after the tool result), from one turn of a session agent on ``manager``."""
+    spy = _Spy()
+    agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[middleware(manager=manager), spy],
+                         system_prompt="You are a research assistant.")
+    agent.invoke({"messages": [HumanMessage(content=question(10**6))]}, {"configurable": {"thread_id": "bench"}})
+    first, second = spy.inputs[:2]
+    return first, second
+
+
+class ViewedModel(_Model):
+    """The bench's fake model handed the session's view in place of the stock agent's messages:
+    the turn's first call gets ``views[0]``, the call after a tool result ``views[1]``."""
+
+    views: Any = None
+
+    def invoke(self, input: LanguageModelInput, config: Any = None, **kwargs: Any) -> Any:
+        after_tool = isinstance(input, list) and any(isinstance(m, ToolMessage) for m in input)
+        return super().invoke(self.views[1 if after_tool else 0], config, **kwargs)
+
+
+def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[list[BaseMessage], list[BaseMessage]]]:
+    """The stock agent (no middleware) whose model is handed the session's view; the two views."""
+    views = session_view(middleware, manager)
+    model = ViewedModel(messages=_replies(), views=views)
+    return create_agent(model, tools=[lookup], system_prompt="You are a research assistant."), views
+
+
+class Shape(AgentMiddleware):
+    """A middleware of ``SessionMiddleware``'s shape doing none of its work: its state schema, its
+    two hooks calling their handlers, and the model hook's command cutting the agent's messages
+    by id (``RemoveMessage``) and setting ``session_key`` once: what LangChain/LangGraph charge a
+    turn for that shape, whatever the session holds."""
+
+    def __init__(self, schema: Any) -> None:
+        super().__init__()
+        self.state_schema = schema
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        response = handler(request)
+        update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in request.state["messages"]]}
+        if request.state.get("session_key") != "bench":
+            update["session_key"] = "bench"
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+
 class NoOp(AgentMiddleware):
-    """The floor of any middleware: the one hook ``SessionMiddleware`` has, doing nothing."""
+    """The floor of any middleware: one hook (``wrap_model_call``), doing nothing."""
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         return handler(request)
@@ -102,31 +176,83 @@ class NoOpTwo(NoOp):
         return None
 
 
+_inside = threading.local()  # set while a hook of ours (or the shape's) runs its own code, not its handler
+
+
+def flagged(cls: Any) -> None:
+    """Mark the thread as inside ``cls``'s two hooks while they run, except while their handler runs."""
+    if cls.__dict__.get("_flagged"):
+        return
+    cls._flagged = True
+    for attr in ("wrap_model_call", "wrap_tool_call"):
+        real = getattr(cls, attr)
+
+        def hook(self: Any, request: Any, handler: Any, real: Any = real) -> Any:
+            def inner(request: Any) -> Any:
+                _inside.on = False
+                try:
+                    return handler(request)
+                finally:
+                    _inside.on = True
+
+            _inside.on = True
+            try:
+                return real(self, request, inner)
+            finally:
+                _inside.on = False
+
+        setattr(cls, attr, hook)
+
+
+def calls_outside(agents: dict[str, tuple[Any, Any]], turns: int) -> dict[str, Counter[tuple[str, str]]]:
+    """Python and C function calls per turn outside the hooks (``sys.setprofile`` in every thread,
+    counted only while no hook's own code runs), by (file, function): deterministic, unlike CPU."""
+    counts: dict[str, Counter[tuple[str, str]]] = {}
+    for name, (agent, config) in agents.items():
+        found: Counter[tuple[str, str]] = Counter()
+
+        def profile(frame: Any, event: str, arg: Any, found: Counter[tuple[str, str]] = found) -> None:
+            if getattr(_inside, "on", False):
+                return
+            if event == "call":
+                found[(frame.f_code.co_filename.rsplit("site-packages/", 1)[-1], frame.f_code.co_name)] += 1
+            elif event == "c_call":
+                found[("C", getattr(arg, "__qualname__", str(arg)))] += 1
+
+        for turn in range(3):
+            agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
+        sys.setprofile(profile)
+        threading.setprofile(profile)
+        try:
+            for turn in range(turns):
+                agent.invoke({"messages": [HumanMessage(content=question(turn))]}, config)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
+        counts[name] = found
+    return counts
+
+
 def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float]:
-    """CPU ms per turn (stock, session, no-op floor), the ratios and fsyncs per session turn at ``size`` messages."""
+    """CPU ms per turn (stock, stock + view, session, no-op floors), the ratios and fsyncs per session turn at ``size`` messages."""
     stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
     floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
     floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
-    agent, config, _ = session_agent(folder, size)
+    shaped = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[Shape(SessionAgentState)],
+                          system_prompt="You are a research assistant.")
+    agent, config, manager = session_agent(folder, size)
+    viewed, views = viewed_stock(SessionMiddleware, manager)
+    sizes = (len(views[0]), len(views[1]))
     turn = [0]
 
-    def run_stock() -> None:
-        turn[0] += 1
-        stock.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
+    def runner(target: Any, cfg: Any = None) -> Any:
+        def run() -> None:
+            turn[0] += 1
+            target.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, cfg)
+        return run
 
-    def run_floor() -> None:
-        turn[0] += 1
-        floor.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
-
-    def run_floor2() -> None:
-        turn[0] += 1
-        floor2.invoke({"messages": [HumanMessage(content=question(turn[0]))]})
-
-    def run_session() -> None:
-        turn[0] += 1
-        agent.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, config)
-
-    runs = (("stock", run_stock), ("floor", run_floor), ("floor2", run_floor2), ("session", run_session))
+    runs = (("stock", runner(stock)), ("viewed", runner(viewed)), ("floor", runner(floor)), ("floor2", runner(floor2)),
+            ("shape", runner(shaped, config)), ("session", runner(agent, config)))
     for _, fn in runs:  # warm up
         for _ in range(3):
             fn()
@@ -142,10 +268,10 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
             if name == "session":
                 fsyncs += counter.calls
                 turns += batch
-    stock_ms, session_ms = statistics.median(times["stock"]) * 1e3, statistics.median(times["session"]) * 1e3
-    floor_ms, floor2_ms = statistics.median(times["floor"]) * 1e3, statistics.median(times["floor2"]) * 1e3
-    return {"stock_ms": stock_ms, "session_ms": session_ms, "ratio": session_ms / stock_ms, "fsyncs": fsyncs / turns,
-            "floor_ms": floor_ms, "floor": floor_ms / stock_ms, "floor2_ms": floor2_ms, "floor2": floor2_ms / stock_ms}
+    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+    return {"stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs / turns,
+            "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
+            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1]}
 
 
 def main() -> None:
@@ -160,9 +286,14 @@ def main() -> None:
             print(f"agent turn (create_agent, 1 tool call), CPU: SessionMiddleware + JSONL store at {size:,} messages "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
                   f"{r['ratio']:.2f}x (goal <= 1.2); fsyncs per turn {r['fsyncs']:.1f} (goal 1)")
-            print(f"  floor of any middleware: a no-op AgentMiddleware (wrap_model_call, the one hook SessionMiddleware has) "
-                  f"{r['floor_ms']:.2f} ms / stock agent = {r['floor']:.2f}x; with before_model too (two hooks) "
-                  f"{r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x")
+            print(f"  floor of any middleware: a no-op AgentMiddleware with one hook (wrap_model_call calling the handler) "
+                  f"{r['floor_ms']:.2f} ms / stock agent = {r['floor']:.2f}x; with before_model too (two hooks, SessionMiddleware's "
+                  f"former shape) {r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x; SessionMiddleware's shape doing none of its work "
+                  f"(its state schema, wrap_model_call and wrap_tool_call calling their handlers, the cut command) "
+                  f"{r['shape_ms']:.2f} ms = {r['shape']:.2f}x")
+            print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
+                  f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware hands it) {r['viewed_ms']:.2f} ms "
+                  f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")
 
 
 if __name__ == "__main__":

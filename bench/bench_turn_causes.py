@@ -16,6 +16,20 @@ lies outside the hooks (median whole turn - median stock turn - mean inside), sp
 middleware's shape (an agent whose middleware has our state schema, both hooks calling their
 handlers and the model hook's cut command, and does nothing else: median - median stock) and the
 remainder. fsyncs counted by wrapping ``os.fsync``.
+
+The shape split: a one-hook no-op middleware (``bench_turn.NoOp``, the agent's own state) - stock,
+and the rest of the shape (our schema, the tool hook, the cut command: shape - no-op). The
+remainder's leads, each an agent of its own in the same alternation: the model's work on the
+longer input (the stock agent, no middleware, whose model is handed what SessionMiddleware hands
+it: ``bench_turn.viewed_stock``; - stock), also printed as a second baseline of the whole turn
+(the headline stays against the stock agent on the turn's input); and what CPU spent in a hook
+adds outside it on this machine (the shape whose model hook spins ``thread_time`` for the CPU the
+session's hooks took per turn in a calibration run, half per model call: that agent - shape -
+the spin's own CPU), and the same for a hook that reads messages of a 100,000-message history for
+that CPU (memory the caches hold little of, as the session's hooks touch the session's records,
+encoders and files): the CPU a hook's work costs the agent's code after it, whatever the hook does.
+Then pieces outside the hooks timed alone (``micro``): the fake model's ``invoke`` on the view vs the
+turn's input, and LangGraph applying the cut command and our state schema on a one-node graph.
 """
 
 from __future__ import annotations
@@ -32,10 +46,11 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import history
+from bench_turn import NoOp, Shape, calls_outside, flagged, history, viewed_stock
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
-from langchain_core.messages import HumanMessage, RemoveMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 HERE = str(Path(__file__).resolve().parents[1])
@@ -68,26 +83,74 @@ def use(modules: dict[str, Any]) -> None:
 
 
 def shape(modules: dict[str, Any]) -> AgentMiddleware:
-    """A middleware of ``SessionMiddleware``'s shape doing none of its work: its state schema, its
-    two hooks calling their handlers, and the model hook's command cutting the agent's messages
-    by id (``RemoveMessage``) and setting ``session_key`` once: what LangChain/LangGraph charge a
-    turn for that shape, whatever the session holds."""
-    schema = modules["session_graph.integrations.middleware"].SessionAgentState
+    """``bench_turn.Shape`` with the state schema of the tree ``modules`` hold."""
+    return Shape(modules["session_graph.integrations.middleware"].SessionAgentState)
 
-    class Shape(AgentMiddleware):
-        state_schema = schema
 
+def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk: list[Any] | None = None) -> AgentMiddleware:
+    """The shape whose model hook first spends ``spent["target"]`` ms of the main thread's CPU,
+    counted in ``spent[label]``: spinning on the clock (CPU only, no memory touched), or with
+    ``walk`` reading its messages in turn from where the last call stopped (memory a cache holds
+    little of, as a session's history)."""
+    at = [0]
+
+    class Spin(Shape):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
-            response = handler(request)
-            update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in request.state["messages"]]}
-            if request.state.get("session_key") != "bench":
-                update["session_key"] = "bench"
-            return ExtendedModelResponse(model_response=response, command=Command(update=update))
+            start = time.thread_time()
+            end = start + spent["target"] / 1e3
+            while time.thread_time() < end:
+                if walk:
+                    for message in walk[at[0]:at[0] + 50]:
+                        len(message.content) + len(message.id or "")
+                    at[0] = (at[0] + 50) % len(walk)
+            spent[label] += time.thread_time() - start
+            return super().wrap_model_call(request, handler)
+    return Spin(modules["session_graph.integrations.middleware"].SessionAgentState)
 
-        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-            return handler(request)
 
-    return Shape()
+def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: int) -> dict[str, float]:
+    """Per turn (two model calls: 1 message held at the first, the call and its result at the
+    second), the CPU ms of pieces outside our hooks, each timed alone against its baseline in
+    alternated batches (the fastest batch: interference only adds): the fake model's ``invoke`` on
+    the session's view vs on the stock agent's input; a one-node LangGraph graph on the agent's
+    state (``add_messages``) whose node returns the reply and the cut command (a ``RemoveMessage``
+    per held message, and ``session_key`` set) vs the reply alone; the same graph with our state
+    schema vs the agent's own."""
+    schema = modules["session_graph.integrations.middleware"].SessionAgentState
+    turn_inputs = ([SystemMessage(content=PROMPT), HumanMessage(content=question(1), id="h")],
+                   [SystemMessage(content=PROMPT), HumanMessage(content=question(1), id="h"), *history(4)[1:3]])
+    model = _Model(messages=_replies())
+    held = ([HumanMessage(content=question(1), id="h")], history(4)[1:3])
+    reply = AIMessage(content="done", id="r")
+
+    def graph(state: Any, cut: bool) -> Any:
+        def node(values: Any) -> Any:
+            commands = [Command(update={"messages": [reply]})]
+            if cut:
+                update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in values["messages"]]}
+                if values.get("session_key") != "bench":
+                    update["session_key"] = "bench"
+                commands.append(Command(update=update))
+            return commands
+        builder = StateGraph(state)
+        builder.add_node("model", node)
+        builder.add_edge(START, "model")
+        builder.add_edge("model", END)
+        return builder.compile()
+
+    graphs = {"agent state": graph(AgentState, False), "our schema": graph(schema, False), "our schema + cut": graph(schema, True)}
+    work = {"model on the turn input": lambda: [model.invoke(m) for m in turn_inputs],
+            "model on the view": lambda: [model.invoke(m) for m in views]}
+    for name, compiled in graphs.items():
+        work[name] = lambda compiled=compiled: [compiled.invoke({"messages": list(h)}) for h in held]
+    best = dict.fromkeys(work, float("inf"))
+    for _ in range(rounds):
+        for name, fn in work.items():
+            start = time.process_time()
+            for _ in range(20):
+                fn()
+            best[name] = min(best[name], (time.process_time() - start) / 20 * 1e3)
+    return best
 
 
 def instrument(modules: dict[str, Any], spent: dict[str, float]) -> None:
@@ -137,6 +200,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         modules = load(root)
         spent[name] = dict.fromkeys(("save", "resize", "hooks", "handlers"), 0.0)
         instrument(modules, spent[name])  # before the agent is built: it binds the hooks
+        flagged(modules["session_graph.integrations.middleware"].SessionMiddleware)  # for the call count (calls_outside)
         package, integrations = modules["session_graph"], modules["session_graph.integrations"]
         manager = package.SessionManager(tempfile.mkdtemp(prefix=f"{name}-{size}-".replace(" ", "_"), dir=folder))  # a size may be repeated
         manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": 4000})
@@ -148,9 +212,20 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[integrations.SessionMiddleware(manager=manager)],
                              system_prompt=PROMPT)
         runs[name] = (agent, {"configurable": {"thread_id": "bench"}}, modules)
+        viewed, views = viewed_stock(integrations.SessionMiddleware, manager)  # the last tree's view
+        sizes = (len(views[0]), len(views[1]))
+    ours = modules  # the last tree's
+    flagged(Shape)
+    spin = {"target": 0.0, "spin": 0.0, "walk": 0.0}
     runs["stock"] = (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None, None)
+    runs["stock + view"] = (viewed, None, None)
+    runs["no-op"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt=PROMPT), None, None)
     runs["shape"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(modules)], system_prompt=PROMPT),
                      {"configurable": {"thread_id": "bench"}}, None)
+    runs["shape + spin"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[spinning(modules, spin, "spin")],
+                                         system_prompt=PROMPT), {"configurable": {"thread_id": "bench"}}, None)
+    runs["shape + walk"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[spinning(modules, spin, "walk", history(100_000))],
+                                         system_prompt=PROMPT), {"configurable": {"thread_id": "bench"}}, None)
     turn = [0]
 
     def run(agent: Any, config: Any) -> None:
@@ -162,11 +237,27 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
             use(modules)
         for _ in range(3):
             run(agent, config)
+    last = list(trees)[-1]
     for counts in spent.values():
         for label in counts:
             counts[label] = 0.0
+    agent, config, modules = runs[last]
+    use(modules)
+    for _ in range(2 * batch):  # calibration: the CPU inside the last tree's hooks per turn, spun half per model call
+        run(agent, config)
+    spin["target"] = (spent[last]["hooks"] - spent[last]["handlers"]) / (2 * batch) * 1e3 / 2
+    for counts in (*spent.values(), spin):
+        for label in counts:
+            if label != "target":
+                counts[label] = 0.0
     times: dict[str, list[float]] = {name: [] for name in runs}
     fsyncs = dict.fromkeys(runs, 0)
+    outside: dict[str, list[float]] = {name: [] for name in runs}  # each batch's CPU per turn less its hooks' (or control's) own
+
+    def own(name: str) -> float:
+        if name in spent:
+            return spent[name]["hooks"] - spent[name]["handlers"]
+        return spin["spin"] if name == "shape + spin" else spin["walk"] if name == "shape + walk" else 0.0
     real = os.fsync
     for _ in range(rounds):
         for name, (agent, config, modules) in runs.items():
@@ -179,15 +270,27 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
                 real(fd)
 
             os.fsync = counted  # type: ignore[assignment]
+            before = own(name)
             start = time.process_time()
             for _ in range(batch):
                 run(agent, config)
             times[name].append((time.process_time() - start) / batch * 1e3)
+            outside[name].append(times[name][-1] - (own(name) - before) / batch * 1e3)
             os.fsync = real  # type: ignore[assignment]
             fsyncs[name] += calls[0]
     turns = rounds * batch
-    stock = statistics.median(times["stock"])
-    floor = statistics.median(times["shape"]) - stock
+    ms = {name: statistics.median(values) for name, values in times.items()}
+    stock = ms["stock"]
+    floor = ms["shape"] - stock
+
+    def paired(a: str, b: str) -> float:  # the median of a - b over the rounds (each round's batches adjacent in time)
+        return statistics.median(x - y for x, y in zip(times[a], times[b], strict=True))
+
+    model = paired("stock + view", "stock")
+    spun = spin["spin"] / turns * 1e3
+    spill = paired("shape + spin", "shape") - spun
+    walked = spin["walk"] / turns * 1e3
+    spill_walk = paired("shape + walk", "shape") - walked
     print(f"agent turn at {size:,} messages (create_agent, 1 tool call, JSONL, fsync on), CPU per turn, "
           f"{rounds} alternated batches of {batch}, load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
     for name in trees:
@@ -199,6 +302,40 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"the rest (record, judge, view, glue) {inside - c['save'] - c['resize']:.3f}; "
               f"beyond stock outside the hooks (whole - stock - inside) {whole - stock - inside:.3f}: the middleware's shape "
               f"(no-op hooks + the cut command, a separate agent - stock) {floor:.3f}, the remainder {whole - stock - inside - floor:.3f}")
+        remainder = whole - stock - inside - floor
+        print(f"    the shape: a one-hook no-op middleware (wrap_model_call calling the handler, the agent's own state) - stock "
+              f"{paired('no-op', 'stock'):.3f}; our schema + the tool hook + the cut command (shape - no-op) {paired('shape', 'no-op'):.3f} "
+              f"(medians of the rounds' differences)")
+        print(f"    the remainder's leads: the model handed the session's view ({sizes[0]} and {sizes[1]} messages, system message "
+              f"included; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "
+              f"(the shape spinning {spun:.3f} ms a turn in its model hook, the CPU inside our hooks in a calibration run: "
+              f"that agent - shape - the spin) {spill:.3f}, or the same CPU reading messages of a 100,000-message history ({walked:.3f} ms: "
+              f"that agent - shape - the reading) {spill_walk:.3f} (medians of the rounds' differences); the remainder "
+              f"- the model's part - the reading's spill {remainder - model - spill_walk:.3f} (- the spin's instead {remainder - model - spill:.3f})")
+        fast = {n: min(v) for n, v in outside.items()}
+        beyond, shaped = fast[name] - fast["stock"], fast["shape"] - fast["stock"]
+        reading, viewing = fast["shape + walk"] - fast["shape"], fast["stock + view"] - fast["stock"]
+        print(f"    the same from each agent's fastest batch (interference only adds; the hooks' or the control's own CPU taken out "
+              f"batch by batch): beyond stock outside the hooks {beyond:.3f}: the shape {shaped:.3f}, the remainder {beyond - shaped:.3f}; "
+              f"the model handed the view {viewing:.3f}; the spin's spill {fast['shape + spin'] - fast['shape']:.3f}, the reading's "
+              f"{reading:.3f}; the remainder - the model's part - the reading's spill {beyond - shaped - viewing - reading:.3f}")
+        print(f"    second baseline: the stock agent handed the same messages as the session's view {ms['stock + view']:.2f} ms; "
+              f"whole turn / this baseline {whole / ms['stock + view']:.2f}x", flush=True)
+    use(runs[last][2])
+    counted = calls_outside({"shape": runs["shape"][:2], last: runs[last][:2]}, 20)
+    per = {name: sum(found.values()) / 20 for name, found in counted.items()}
+    diff = {key: (counted[last][key] - counted["shape"][key]) / 20 for key in counted[last] | counted["shape"]}
+    top = sorted((key for key in diff if abs(diff[key]) >= 1), key=lambda key: -abs(diff[key]))[:4]
+    print(f"  function calls per turn outside the hooks ({last}; Python and C, sys.setprofile in every thread, 20 turns; "
+          f"deterministic but for waits on threads): shape {per['shape']:,.0f}, session {per[last]:,.0f} ({per[last] - per['shape']:+,.0f}); those differing "
+          f"by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
+    pieces = micro(views, ours, rounds)
+    print(f"  pieces outside the hooks, each alone, per turn (two model calls), the fastest of {rounds} alternated batches: "
+          f"the fake model's invoke on the session's view {pieces['model on the view']:.3f} ms / on the stock agent's input "
+          f"{pieces['model on the turn input']:.3f} ms (+{pieces['model on the view'] - pieces['model on the turn input']:.3f}); "
+          f"a one-node graph on the agent's messages returning the reply: with our state schema "
+          f"+{pieces['our schema'] - pieces['agent state']:.3f} ms over the agent's own, with the cut command (RemoveMessage per held "
+          f"message, session_key) +{pieces['our schema + cut'] - pieces['our schema']:.3f} ms over the reply alone")
     if len(trees) == 2:
         a, b = trees
         print(f"  {b} / {a}: whole turn {statistics.median(times[b]) / statistics.median(times[a]):.3f}x")

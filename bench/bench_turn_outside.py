@@ -10,6 +10,10 @@ threads' (``process_time - thread_time``: the ``ToolNode`` runs each tool call, 
 run) by ``thread_time`` in the thread they run in. Then a control: a shape middleware whose model
 hook does CPU-only work (an empty loop), touches ``--touch`` messages spread over a 100,000-message
 history, or appends 1.5 kB to a file with an fsync once a turn, and what that adds outside the hook (turn - shape turn - the work's own CPU).
+And, deterministic where CPU is not: the Python and C function calls per turn outside the hooks of
+the shape's agent and the session's (``sys.setprofile`` in every thread; a hook's own code not
+counted, its handler counted), and the functions whose count differs: what LangChain/LangGraph do
+more for the session outside our hooks, whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import history, session_agent
+from bench_turn import Shape, calls_outside, flagged, history, session_agent
 from bench_turn_causes import shape
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
@@ -87,13 +91,13 @@ def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, 
 
 
 def busy(spent: dict[str, float], label: str, work: Any) -> Any:
-    class Busy(type(shape(dict(sys.modules)))):  # type: ignore[misc]
+    class Busy(Shape):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             start = time.thread_time()
             work()
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    return Busy()
+    return Busy(middleware.SessionAgentState)
 
 
 def viewed(manager: Any, spent: dict[str, float]) -> Any:
@@ -101,7 +105,7 @@ def viewed(manager: Any, spent: dict[str, float]) -> Any:
     then kept): what the model's larger input costs; the override's own CPU counted in ``spent``."""
     session, fixed = manager.get_or_create("bench"), []
 
-    class Viewed(type(shape(dict(sys.modules)))):  # type: ignore[misc]
+    class Viewed(Shape):
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             start = time.thread_time()
             if not fixed:
@@ -109,7 +113,7 @@ def viewed(manager: Any, spent: dict[str, float]) -> Any:
             view = request.override(messages=fixed[0].messages, system_message=fixed[0].system_message)
             spent["view"] += time.thread_time() - start
             return super().wrap_model_call(request, lambda _: handler(view))
-    return Viewed()
+    return Viewed(middleware.SessionAgentState)
 
 
 def main() -> None:
@@ -117,9 +121,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--touch", type=int, default=400)
+    parser.add_argument("--calls", type=int, default=20, help="turns whose function calls are counted")
     args = parser.parse_args()
     spent = {"wrap_model_call": 0.0, "wrap_tool_call": 0.0, "view": 0.0, "wrap_model_call nosync": 0.0, "wrap_tool_call nosync": 0.0}
     timed_hooks(spent)
+    flagged(middleware.SessionMiddleware)
+    flagged(Shape)
     config = {"configurable": {"thread_id": "bench"}}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
@@ -144,6 +151,13 @@ def main() -> None:
                   f"the session's view (shape + view - shape - the override) {main_ms['shape + view'] - main_ms['shape'] - view:.3f}")
             print(f"  the same store with fsync off: main thread {main_ms['session, fsync off']:.3f} (model hooks inside {model_off:.3f}), "
                   f"beyond the shape outside the hooks {main_ms['session, fsync off'] - main_ms['shape'] - model_off:.3f}")
+            calls = calls_outside({"shape": agents["shape"][:2], "session": (agent, config)}, args.calls)
+            per = {name: sum(found.values()) / args.calls for name, found in calls.items()}
+            diff = {key: (calls["session"][key] - calls["shape"][key]) / args.calls for key in calls["session"] | calls["shape"]}
+            top = sorted((key for key in diff if abs(diff[key]) >= 1), key=lambda key: -abs(diff[key]))[:6]
+            print(f"  function calls per turn outside the hooks (Python and C, sys.setprofile in every thread, {args.calls} turns; "
+                  f"deterministic but for waits on threads): shape {per['shape']:,.0f}, session {per['session']:,.0f} ({per['session'] - per['shape']:+,.0f}); "
+                  f"those differing by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
     big = history(100_000)
     sample = big[:: max(1, len(big) // args.touch)]
     work = {"cpu only": 0.0, "touching": 0.0, "fsync": 0.0}

@@ -111,7 +111,9 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     # -- one hook: the step, the view, the reply recorded, then a state of one turn -------------
     # (one wrap_model_call instead of before_model + wrap_model_call: LangGraph runs no extra
     # node per model call, which is most of what any middleware costs a turn)
-    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ExtendedModelResponse:
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse | ExtendedModelResponse:
         state = request.state["messages"]
         point = save_point(state)
         session = self.binding.step(state, session=self._continued(request, point), **point)  # the input durable before the model
@@ -122,7 +124,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
-    ) -> ExtendedModelResponse:
+    ) -> ModelResponse | ExtendedModelResponse:
         state = request.state["messages"]
         point = save_point(state)
         session = await self.binding.astep(state, session=self._continued(request, point), **point)
@@ -192,7 +194,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         return request.override(messages=list(view[lead:]), system_message=system)
 
 
-def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ExtendedModelResponse:
+def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ModelResponse | ExtendedModelResponse:
     """The model's response, and the agent's state cut to it: the store holds everything before
     it (recorded and written by the step above), so every checkpoint stays the size of one turn;
     tools read the reply's calls and add their results after it.
@@ -205,10 +207,13 @@ def _flat(session: Session, request: ModelRequest, response: Any, replies: list[
     middleware inside this one whose own command removes the same messages in that step, e.g.
     ``RemoveMessage(REMOVE_ALL_MESSAGES)``, makes LangGraph refuse the second removal.)"""
     held = request.state["messages"]
-    update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
-    if request.state.get("session_key") != session.id:
-        update["session_key"] = session.id
     model_response = response if isinstance(response, ModelResponse) else ModelResponse(result=replies)
+    keyed = request.state.get("session_key") == session.id
+    if not held and keyed:  # nothing to cut, nothing to set: no command for LangGraph to apply
+        return model_response
+    update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
+    if not keyed:
+        update["session_key"] = session.id
     return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
 
 

@@ -6,15 +6,18 @@ tool results, reuse the session the turn already holds)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from agents_util import lookup, model
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 import pytest
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
+from session_graph.integrations.middleware import _flat
 from session_graph.stores import JsonlStore
 
 
@@ -53,3 +56,22 @@ def test_a_turn_looks_its_session_up_once(tmp_path: Path, monkeypatch: pytest.Mo
     agent.invoke({"messages": [HumanMessage(content="q1")]}, config)
     assert looked_up == ["t1"]  # at the turn's start; none per reply, none after the tool result
     assert [m.content for m in manager.get("t1").full_chat_history if isinstance(m, HumanMessage)] == ["q0", "q1"]
+
+
+def test_the_cut_is_a_command_only_when_something_needs_cutting_or_setting() -> None:
+    session = Session("k")
+    reply = AIMessage(content="done", id="r")
+    response = ModelResponse(result=[reply])
+    # nothing held, the key already set: the model's response as is, no command for LangGraph to apply
+    plain = _flat(session, SimpleNamespace(state={"messages": [], "session_key": "k"}), response, [reply])
+    assert plain is response
+    # nothing held, the key not set yet: a command that sets it and removes nothing
+    keyed = _flat(session, SimpleNamespace(state={"messages": []}), response, [reply])
+    assert isinstance(keyed, ExtendedModelResponse) and keyed.model_response is response
+    assert keyed.command.update == {"messages": [], "session_key": "k"}
+    # the held input removed by id, the key kept as it is
+    held = HumanMessage(content="q", id="q")
+    cut = _flat(session, SimpleNamespace(state={"messages": [held], "session_key": "k"}), response, [reply])
+    assert isinstance(cut, ExtendedModelResponse)
+    assert [(type(m), m.id) for m in cut.command.update["messages"]] == [(RemoveMessage, "q")]
+    assert "session_key" not in cut.command.update
