@@ -33,18 +33,25 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-_SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
+_MILLI: tuple[int, str] = (-1, "")  # the microsecond the last formatted millisecond starts at, and its text
+_MICROS: tuple[str, ...] = tuple(f"{n:03d}Z" for n in range(1000))  # a millisecond's last three digits, and the Z
 
 
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with a ``Z`` (``2026-01-31T12:00:00.000001Z``).
 
-    Every appended message is stamped: the date and time of a second are formatted once,
-    then only the microseconds (5x faster than ``datetime.isoformat``, the same text).
+    Every appended message is stamped: the text up to the millisecond is formatted once per
+    millisecond, then each stamp is one concatenation with its last three digits, looked up
+    (no formatting per call; the same text as ``datetime.isoformat``).
     """
-    global _SECOND
-    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
-    second = _SECOND
-    if second[0] != seconds:
-        second = _SECOND = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-    return f"{second[1]}.{nanoseconds // 1000:06d}Z"
+    global _MILLI
+    micros = time.time_ns() // 1000
+    milli = _MILLI
+    offset = micros - milli[0]
+    if not 0 <= offset < 1000:
+        start = micros - micros % 1000
+        seconds, millis = divmod(start // 1000, 1000)
+        text = f"{datetime.fromtimestamp(seconds, UTC).strftime('%Y-%m-%dT%H:%M:%S')}.{millis:03d}"
+        milli = _MILLI = (start, text)
+        offset = micros - start
+    return milli[1] + _MICROS[offset]
