@@ -28,7 +28,7 @@ from langchain_core.messages import (
 from session_graph._base.ids import new_id
 from session_graph.errors import MessageError
 
-__all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "part_text", "role_of", "to_message"]
+__all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "part_text", "role_of", "storable", "to_message"]
 
 MAX_DEPTH = 64
 """How deeply a message's content and fields may nest (JSON objects and lists)."""
@@ -215,6 +215,18 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     return message
 
 
+
+
+def storable(value: MessageInput) -> BaseMessage:
+    """``check_storable(to_message(value))``, one call: what ``Session.append_message`` checks.
+
+    A message of an exact langchain-core class with text content and an id needs nothing from
+    ``to_message`` (no copy, no content check), so it goes to ``check_storable`` directly; any
+    other value takes the whole path, with the same errors.
+    """
+    if type(value) in _TYPE_ROLES and type(value.content) is str and value.id:  # type: ignore[union-attr]
+        return check_storable(value)  # type: ignore[arg-type]
+    return check_storable(to_message(value))
 
 _FIELD_GETTERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
 """Per message class, its fields among ``_FIELDS`` read at once (``check_storable``'s first pass)."""
