@@ -12,7 +12,7 @@ from session_graph.messages import check_storable, storable, to_message
 
 
 def test_not_a_message_is_named() -> None:
-    with pytest.raises(MessageError, match="langchain-core message or a dict.*got object"):
+    with pytest.raises(MessageError, match=r"langchain-core message or a dict.*got object"):
         Session().append_message(object())  # type: ignore[arg-type]
 
 
@@ -22,7 +22,7 @@ def test_control_character_in_id_is_refused() -> None:
 
 
 def test_lone_surrogate_in_text_is_refused_on_the_fast_path() -> None:
-    with pytest.raises(MessageError, match="message.content"):
+    with pytest.raises(MessageError, match=r"message\.content"):
         Session().append_message(HumanMessage(content="broken \ud800 text", id="s1"))
 
 
