@@ -8,6 +8,7 @@ extra keys are kept in ``additional_kwargs``; nothing the caller gave is dropped
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import count, repeat
 import json
 import math
 from operator import itemgetter
@@ -241,9 +242,19 @@ def _field_getter(kind: type) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 
 
 def _check_value(value: Any, path: str, depth: int) -> None:
-    stack = [(value, path, depth)]
+    # Each entry: a value, its container's path and its key (None: the path is the value's own),
+    # so a path is only written for a container or an error, not for every leaf (a tool call's
+    # arguments are mostly short strings).
+    stack: list[tuple[Any, str, str | int | None, int]] = [(value, path, None, depth)]
     while stack:
-        item, at, level = stack.pop()
+        item, at, key, level = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if item.isascii() or not _SURROGATE.search(item):
+                continue
+        elif kind is int or kind is bool or item is None:
+            continue
+        at = at if key is None else f"{at}[{key}]" if type(key) is int else f"{at}.{key}"
         if isinstance(item, str):
             if not item.isascii() and _SURROGATE.search(item):
                 raise MessageError(
@@ -260,17 +271,17 @@ def _check_value(value: Any, path: str, depth: int) -> None:
                 f"{at} holds raw bytes; base64-encode them into a data block "
                 "(e.g. {'type': 'image', 'base64': ..., 'mime_type': ...}) so every store can keep them."
             )
-        elif isinstance(item, Mapping | list | tuple):
+        elif kind is dict or kind is list or isinstance(item, Mapping | list | tuple):
             if level >= MAX_DEPTH:
                 raise MessageError(f"{at} nests deeper than {MAX_DEPTH} levels; flatten it or store it elsewhere.")
-            if isinstance(item, Mapping):
-                for key, child in item.items():
-                    if not isinstance(key, str):
-                        raise MessageError(f"{at} has a key {key!r} that is not a string; JSON keys must be strings.")
-                    stack.append((child, f"{at}.{key}", level + 1))
+            if kind is dict or isinstance(item, Mapping):
+                for name, child in item.items():
+                    if type(name) is not str and not isinstance(name, str):
+                        raise MessageError(f"{at} has a key {name!r} that is not a string; JSON keys must be strings.")
+                    stack.append((child, at, name, level + 1))
             else:
-                stack.extend((child, f"{at}[{index}]", level + 1) for index, child in enumerate(item))
+                stack.extend(zip(item, repeat(at), count(), repeat(level + 1)))
         elif hasattr(item, "model_dump"):  # a pydantic object langchain keeps (usage details...): check its dump
-            stack.append((item.model_dump(), at, level))
+            stack.append((item.model_dump(), at, None, level))
         else:
             raise MessageError(f"{at} is a {type(item).__name__}, which JSON cannot store; convert it to a string or a dict.")

@@ -49,3 +49,26 @@ def test_storable_equals_the_two_step_path() -> None:
     assert given.id and given.content == "no id yet" and without_id.id is None  # a copy with an id, the input untouched
     from_dict = storable({"role": "assistant", "content": "from a dict"})
     assert isinstance(from_dict, AIMessage) and from_dict.id
+
+
+@pytest.mark.parametrize(("args", "extra", "culprit"), [
+    ({"a": [1, 2, {"b": float("nan")}]}, {}, "message.tool_calls[0].args.a[2].b is nan"),
+    ({"a": [1, "ok\ud800"]}, {}, "message.tool_calls[0].args.a[1] holds a lone surrogate"),
+    ({"a": {1: 2}}, {}, "message.tool_calls[0].args.a has a key 1 that is not a string"),
+    ({"a": {"s": {1, 2}}}, {}, "message.tool_calls[0].args.a.s is a set"),
+    ({"a": [b"raw"]}, {}, "message.tool_calls[0].args.a[0] holds raw bytes"),
+    ({"d": [[[]]]}, {"x": [float("inf")]}, "message.additional_kwargs.x[0] is inf"),
+])
+def test_a_nested_culprit_is_named_by_its_path(args: dict, extra: dict, culprit: str) -> None:
+    """The check writes a path only for a container or an error: each culprit still gets its whole path."""
+    message = AIMessage(content="", tool_calls=[{"id": "c1", "name": "f", "args": args}], additional_kwargs=extra, id="x")
+    with pytest.raises(MessageError) as error:
+        Session().append_message(message)
+    assert str(error.value).startswith(culprit)
+
+
+def test_a_clean_nested_call_passes() -> None:
+    args = {"ok": [1, True, None, 2.5, "\u00e9", (1, "t"), {"deep": [[{"x": "y"}]]}]}
+    session = Session()
+    session.append_message(AIMessage(content="", tool_calls=[{"id": "c1", "name": "f", "args": args}], id="x"))
+    assert session.full_chat_history[-1].tool_calls[0]["args"] == args
