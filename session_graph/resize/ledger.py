@@ -234,7 +234,7 @@ class Ledger:
         if session_id is not None and (message.id in self._index or self._lazy is not None):
             self.check_new(message, session_id)  # a known id raises (a lazy history's middle is looked up there)
         role = role_of(message)
-        size, tokens = self.measures.add(message)  # measured first: a message that cannot be measured is not registered
+        size, tokens = self.measures.add(message, role)  # measured first: a message that cannot be measured is not registered
         self._index[message.id or ""] = position
         running = self._running
         if not running.count:
