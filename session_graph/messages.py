@@ -8,6 +8,7 @@ extra keys are kept in ``additional_kwargs``; nothing the caller gave is dropped
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import count, repeat
 import json
 import math
 from operator import itemgetter
@@ -28,7 +29,7 @@ from langchain_core.messages import (
 from session_graph._base.ids import new_id
 from session_graph.errors import MessageError
 
-__all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "part_text", "role_of", "to_message"]
+__all__ = ["MAX_DEPTH", "MessageInput", "check_storable", "content_parts", "part_text", "role_of", "storable", "to_message"]
 
 MAX_DEPTH = 64
 """How deeply a message's content and fields may nest (JSON objects and lists)."""
@@ -216,6 +217,18 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
 
 
 
+
+def storable(value: MessageInput) -> BaseMessage:
+    """``check_storable(to_message(value))``, one call: what ``Session.append_message`` checks.
+
+    A message of an exact langchain-core class with text content and an id needs nothing from
+    ``to_message`` (no copy, no content check), so it goes to ``check_storable`` directly; any
+    other value takes the whole path, with the same errors.
+    """
+    if type(value) in _TYPE_ROLES and type(value.content) is str and value.id:  # type: ignore[union-attr]
+        return check_storable(value)  # type: ignore[arg-type]
+    return check_storable(to_message(value))
+
 _FIELD_GETTERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
 """Per message class, its fields among ``_FIELDS`` read at once (``check_storable``'s first pass)."""
 
@@ -229,9 +242,19 @@ def _field_getter(kind: type) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 
 
 def _check_value(value: Any, path: str, depth: int) -> None:
-    stack = [(value, path, depth)]
+    # Each entry: a value, its container's path and its key (None: the path is the value's own),
+    # so a path is only written for a container or an error, not for every leaf (a tool call's
+    # arguments are mostly short strings).
+    stack: list[tuple[Any, str, str | int | None, int]] = [(value, path, None, depth)]
     while stack:
-        item, at, level = stack.pop()
+        item, at, key, level = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if item.isascii() or not _SURROGATE.search(item):
+                continue
+        elif kind is int or kind is bool or item is None:
+            continue
+        at = at if key is None else f"{at}[{key}]" if type(key) is int else f"{at}.{key}"
         if isinstance(item, str):
             if not item.isascii() and _SURROGATE.search(item):
                 raise MessageError(
@@ -248,17 +271,17 @@ def _check_value(value: Any, path: str, depth: int) -> None:
                 f"{at} holds raw bytes; base64-encode them into a data block "
                 "(e.g. {'type': 'image', 'base64': ..., 'mime_type': ...}) so every store can keep them."
             )
-        elif isinstance(item, Mapping | list | tuple):
+        elif kind is dict or kind is list or isinstance(item, Mapping | list | tuple):
             if level >= MAX_DEPTH:
                 raise MessageError(f"{at} nests deeper than {MAX_DEPTH} levels; flatten it or store it elsewhere.")
-            if isinstance(item, Mapping):
-                for key, child in item.items():
-                    if not isinstance(key, str):
-                        raise MessageError(f"{at} has a key {key!r} that is not a string; JSON keys must be strings.")
-                    stack.append((child, f"{at}.{key}", level + 1))
+            if kind is dict or isinstance(item, Mapping):
+                for name, child in item.items():
+                    if type(name) is not str and not isinstance(name, str):
+                        raise MessageError(f"{at} has a key {name!r} that is not a string; JSON keys must be strings.")
+                    stack.append((child, at, name, level + 1))
             else:
-                stack.extend((child, f"{at}[{index}]", level + 1) for index, child in enumerate(item))
+                stack.extend(zip(item, repeat(at), count(), repeat(level + 1)))
         elif hasattr(item, "model_dump"):  # a pydantic object langchain keeps (usage details...): check its dump
-            stack.append((item.model_dump(), at, level))
+            stack.append((item.model_dump(), at, None, level))
         else:
             raise MessageError(f"{at} is a {type(item).__name__}, which JSON cannot store; convert it to a string or a dict.")

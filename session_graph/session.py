@@ -33,7 +33,7 @@ from session_graph.interop import session_export
 from session_graph.memory import session_parts
 from session_graph.memory.config import MemoryConfig
 from session_graph.memory.parts import has_extras, strip_view
-from session_graph.messages import MessageInput, check_storable, to_message
+from session_graph.messages import MessageInput, storable
 from session_graph.resize import session_config
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger
@@ -287,7 +287,7 @@ class Session:
         Raises:
             MessageError: the message is malformed or its id is already in the history.
         """
-        message = check_storable(to_message(message))
+        message = storable(message)
         self._core.append(message)
         self.arrived_at[message.id or ""] = utc_now()
         return self

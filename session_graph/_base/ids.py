@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import date, timedelta
 import time
 import uuid
 
@@ -33,18 +33,41 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+_EPOCH = date(1970, 1, 1)
+_DAY: tuple[int, str] = (-1, "")  # the last day formatted (days since the epoch), and its text
 _SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
+_MILLI: tuple[int, str] = (-1, "")  # the microsecond the last formatted millisecond starts at, and its text
+_MICROS: tuple[str, ...] = tuple(f"{n:03d}Z" for n in range(1000))  # a millisecond's last three digits, and the Z
 
 
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with a ``Z`` (``2026-01-31T12:00:00.000001Z``).
 
-    Every appended message is stamped: the date and time of a second are formatted once,
-    then only the microseconds (5x faster than ``datetime.isoformat``, the same text).
+    Every appended message is stamped: the text up to the millisecond is made once per
+    millisecond (its date once per day, its time once per second, by arithmetic: ``strftime``
+    costs several microseconds), then each stamp is one concatenation with its last three
+    digits, looked up. The same text as ``datetime.isoformat``.
     """
-    global _SECOND
-    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    global _MILLI
+    micros = time.time_ns() // 1000
+    milli = _MILLI
+    offset = micros - milli[0]
+    if not 0 <= offset < 1000:
+        offset = micros % 1000
+        milli = _MILLI = (micros - offset, _millisecond(micros // 1000))
+    return milli[1] + _MICROS[offset]
+
+
+def _millisecond(millis: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmm`` of a count of milliseconds since the epoch."""
+    global _DAY, _SECOND
+    seconds, milli = divmod(millis, 1000)
     second = _SECOND
     if second[0] != seconds:
-        second = _SECOND = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-    return f"{second[1]}.{nanoseconds // 1000:06d}Z"
+        days, rest = divmod(seconds, 86_400)
+        if _DAY[0] != days:
+            _DAY = (days, (_EPOCH + timedelta(days=days)).isoformat())
+        hours, rest = divmod(rest, 3_600)
+        minutes, rest = divmod(rest, 60)
+        second = _SECOND = (seconds, f"{_DAY[1]}T{hours:02d}:{minutes:02d}:{rest:02d}")
+    return f"{second[1]}.{milli:03d}"

@@ -49,6 +49,9 @@ def message_chars(message: BaseMessage) -> int:
     return size
 
 
+_MESSAGE_CHARS = message_chars  # the built-in measure, which ``Measures.add`` may sum inline
+
+
 class Measures:
     """Each message's chars and tokens, computed once, in one entry by id (the ledger's cache).
 
@@ -68,9 +71,17 @@ class Measures:
         self.counting = tokens is not None  # whether tokens are counted apart from chars
         self._entries: dict[str, tuple[BaseMessage, int, int]] = {}
 
-    def add(self, message: BaseMessage) -> tuple[int, int]:
-        """Chars and tokens of a message the caller knows is new (just appended): no lookup first."""
-        chars = self._chars(message)
+    def add(self, message: BaseMessage, role: str | None = None) -> tuple[int, int]:
+        """Chars and tokens of a message the caller knows is new (just appended): no lookup first.
+
+        ``role``: its ``role_of``, when the caller has it: a text message without tool calls is
+        then sized here with the built-in measure (``message_chars``' sum, one call less).
+        """
+        content = message.content
+        if role is not None and type(content) is str and self._chars is _MESSAGE_CHARS and not message.__dict__.get("tool_calls"):
+            chars = len(role) + 1 + len(content)
+        else:
+            chars = self._chars(message)
         tokens = self._tokens(message) if self._tokens is not None else chars
         key = message.id
         if key:

@@ -274,7 +274,8 @@ class SessionBinding:
               durable: bool = True, known: Session | None = None) -> Generator[_Op, Any, Session]:
         entry = self.manager.cache.get(key) if known is not None and self.manager is not None else None
         session: Session = known if entry is not None and entry.session is known else (yield _Op("session", key))
-        self._live[key] = session
+        if self._live.get(key) is not session:  # the same one on most steps: no new weak reference
+            self._live[key] = session
         self.record(session, messages)
         resized = False
         if resize and (yield _Op("judge", session)):

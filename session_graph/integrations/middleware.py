@@ -40,6 +40,7 @@ from session_graph.integrations.history_recall import (
     HistoryRecall,
     history_tools,
     newest_user_text,
+    plain_system,
     recall_text,
 )
 from session_graph.integrations.memory_tools import memory_tools
@@ -182,7 +183,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     @staticmethod
     def _with_view(session: Session, request: ModelRequest, recalled: str = "") -> ModelRequest:
         own = session.tokens_of(request.system_message) if request.system_message is not None else 0
-        own += session.tokens_of(SystemMessage(content=recalled)) if recalled else 0
+        own += session.tokens_of(plain_system(recalled)) if recalled else 0  # made and counted once per text
         view = session.view(outside_tokens=own).messages  # the agent's system prompt counts against the budget
         lead = 0
         while lead < len(view) and isinstance(view[lead], SystemMessage):

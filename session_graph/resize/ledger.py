@@ -228,10 +228,13 @@ class Ledger:
                 "append each message once (give a copy a new id to repeat it)."
             )
 
-    def add(self, message: BaseMessage, position: int) -> str:
-        """Account for one appended message; returns its role."""
+    def add(self, message: BaseMessage, position: int, session_id: str | None = None) -> str:
+        """Account for one appended message; returns its role. With ``session_id``, first refuse
+        it as ``check_new`` does (one call per append instead of two)."""
+        if session_id is not None and (message.id in self._index or self._lazy is not None):
+            self.check_new(message, session_id)  # a known id raises (a lazy history's middle is looked up there)
         role = role_of(message)
-        size, tokens = self.measures.add(message)  # measured first: a message that cannot be measured is not registered
+        size, tokens = self.measures.add(message, role)  # measured first: a message that cannot be measured is not registered
         self._index[message.id or ""] = position
         running = self._running
         if not running.count:

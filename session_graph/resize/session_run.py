@@ -122,8 +122,7 @@ class SessionCore:
         """Append a normalised message to both histories; O(its size)."""
         state, ledger = self.state, self.ledger
         ledger.sync(state, state.settings.resolved())
-        ledger.check_new(message, state.id)
-        role = ledger.add(message, len(state.full_chat_history))
+        role = ledger.add(message, len(state.full_chat_history), state.id)  # refuses a known id first
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
         if not self.extras and type(message.content) is not str:  # a text content carries no block extras

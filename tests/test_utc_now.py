@@ -1,0 +1,34 @@
+"""``utc_now``: the text ``datetime`` would write, whatever the instant, also across a millisecond
+and a second boundary (the formatted millisecond is cached between calls)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+import random
+
+import pytest
+
+from session_graph._base import ids
+
+
+def _expected(ns: int) -> str:
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 1000:06d}Z"
+
+
+def test_utc_now_matches_datetime_on_a_sequence_of_instants(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    start = 1_767_225_599_998_000_000  # 2025-12-31T23:59:59.998: crosses a millisecond, a second, a day, a year
+    instants = [start + step * 1_000 for step in range(0, 5_000, 7)]
+    instants += [rng.randrange(0, 4_000_000_000 * 10**9) for _ in range(2_000)]  # jumps both ways
+    instants += [start + 999, start + 1_000, start - 1_000, start]  # sub-microsecond and backwards steps
+    for ns in instants:
+        monkeypatch.setattr(ids.time, "time_ns", lambda ns=ns: ns)
+        assert ids.utc_now() == _expected(ns)
+
+
+def test_utc_now_is_the_clock_now() -> None:
+    before = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M")
+    stamp = ids.utc_now()
+    assert stamp.endswith("Z") and len(stamp) == len("2026-01-31T12:00:00.000001Z")
+    assert stamp[:16] >= before
