@@ -113,10 +113,17 @@ read from ``os.cpu_count()`` (a system call, ~7 us) on every run."""
 
 
 def _config(state: SessionState, *, sync: bool) -> Any:
+    """The run's config. Its own ``thread_id`` makes LangGraph drop the ``configurable`` an
+    enclosing run (an agent's node) left in the context (``ensure_config``): the run is a root
+    run of its own, so an agent's ``stream(..., subgraphs=True)`` does not receive the resize's
+    updates (which hold the whole history), its checkpointer and stream are not inherited, and
+    there is less to copy per step. The callbacks are not in ``configurable``: tracing still
+    sees the run as a child of the enclosing one."""
     pending = len(state.full_chat_history) - state.memo_cursor  # at most one memo chunk per pending message
+    config: dict[str, Any] = {"recursion_limit": pending + 25, "configurable": {"thread_id": state.id}}
     if sync:
-        return {"recursion_limit": pending + 25, "max_concurrency": _WORKERS}
-    return {"recursion_limit": pending + 25}
+        config["max_concurrency"] = _WORKERS
+    return config
 
 
 def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> ResizeOutcome:
