@@ -6,11 +6,15 @@ as it was. Messages appended while the graph awaited a model join both histories
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import contextlib
 from dataclasses import dataclass
 import os
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.accounting.window import WindowTotals
@@ -67,8 +71,9 @@ def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: Res
     """
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
-    for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
-        _apply(out, step)
+    with _own_run():
+        for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
+            _apply(out, step)
     return _outcome(state, out, appended_before)
 
 
@@ -77,8 +82,9 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
     """Run an async resize graph on ``state`` and build the state to commit (as ``run_resize_sync``)."""
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
-    async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
-        _apply(out, step)
+    with _own_run():
+        async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
+            _apply(out, step)
     return _outcome(state, out, appended_before)
 
 
@@ -117,6 +123,26 @@ def _config(state: SessionState, *, sync: bool) -> Any:
     if sync:
         return {"recursion_limit": pending + 25, "max_concurrency": _WORKERS}
     return {"recursion_limit": pending + 25}
+
+
+@contextlib.contextmanager
+def _own_run() -> Iterator[None]:
+    """The run as a root graph run whose callbacks are the enclosing run's.
+
+    Inside a runnable (an agent's node) LangGraph merges the config that node left in the
+    context (``var_child_runnable_config``) into the run's: its ``configurable`` (the agent's
+    stream, checkpointer, runtime, task id) and its metadata. With them the resize graph is the
+    agent's subgraph: ``agent.stream(..., subgraphs=True)`` received its updates, which hold the
+    whole history, and every step copied and merged the agent's keys. Only the callbacks are
+    kept, so tracing (LangSmith) and a user's handlers still see the run as a child run (their
+    manager carries the enclosing run's tags and metadata)."""
+    ambient = var_child_runnable_config.get()
+    callbacks = ambient.get("callbacks") if ambient else None
+    token = var_child_runnable_config.set(RunnableConfig(callbacks=callbacks) if callbacks else None)
+    try:
+        yield
+    finally:
+        var_child_runnable_config.reset(token)
 
 
 def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> ResizeOutcome:

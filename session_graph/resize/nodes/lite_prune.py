@@ -11,6 +11,7 @@ from session_graph.accounting.window import BOUNDARY_ROLES
 from session_graph.compression.backoff import prune_unpinned
 from session_graph.messages import role_of
 from session_graph.resize.ledger import system_prompt
+from session_graph.resize.prune_walk import walk_prune
 from session_graph.resize.state import ResizeContext, SessionState
 
 
@@ -37,6 +38,12 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
             and (not limits.messages or totals.count <= limits.prune_messages)
             and (not full_room or totals.tokens - system_tokens <= head_room)):
         return PrunePlan(0, totals.chars, totals.count)
+    if not (limits.memo_enabled or limits.summary_enabled) and totals.count == len(window):
+        # lite mode: nothing ran before this node, so the running totals are this window's; walk
+        # from its oldest end, measuring only what the cut drops (resize/prune_walk.py)
+        walked = _walk(window, skip, totals, system_tokens, ctx, limits, head_room, full_room)
+        if walked is not None:
+            return walked
     window = window[skip:]
     pinned_from = None
     if pinned and (limits.memo_enabled or limits.summary_enabled) and not prune_unpinned(state.fold_records):
@@ -61,6 +68,28 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         full_messages=limits.messages,
     )
     return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
+
+
+def _walk(window: list[Any], skip: int, totals: Any, system_tokens: int, ctx: ResizeContext, limits: Any,
+          head_room: int, full_room: int) -> PrunePlan | None:
+    """``prune_plan``'s cut by ``walk_prune`` (None: it needs the whole window)."""
+    def role(i: int) -> str:
+        return role_of(window[i + skip])
+
+    def size(i: int) -> int:
+        return ctx.size(window[i + skip])
+
+    def tokens(i: int) -> int:
+        return ctx.tokens(window[i + skip])
+
+    system_chars = ctx.size(window[0]) if skip else 0
+    plan = walk_prune(
+        len(window) - skip, role, size, tokens if full_room else None,
+        totals.chars - system_chars, totals.tokens - system_tokens if full_room else 0,
+        chars=limits.prune_chars, messages=limits.prune_messages, max_tokens=head_room, keep_turn=bool(full_room),
+        full_chars=limits.chars, full_tokens=full_room,
+    )
+    return None if plan is None else PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 
 
 def lite_prune(state: SessionState, runtime: Runtime[ResizeContext]) -> dict[str, Any]:
