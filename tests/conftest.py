@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from pool_leaks import pytest_runtest_teardown  # noqa: F401 - a hook: a psycopg pool left open fails its test
 import pytest
 from stores_util import BACKENDS, make_store
 

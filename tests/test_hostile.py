@@ -194,7 +194,9 @@ def test_a_summary_whose_knowledge_is_one_long_item_is_cut_visibly_keeping_its_n
     shown = context_shown(session)
     tokens = session.tokens_of(shown)
     assert 0.8 * 500 <= tokens <= 500
-    text = shown.text
+    from session_graph.compression.context import summary_body
+
+    text = summary_body(shown.text)  # one JSON string after the header
     assert "Key facts and decisions:\n- [...] " in text and "1999" in text and "Open tasks:\n- none" in text
     assert shown.response_metadata["session_graph"]["shortening"]["sections_cut"] == ["Key facts and decisions:"]
 

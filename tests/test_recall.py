@@ -119,6 +119,7 @@ def test_tenants_never_see_each_other(kind: str, tmp_path: Path) -> None:
         assert {(h.key, h.text) for h in bob.search("Lisbon lease", k=20)} == {("trip", "Bob's own Lisbon lease")}
         assert all("Bob" not in h.text for h in alice.search("Lisbon lease", k=20))
         assert bob.search("小白") == [] and bob.search("billing", mode="substring") == []
+        store.close()  # its pool too
 
 
 def test_session_search_in_memory_covers_evicted_messages() -> None:

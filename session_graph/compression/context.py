@@ -37,9 +37,10 @@ from session_graph.compression.novelty import shown_flags
 from session_graph.llm.quote import quote
 from session_graph.settings import Limits
 
-__all__ = ["MEMO_HEADER", "SHORTENED_NOTE", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json"]
+__all__ = ["MEMO_HEADER", "SHORTENED_NOTE", "SUMMARY_HEADER", "context_message", "fit_context", "memo_for_model", "memo_json",
+           "summary_body", "summary_content"]
 
-SUMMARY_HEADER = "Summary of the earlier conversation:\n"
+SUMMARY_HEADER = "Summary of the earlier conversation (JSON):\n"  # the summary follows as one JSON string (summary_content)
 MEMO_HEADER = "Memo of the earlier conversation (JSON):\n"
 _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s")
 _SHORTENED = SHORTENED_NOTE = "\n[... older details left out to fit ...]"
@@ -59,10 +60,30 @@ def memo_json(memo: dict[str, Any]) -> str:
     return quote(memo)
 
 
+def summary_content(summary: str) -> str:
+    """The summary as the model is shown it: the header, then the text as one JSON string
+    (``llm.quote``). The summary is a model's rewrite of untrusted messages: shown as written, a
+    line of it could read as a header, another message or an instruction of the system message."""
+    return SUMMARY_HEADER + quote(summary)
+
+
+def summary_body(text: str) -> str:
+    """The summary a ``summary_content`` text shows (a text after the header that is not one JSON
+    string, written as it is by a caller, is returned as it is)."""
+    body = text[len(SUMMARY_HEADER) :] if text.startswith(SUMMARY_HEADER) else text
+    if body.startswith('"'):
+        try:
+            decoded = json.loads(body)
+        except ValueError:
+            return body
+        return decoded if isinstance(decoded, str) else body
+    return body
+
+
 def context_message(session_id: str, memo: dict[str, Any], limits: Limits) -> SystemMessage | None:
     """The whole summary or memo as one system message, if the mode has one and it is not empty."""
     if limits.summary_enabled and memo.get("summary"):
-        return SystemMessage(content=SUMMARY_HEADER + str(memo["summary"]), id=f"{session_id}:summary",
+        return SystemMessage(content=summary_content(str(memo["summary"])), id=f"{session_id}:summary",
                              response_metadata={"session_graph": {"context": "summary"}})
     shown = memo_for_model(memo)
     if limits.memo_enabled and shown:
@@ -83,6 +104,8 @@ def fit_context(message: SystemMessage, room: int, measure: Measure,
     seen = shown() if shown is not None else frozenset()
     if text.startswith(MEMO_HEADER):
         return _fit_memo(message, json.loads(text[len(MEMO_HEADER) :]), room, measure, seen)
+    if text.startswith(SUMMARY_HEADER) and (body := summary_body(text)) != text[len(SUMMARY_HEADER) :]:
+        return _fit_summary(message, SUMMARY_HEADER, body, room, measure, seen, quote)  # shown quoted: shortened so
     body = text[len(SUMMARY_HEADER) :] if text.startswith(SUMMARY_HEADER) else text
     return _fit_summary(message, text[: len(text) - len(body)], body, room, measure, seen)
 
@@ -173,13 +196,15 @@ class _Want:
 
 
 def _shrink(render: Callable[[], SystemMessage], steps: Iterator[int], room: int, measure: Measure,
-            want: _Want | None = None) -> SystemMessage | None:
+            want: _Want | None = None, chars: Callable[[], int] | None = None) -> SystemMessage | None:
     """Take ``steps`` (each drops something and yields the characters it removed) until
     ``render()`` fits ``room``; measures only every few steps, sized by what is still over
-    (``want`` tells a step how much that is, so a cut takes no more than it must)."""
+    (``want`` tells a step how much that is, so a cut takes no more than it must). ``chars``:
+    the size, in the characters the steps count, of what ``render`` shows (default: its text's;
+    a quoted text's escapes are not characters a step removes)."""
     current = render()
     tokens = measure(current)
-    per_char = tokens / max(1, len(current.text))
+    per_char = tokens / max(1, chars() if chars is not None else len(current.text))
     want = want or _Want()
     while tokens > room:
         need, removed = (tokens - room) / max(per_char, 1e-9), 0
@@ -195,17 +220,19 @@ def _shrink(render: Callable[[], SystemMessage], steps: Iterator[int], room: int
 
 
 def _fit_summary(message: SystemMessage, header: str, body: str, room: int, measure: Measure,
-                 shown: frozenset[str] = frozenset()) -> SystemMessage | None:
+                 shown: frozenset[str] = frozenset(), shown_as: Callable[[str], str] = str) -> SystemMessage | None:
     """The summary shortened: oldest list items, then the largest sections cut to a fair share
-    keeping their newest part, then the oldest sections (never the newest), then a visible cut."""
+    keeping their newest part, then the oldest sections (never the newest), then a visible cut.
+    ``shown_as``: how the body is written after the header (``quote`` for the view's message)."""
     original = measure(message)
     sections = _sections(body)
-    room_chars = room * max(1, len(message.text)) / max(1, original)
+    bare = measure(message.model_copy(update={"content": header}))  # the header's own share, not the body's room
+    room_chars = max(1, room - bare) * max(1, len(body)) / max(1, original - bare)  # in the body's own (unquoted) characters
     report: dict[str, Any] = {"items_dropped": 0, "sections_cut": [], "sections_dropped": 0}
     want = _Want()
 
     def render() -> SystemMessage:
-        return _marked(message, header + _render(sections) + _SHORTENED, original, report)
+        return _marked(message, header + shown_as(_render(sections) + _SHORTENED), original, report)
 
     def cut(index: int, chars: int) -> int:
         label = _label(sections[index])
@@ -246,18 +273,19 @@ def _fit_summary(message: SystemMessage, header: str, body: str, room: int, meas
         while _size(sections[0]) > 40:  # the newest section, cut to what fits
             yield cut(0, min(max(16, _size(sections[0]) // 4), want() + 8))
 
-    fitted = _shrink(render, steps(), room, measure, want)
+    size = (lambda: len(header) + len(_render(sections)) + len(_SHORTENED)) if shown_as is not str else None
+    fitted = _shrink(render, steps(), room, measure, want, size)
     if fitted is not None:
         return fitted
     rest = _render(sections)  # what is left of the newest section, cut visibly
     low, high = 0, len(rest)
     while low < high:
         middle = (low + high + 1) // 2
-        if measure(_marked(message, header + rest[len(rest) - middle :] + _SHORTENED, original, report)) <= room:
+        if measure(_marked(message, header + shown_as(rest[len(rest) - middle :] + _SHORTENED), original, report)) <= room:
             low = middle
         else:
             high = middle - 1
-    candidate = _marked(message, header + rest[len(rest) - low :] + _SHORTENED, original, report)
+    candidate = _marked(message, header + shown_as(rest[len(rest) - low :] + _SHORTENED), original, report)
     return candidate if low and measure(candidate) <= room else None
 
 

@@ -28,7 +28,14 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 
 from session_graph._base.flow import Flow
-from session_graph.compression.context import MEMO_HEADER, SHORTENED_NOTE, SUMMARY_HEADER, fit_context, memo_json
+from session_graph.compression.context import (
+    MEMO_HEADER,
+    SHORTENED_NOTE,
+    fit_context,
+    memo_json,
+    summary_body,
+    summary_content,
+)
 from session_graph.compression.novelty import shown_flags
 
 __all__ = ["COMPRESSION_REFUSED", "compressed", "shorten_memo", "shorten_summary"]
@@ -65,10 +72,10 @@ def shorten_summary(text: str, room: int, measure_context: Callable[[Any], int],
     """``text`` shortened as the view shortens it, to fit ``room`` tokens with its header, plus
     the lines the window shows (``shown``: its terms; see ``novelty``)."""
     room, first = _with_shown(room, [line for line in text.splitlines() if line.strip()], shown, measure_context)
-    fitted = fit_context(SystemMessage(content=SUMMARY_HEADER + text), room, measure_context, first)
+    fitted = fit_context(SystemMessage(content=summary_content(text)), room, measure_context, first)
     if fitted is None:
         return text
-    body = fitted.text[len(SUMMARY_HEADER) :]
+    body = summary_body(fitted.text)
     return body[: -len(SHORTENED_NOTE)] if body.endswith(SHORTENED_NOTE) else body
 
 

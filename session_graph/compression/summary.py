@@ -45,7 +45,7 @@ User intent: <what the user wants>
 Open tasks:
 - <task not done yet>
 Answer with the updated summary only."""
-_HEADER_TOKENS = 12  # the summary message's header and overhead, kept off the summary's budget
+_HEADER_TOKENS = 16  # the summary message's header and overhead (the text quoted: one JSON string), kept off the summary's budget
 
 
 def summary_budget(settings: SessionSettings) -> int:

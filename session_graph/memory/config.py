@@ -7,6 +7,7 @@ are settings under ``session.memory`` so they travel with a session and its expo
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 import logging
@@ -24,7 +25,7 @@ from session_graph.memory.categories import CATEGORIES, encode_label, memory_nam
 from session_graph.memory.filestore import FileMemoryStore
 from session_graph.memory.owner_mark import check_owned
 
-__all__ = ["MemoryConfig", "expiry", "run_owners", "unavailable"]
+__all__ = ["MemoryConfig", "expiry", "moved_to", "run_owners", "unavailable"]
 
 _CONNECTION_ERRORS = ("OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "TooManyRequests")
 
@@ -53,6 +54,7 @@ USER_KEYS = ("user_id", "langgraph_user_id")
 AGENT_KEYS = ("agent_id", "assistant_id")
 TENANT_KEYS = ("tenant_id",)
 log = logging.getLogger(__name__)
+_moving: ContextVar[bool] = ContextVar("session_graph_memory_moving", default=False)  # moved_to's target is being made
 _told: set[str] = set()  # run tenants already warned about (once per process each; the first 1,024: the names are the caller's)
 
 
@@ -147,7 +149,7 @@ class MemoryConfig:
         if _check_tenant(self.tenant) == DEFAULT_TENANT:  # a SessionManager's default tenant: the tenant-less labels
             object.__setattr__(self, "tenant", None)
         for kind in ("user", "agent"):  # over the cap: refused, unless it already owns memories (kept from before the cap)
-            if len(getattr(self, kind)) > MAX_ID_LENGTH and not self._owns_memories(kind, getattr(self, kind)):
+            if len(getattr(self, kind)) > MAX_ID_LENGTH and not _moving.get() and not self._owns_memories(kind, getattr(self, kind)):
                 check_id_length(getattr(self, kind), f"MemoryConfig {kind}")
         object.__setattr__(self, "run_tenants", _check_run_tenants(self.run_tenants))
         if self.embeddings is not None and not callable(getattr(self.embeddings, "embed_documents", None)):
@@ -337,3 +339,15 @@ def expiry(memory: MemoryConfig, category: str, now: str) -> str | None:
     if category != "events" or memory.event_ttl is None:
         return None
     return (datetime.fromisoformat(now.replace("Z", "+00:00")) + timedelta(seconds=memory.event_ttl)).isoformat()
+
+
+def moved_to(memory: MemoryConfig, tenant: str | None) -> MemoryConfig:
+    """``memory.for_tenant(tenant)`` as the place its memories move to (``migrate_to_tenant``): a
+    user or agent id over ``MAX_ID_LENGTH`` that ``memory`` serves (it owns memories there, stored
+    before the cap) keeps its id under the tenant too, where it owns nothing yet; once they are
+    moved, the tenant's config serves it the same way. A new over-cap id stays refused."""
+    token = _moving.set(True)
+    try:
+        return memory.for_tenant(tenant)
+    finally:
+        _moving.reset(token)

@@ -41,7 +41,7 @@ from session_graph.memory.categories import (
     tenant_owner,
 )
 from session_graph.memory.changes import bump
-from session_graph.memory.config import MemoryConfig
+from session_graph.memory.config import MemoryConfig, moved_to
 from session_graph.memory.owner_mark import MARK, owner_mark, unmarked
 
 __all__ = ["adopt_unmarked", "migrate_to_tenant", "warn_unmigrated"]
@@ -79,7 +79,7 @@ def migrate_to_tenant(memory: MemoryConfig, tenant: str | None, *, from_user: st
                                  f"from_user, not both; got from_label={from_label!r:.80}, from_user={from_user!r:.80}.")
     if tenant is None and from_label is None:
         raise ConfigurationError("migrate_to_tenant needs the tenant to move memories under (or from_label to relabel).")
-    target = memory.for_tenant(tenant)
+    target = moved_to(memory, tenant)  # an over-cap id served as it was stored before the cap keeps its id
     if target.tenant is None and tenant is not None and from_label is None:
         raise ConfigurationError(f"migrate_to_tenant: tenant {tenant!r} is SessionManager's default tenant, whose memories "
                                  "are already at the tenant-less place; nothing to move (name another tenant).")

@@ -83,9 +83,10 @@ def transcript_chunks(messages: list[BaseMessage], max_chars: int) -> list[str]:
     current: list[str] = []
     size = 0
     for line in (digested(line, max_chars) for line in _lines(messages)):
-        pieces = [line] if len(line) <= max_chars else [
-            (line[i : i + max_chars] if i == 0 else "(continued) " + line[i : i + max_chars])
-            for i in range(0, len(line), max_chars)]
+        cuts = [0]
+        while len(line) - cuts[-1] > max_chars:  # never inside an escape: a piece must not start with a bare quote
+            cuts.append(max(cuts[-1] + 1, _unsplit(line, cuts[-1] + max_chars)))
+        pieces = [line[a:b] if a == 0 else "(continued) " + line[a:b] for a, b in zip(cuts, [*cuts[1:], len(line)], strict=True)]
         for piece in pieces:
             if current and size + 1 + len(piece) > max_chars:
                 chunks.append("\n".join(current))
@@ -107,10 +108,32 @@ def digested(line: str, max_chars: int) -> str:
     marker naming its size and SHA-256 (so the same paste is recognisable across archives)."""
     if len(line) <= HUGE_CHUNKS * max_chars:
         return line
-    head, tail = line[: max_chars // 2], line[-(max_chars // 4) :]
+    head, tail = line[: _unsplit(line, max_chars // 2)], line[_unsplit(line, len(line) - max_chars // 4) :]
     digest = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return (f"{head}\n[... {len(line) - len(head) - len(tail):,} characters not shown: a huge part "
             f"({len(line):,} characters, sha256 {digest}) is read by its head and tail ...]\n(continued) {tail}")  # marked: the tail starts mid-text
+
+
+def _unsplit(line: str, at: int) -> int:
+    """``at``, or the start of the JSON escape (``\\"``, ``\\n``, ``\\u2028``) it would split: a quoted
+    line cut inside one would show its quote bare, where the model reads the end of the string."""
+    at = max(0, min(at, len(line)))
+    start = max(0, at - 6)
+    for k in range(start, at):
+        if line[k] != "\\" or (k > 0 and _escaped(line, k)):
+            continue
+        end = k + (6 if line[k + 1 : k + 2] == "u" else 2)
+        if k < at < end:
+            return k
+    return at
+
+
+def _escaped(line: str, k: int) -> bool:
+    """Whether ``line[k]`` is the second character of an escape (an odd run of backslashes before it)."""
+    run = 0
+    while k - run - 1 >= 0 and line[k - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
 
 
 def _lines(messages: list[BaseMessage]) -> list[str]:

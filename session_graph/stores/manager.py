@@ -27,7 +27,7 @@ from session_graph.errors import ConfigurationError
 from session_graph.memory.config import MemoryConfig
 from session_graph.session import Session
 from session_graph.stores import interop
-from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot, check_key
+from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot, call_async, check_key
 from session_graph.stores.codec import message_text, record_message
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.flows import Operation, adrive, drive
@@ -284,8 +284,18 @@ class SessionManager:
     import_openviking = interop.import_openviking
 
     def close(self) -> None:
-        """Close the store."""
+        """Close the store (a Postgres store's async pool, opened by the async methods: ``aclose`` on its loop)."""
         self.store.close()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: also closes a Postgres store's async pool, on this loop."""
+        await call_async(self.store, "close")
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # a store's connection pool is never left to the garbage collector
 
     # -- internals -----------------------------------------------------------------------------
     def _substring_in(self, key: str, query: str, k: int) -> list[SearchHit]:

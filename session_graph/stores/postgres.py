@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+import logging
 import threading
 from typing import Any
 
@@ -19,6 +20,8 @@ from session_graph.stores.search_sql import POSTGRES_SEARCH
 from session_graph.stores.sql import Dialect, Flow, SqlStore, adrive_sql, drive_sql
 
 __all__ = ["PostgresStore"]
+
+log = logging.getLogger(__name__)
 
 
 class PostgresStore(SqlStore):
@@ -131,3 +134,6 @@ class PostgresStore(SqlStore):
     def close(self) -> None:
         """Close the connection pool (an async pool: ``await store.aclose()`` on its loop)."""
         self._pool.close()  # an async pool is closed by aclose() on its own loop
+        if self._apool is not None and not self._apool.closed:  # said, not left to the garbage collector silently
+            log.warning("Postgres store closed with its async pool still open (its connections stay until the process "
+                        "exits): close it with `await store.aclose()` (or `await manager.aclose()`) on the loop that used it")

@@ -13,7 +13,7 @@ import pytest
 from session_graph import Session, SettingsError
 from session_graph.accounting.budget import plan_prune
 from session_graph.accounting.tokens import message_tokens
-from session_graph.compression.context import MEMO_HEADER, SUMMARY_HEADER
+from session_graph.compression.context import MEMO_HEADER, SUMMARY_HEADER, summary_content
 
 
 def memo_shown(session: Session) -> Any:
@@ -99,7 +99,7 @@ def test_a_summary_compression_with_no_text_shortens_the_summary_without_the_mod
     assert len(model.prompts) == 2  # documented fallback, no error
     stored = session.memo["summary"]
     assert stored.startswith("Overview: x\nKey facts and decisions:\n") and stored.endswith("- detail 199")
-    assert "- detail 0\n" not in stored and message_tokens(SystemMessage(content=SUMMARY_HEADER + stored), session.counter) <= 80
+    assert "- detail 0\n" not in stored and message_tokens(SystemMessage(content=summary_content(stored)), session.counter) <= 80
     assert session.view().tokens <= 400
 
 

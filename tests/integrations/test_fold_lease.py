@@ -10,6 +10,7 @@ import asyncio
 import sys
 import threading
 import time
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
@@ -18,6 +19,7 @@ from stores_util import fresh_tenant
 from session_graph import Session
 from session_graph.integrations.binding import SessionBinding
 from session_graph.stores import SessionManager, SessionStore
+from session_graph.stores.base import call_async
 from session_graph.stores.lease import CommitLease, lease_tenant
 
 TENANT = "default"  # each test's own (below): Postgres is shared between tests and runs, keys are not
@@ -144,16 +146,23 @@ def test_the_async_step_folds_under_the_lease_too(store: SessionStore) -> None:
         for i in range(start, start + count):
             await a.astep(_turn("a", i), CONFIG, save=True)
 
-    assert holder.try_acquire()
-    a.fold_wait = 0.1
-    before = len(a_calls)
-    asyncio.run(turns(1, 4))
-    assert len(a_calls) > before  # waited, then folded without it
-    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"]["owner"] == holder.owner  # type: ignore[union-attr]
-    holder.release()
-    a.fold_wait = 5.0
-    asyncio.run(turns(5, 4))
-    assert len(a_calls) > before + 1
-    assert store.read(lease_tenant(a.manager.tenant, "fold"), "k").state["lease"] == {}  # type: ignore[union-attr]  # taken, released
-    stored = SessionManager(store, tenant=TENANT).get("k")
+    async def scenario() -> Any:  # one loop: a Postgres store's async pool lives on the loop that opened it
+        assert a.manager is not None and holder.try_acquire()
+        a.fold_wait = 0.1
+        before = len(a_calls)
+        await turns(1, 4)
+        assert len(a_calls) > before  # waited, then folded without it
+        held = await call_async(store, "read", lease_tenant(a.manager.tenant, "fold"), "k")
+        assert held.state["lease"]["owner"] == holder.owner
+        holder.release()
+        a.fold_wait = 5.0
+        await turns(5, 4)
+        assert len(a_calls) > before + 1
+        lease = await call_async(store, "read", lease_tenant(a.manager.tenant, "fold"), "k")
+        assert lease.state["lease"] == {}  # taken, released
+        stored = await SessionManager(store, tenant=TENANT).aget("k")
+        await call_async(store, "close")  # the async pool too, on its loop
+        return stored
+
+    stored = asyncio.run(scenario())
     assert stored is not None and len(stored.current_chat_history) <= 6

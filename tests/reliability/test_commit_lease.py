@@ -60,6 +60,7 @@ def test_two_processes_committing_one_session_run_the_model_once(kind: str, tmp_
     session.append_message(HumanMessage(content="I like fast tests."))
     session.append_message(AIMessage(content="Noted."))
     manager.save(session)
+    manager.close()  # its pool too: the workers race with stores of their own
     (tmp_path / "barrier").mkdir()
     calls = tmp_path / "calls"
     args = [spec, str(tmp_path / "memory.sqlite3"), str(calls), str(tmp_path / "barrier"), tenant]
@@ -80,7 +81,8 @@ def test_two_processes_committing_one_session_run_the_model_once(kind: str, tmp_
     assert statuses == ["committed", "skipped"], outputs  # the second found the archive done
     pids = calls.read_text().split()
     assert len(pids) == 2 and len(set(pids)) == 1  # summary + extraction, by one process only
-    stored = SessionManager(open_store(spec), tenant=tenant).get("k")
+    with SessionManager(open_store(spec), tenant=tenant) as reader:
+        stored = reader.get("k")
     assert list(stored.state.archives["done"]) == ["archive_001"] and not stored.state.archives.get("pending")
 
 

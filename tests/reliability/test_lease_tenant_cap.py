@@ -25,11 +25,11 @@ from session_graph.stores.lease import CommitLease, lease_tenant
 @pytest.mark.parametrize("purpose", ["commit", "fold"])
 def test_a_tenant_at_the_cap_takes_and_releases_its_lease(purpose: str, kind: str, tmp_path: Path) -> None:
     tenant = fresh_tenant() + "\U0001f600" * (MAX_ID_LENGTH - len(fresh_tenant()))  # 4 bytes a character: the longest
-    manager = SessionManager(open_store(store_spec(kind, tmp_path)), tenant=tenant)
-    lease = CommitLease(manager.store, tenant, "k", purpose=purpose)
-    assert lease.try_acquire()
-    assert not CommitLease(manager.store, tenant, "k", purpose=purpose).try_acquire()  # still one lease per session
-    lease.release()
+    with SessionManager(open_store(store_spec(kind, tmp_path)), tenant=tenant) as manager:  # closed: no pool left open
+        lease = CommitLease(manager.store, tenant, "k", purpose=purpose)
+        assert lease.try_acquire()
+        assert not CommitLease(manager.store, tenant, "k", purpose=purpose).try_acquire()  # still one lease per session
+        lease.release()
     assert len(lease_tenant(tenant, purpose)) <= MAX_ID_LENGTH
     assert lease_tenant("acme", purpose) == f"acme#{purpose}-leases"  # short tenants: the names stored before
     assert lease_tenant("a" * 250 + "1", purpose) != lease_tenant("a" * 250 + "2", purpose)  # long ones stay apart

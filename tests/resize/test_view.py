@@ -11,7 +11,9 @@ import pytest
 
 from session_graph import MemoUpdateError, Session
 from session_graph.accounting.tokens import message_tokens
+from session_graph.compression.context import summary_body
 from session_graph.compression.summary import DEFAULT_SUMMARY_PROMPT, SUMMARY_HEADER
+from session_graph.llm.quote import quote
 
 
 def budget_session(tokens: int, **settings: Any) -> Session:
@@ -152,7 +154,7 @@ def test_summary_mode_folds_only_what_leaves_and_only_once(api: Api) -> None:
     # window keeps what fits the whole budget (those messages are then pruned without a call)
     assert 1 <= window_start <= session.memo_cursor
     view = session.view()
-    assert view.messages[0].content == "sys" and view.messages[1].content == SUMMARY_HEADER + returned[-1]
+    assert view.messages[0].content == "sys" and view.messages[1].content == SUMMARY_HEADER + quote(returned[-1])  # the summary is data
 
 
 def test_the_default_summary_prompt_is_structured_and_replaceable(api: Api) -> None:
@@ -164,7 +166,7 @@ def test_the_default_summary_prompt_is_structured_and_replaceable(api: Api) -> N
     for section in ("Overview:", "Key facts and decisions:", "User intent:", "Open tasks:"):
         assert section in prompt[0].content
     assert prompt[0].content.startswith(DEFAULT_SUMMARY_PROMPT)
-    assert "must fit in 28 tokens" in prompt[0].content  # the reserve (40) less the message header
+    assert "must fit in 24 tokens" in prompt[0].content  # the reserve (40) less the message header
     assert prompt[1].content.startswith('Current summary:\n(none yet)\n\nNew messages:\nU: "u0')  # lean roles, quoted texts
     assert session.memo["summary"].startswith("Overview: tea talk")
     session.set_settings("session.summary.prompt", "Summarize in one sentence.")
@@ -172,7 +174,7 @@ def test_the_default_summary_prompt_is_structured_and_replaceable(api: Api) -> N
     model.responses = ["One sentence."]
     model.i = 0
     api.resize(session, "lite")
-    assert model.prompts[-1][0].content.startswith("Summarize in one sentence.\nThe whole summary must fit in 28 tokens: drop old details")
+    assert model.prompts[-1][0].content.startswith("Summarize in one sentence.\nThe whole summary must fit in 24 tokens: drop old details")
     assert model.prompts[-1][1].content.startswith("Current summary:\nOverview: tea talk")  # fed whole
 
 
@@ -186,7 +188,8 @@ def test_a_summary_over_its_reserve_is_kept_whole_and_shown_shortened_by_structu
     view = session.view()
     shown = next(m for m in view.messages if (m.id or "").endswith(":summary"))
     assert message_tokens(shown, session.counter) <= 60 and view.tokens <= 300
-    text = shown.text
+    text = summary_body(shown.text)  # shown as one JSON string after the header
+    assert shown.text.count("\n") == 1 and shown.text.startswith(SUMMARY_HEADER + '"')
     assert shown.response_metadata["session_graph"]["shortened"] is True
     assert "- fact 119 about" in text and "- fact 0 about" not in text  # the oldest items go first
     assert "Open tasks:\n- ship the fix" in text  # the newest section is never dropped

@@ -5,6 +5,7 @@ lists the tenant again only after a removal (a deleted session), never showing w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 import random
 
@@ -44,9 +45,10 @@ def fill(manager: SessionManager, key: str, count: int, start: int = 0) -> None:
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgres"])
-def manager(request: pytest.FixtureRequest, tmp_path: Path) -> SessionManager:
+def manager(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionManager]:
     # SQL stores: documents_since from the sessions' counts and last messages
-    return SessionManager(make_store(request.param, tmp_path), tenant=fresh_tenant())
+    with SessionManager(make_store(request.param, tmp_path), tenant=fresh_tenant()) as manager:  # closed: no pool left open
+        yield manager
 
 
 def test_new_messages_are_embedded_once_and_the_tenant_is_not_listed_per_query(manager: SessionManager,

@@ -294,6 +294,7 @@ def test_async_twins_agree_with_the_sync_methods(store: SessionStore, tenant: st
         assert fresh is not None and fresh.full_chat_history == session.full_chat_history
         assert await call_async(store, "delete", tenant, "async:1") is True
         assert await manager_for(store, tenant).aget("async:1") is None
+        await manager.aclose()  # the async pool is closed on its own loop (close() after the loop cannot)
 
     asyncio.run(scenario())
 

@@ -155,15 +155,17 @@ def test_racing_read_modify_writes_never_lose_an_increment(kind: str, tmp_path: 
 def test_the_async_twin_runs_the_same_update(store: SessionStore) -> None:
     tenant = fresh_tenant()
 
-    async def scenario() -> list[int]:
+    async def scenario() -> tuple[list[int], Any]:
         versions = []
         for i in range(3):
             versions.append(await call_async(store, "update", tenant, "k",
                                              lambda stored, i=i: StoreChange(state(n=i), [record(i)]), since=0))
-        return versions
+        snapshot = await call_async(store, "read", tenant, "k")
+        await call_async(store, "close")  # its async pool too, on this loop (close() after the loop cannot)
+        return versions, snapshot
 
-    assert asyncio.run(scenario()) == [1, 2, 3]
-    snapshot = store.read(tenant, "k")
+    versions, snapshot = asyncio.run(scenario())
+    assert versions == [1, 2, 3]
     assert snapshot.state["n"] == 2 and [r["id"] for r in snapshot.records] == ["m0", "m1", "m2"]
 
 

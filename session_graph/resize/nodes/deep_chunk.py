@@ -7,13 +7,14 @@ from dataclasses import replace
 import math
 from typing import Any, NamedTuple
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import plan_chunks
 from session_graph.accounting.sizing import message_chars
 from session_graph.compression.backoff import fold_suspended
 from session_graph.compression.pieces import fold_batches
+from session_graph.compression.transcript import transcript_line
 from session_graph.messages import role_of
 from session_graph.resize.nodes.lite_prune import prune_plan
 from session_graph.resize.state import ResizeContext, SessionState
@@ -28,19 +29,30 @@ def script_tokens(message: BaseMessage) -> int:
     return cjk + math.ceil((message_chars(message) - cjk) / 4)
 
 
+def sent_line(message: BaseMessage) -> SystemMessage:
+    """``message`` as a fold sends it: its quoted transcript line (``compression/transcript``),
+    as a message, so that it is measured as the message is."""
+    return SystemMessage(content=transcript_line(message, lean=True, quoted=True))
+
+
 def chunk_size(state: SessionState, ctx: ResizeContext) -> tuple[Callable[[BaseMessage], int], int]:
     """How a fold's chunk is measured and the most it may hold: ``session.memo.chunk_tokens``
     tokens under a token budget; under a char limit, at most the limit in chars and about
     ``chunk_tokens`` tokens estimated by script (``script_tokens``): four chars a token held
-    for Chinese text would send four times the tokens the setting allows."""
+    for Chinese text would send four times the tokens the setting allows.
+
+    A message counts what the fold sends of it, its quoted line (``sent_line``: a quote or a line
+    break in its text is two characters there), or its own size when that is more (a message's
+    parts, its per-message overhead): a chunk sized to fit fits as sent."""
     limits = state.settings.resolved()
     if limits.tokens:
-        return ctx.tokens, limits.chunk_tokens
+        return (lambda message: max(ctx.tokens(message), ctx.measure_context(sent_line(message)))), limits.chunk_tokens
     chars = min(size for size in (limits.chars, limits.chunk_tokens * 4) if size)
     tokens = limits.chunk_tokens
 
     def measure(message: BaseMessage) -> int:  # either bound, scaled to one unit: chars x tokens
-        return max(ctx.size(message) * tokens, script_tokens(message) * chars)
+        line = sent_line(message)
+        return max(max(ctx.size(message), message_chars(line)) * tokens, max(script_tokens(message), script_tokens(line)) * chars)
 
     return measure, chars * tokens
 

@@ -18,7 +18,7 @@ from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Flow, call
-from session_graph.compression.context import SUMMARY_HEADER
+from session_graph.compression.context import summary_content
 from session_graph.compression.fold_check import checked_summary_fold
 from session_graph.compression.novelty import shown_terms
 from session_graph.compression.pieces import completed
@@ -54,7 +54,7 @@ def summary_fold(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[d
     refused = int(state.fold_records.get(COMPRESSION_REFUSED, 0))
 
     def measure(text: str) -> int:
-        return ctx.measure_context(SystemMessage(content=SUMMARY_HEADER + text))
+        return ctx.measure_context(SystemMessage(content=summary_content(text)))  # as the view shows it
 
     plan = chunk_plan(leaving, state, ctx, sum(i < span.needed for i in indices))
     if plan and plan[-1][1] < len(indices):  # a runt of a last chunk waits for the next fold

@@ -1,0 +1,61 @@
+"""A manager closes its store's connections: ``with SessionManager(...)``, ``close()`` or, after
+async use, ``await manager.aclose()`` (a Postgres store's async pool lives on its loop). A pool
+left to the garbage collector is closed in one of its own worker threads, which cannot join
+itself (an unraisable error in whatever test or request runs then); ``tests/pool_leaks.py``
+makes every test that leaves one open fail."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+from stores_util import fresh_tenant, make_store
+
+from session_graph.stores import SessionManager
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
+def test_a_manager_used_as_a_context_manager_closes_its_store(kind: str, tmp_path: Path) -> None:
+    with SessionManager(make_store(kind, tmp_path), tenant=fresh_tenant()) as manager:
+        session = manager.get_or_create("k")
+        session.append_message({"role": "user", "content": "hello"})
+        manager.save(session)
+    if kind == "postgres":
+        assert manager.store._pool.closed  # type: ignore[attr-defined]
+    with SessionManager(make_store(kind, tmp_path), tenant=manager.tenant) as again:  # nothing lost by closing
+        assert [m.text for m in again.get("k").full_chat_history] == ["hello"]
+
+
+def test_async_use_then_aclose_closes_both_postgres_pools(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    manager = SessionManager(make_store("postgres", tmp_path), tenant=fresh_tenant())
+
+    async def use() -> None:
+        session = await manager.aget_or_create("k")
+        session.append_message({"role": "user", "content": "hello"})
+        await manager.asave(session)
+        await manager.aclose()
+
+    asyncio.run(use())
+    store = manager.store
+    assert store._pool.closed and store._apool.closed  # type: ignore[attr-defined]
+
+
+def test_close_after_async_use_says_how_to_close_the_async_pool(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    manager = SessionManager(make_store("postgres", tmp_path), tenant=fresh_tenant())
+    apool = None
+
+    async def use() -> None:
+        nonlocal apool
+        session = await manager.aget_or_create("k")
+        session.append_message({"role": "user", "content": "hello"})
+        await manager.asave(session)
+        apool = manager.store._apool  # type: ignore[attr-defined]
+        with caplog.at_level(logging.WARNING, logger="session_graph.stores.postgres"):
+            manager.close()  # the sync close, inside the loop: the async pool is still open
+        assert "await store.aclose()" in caplog.text
+        await apool.close()  # as the warning says: on its own loop
+
+    asyncio.run(use())
+    assert apool is not None and apool.closed

@@ -1,0 +1,61 @@
+"""``migrate-tenant`` of a user whose id is longer than ``MAX_ID_LENGTH``, stored before the cap:
+such an id stays usable where it owns memories (``MemoryConfig``'s legacy serving), so it is kept
+as it is under the tenant too (``tenant~id``), with its history; after the move the tenant's
+config serves it (it owns memories there) and a new over-cap id is still refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_util import run
+from memory_util import MEMORY_BACKENDS, make_memory_store
+import pytest
+
+from session_graph import ConfigurationError
+from session_graph._base.ids import MAX_ID_LENGTH
+from session_graph.memory import FileMemoryStore, MemoryConfig, list_memories, memory_history
+import session_graph.memory.config as memory_config
+from session_graph.memory.migrate import migrate_to_tenant
+from session_graph.memory.recall import recall, remember
+
+LONG = "legacy-user-" + "u" * MAX_ID_LENGTH  # over the cap
+
+
+def written_before_the_cap(store: object, user: str = LONG) -> MemoryConfig:
+    """What a version without the cap wrote for ``user``: a fact updated once (history) and an event."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memory_config, "MAX_ID_LENGTH", 10 * MAX_ID_LENGTH)  # no cap yet
+        old = MemoryConfig(store=store, user=user, agent="coder")  # type: ignore[arg-type]
+        remember(old, "Drinks green tea.", key="drink")
+        assert remember(old, "Now drinks black coffee.", key="drink") == "updated"
+        remember(old, "Flew to Oslo on 12 May.", "events")
+    return MemoryConfig(store=store, user=user, agent="coder")  # type: ignore[arg-type]  # served: it owns memories
+
+
+@pytest.mark.parametrize("backend", MEMORY_BACKENDS)
+def test_a_legacy_over_cap_user_migrates_under_a_tenant_keeping_its_id(backend: str, tmp_path: Path) -> None:
+    store = make_memory_store(backend, tmp_path)
+    old = written_before_the_cap(store)
+    with pytest.raises(ConfigurationError):  # the tenant's config alone: a new over-cap id there, refused
+        MemoryConfig(store=store, user=LONG, agent="coder", tenant="acme")  # type: ignore[arg-type]
+    listing = migrate_to_tenant(old, "acme", dry_run=True)
+    assert sorted((r["kind"], r["category"], r["action"]) for r in listing) == [
+        ("history", "preferences", "move"), ("item", "events", "move"), ("item", "preferences", "move")]
+    assert len(list_memories(old)) == 2  # a dry run changes nothing
+    assert migrate_to_tenant(old, "acme") == listing
+    acme = MemoryConfig(store=store, user=LONG, agent="coder", tenant="acme")  # type: ignore[arg-type]  # owns memories now
+    assert sorted(v["content"] for v in list_memories(acme)) == ["Flew to Oslo on 12 May.", "Now drinks black coffee."]
+    assert list_memories(old) == [] and len(memory_history(acme, "drink", "preferences")) == 2
+    assert recall(acme, "black coffee")[0]["key"] == "drink"
+    assert migrate_to_tenant(old, "acme") == []  # idempotent
+    with pytest.raises(ConfigurationError, match=str(MAX_ID_LENGTH)):  # a new over-cap id is still refused
+        MemoryConfig(store=store, user="n" * (MAX_ID_LENGTH + 1), agent="coder", tenant="acme")  # type: ignore[arg-type]
+
+
+def test_the_cli_migrates_a_legacy_over_cap_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = str(tmp_path / "files")
+    written_before_the_cap(FileMemoryStore(files, fsync=False))
+    code, out, err = run(capsys, "memory", "migrate-tenant", "--memory", files, "--tenant", "acme", "--user", LONG)
+    assert code == 0 and out.splitlines()[-1] == "moved 3, already there 0, conflicts left in place 0", (out, err)
+    acme = MemoryConfig(store=FileMemoryStore(files, fsync=False), user=LONG, agent="coder", tenant="acme")
+    assert len(list_memories(acme)) == 2
