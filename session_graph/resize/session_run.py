@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from session_graph._base.edits import EditWatch
 from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.errors import SessionGraphError
@@ -71,9 +72,29 @@ class SessionCore:
         self.view_cache: tuple[Any, SessionView] | None = None
         self.views = ViewBuilder()  # extends the last view in O(new messages) when it can
         self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
-        self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
+        self._revision = 0  # bumps on every change a store must see (append, resize, load, clear, an edit in place)
+        self.watch = EditWatch()  # the memo and settings as last seen: an edit in place moves the revision when read
         self.system_tokens: dict[tuple[str, Any], int] = {}  # tokens_of a plain system message, by text and counter
         self.install(state)
+
+    # -- the revision ----------------------------------------------------------------------
+    @property
+    def revision(self) -> int:
+        """Bumps on every change a store must see, an edit in place of the memo (at any depth)
+        or a ``settings.set`` included (seen here, when read: ``_base/edits``)."""
+        return self.seen()
+
+    @revision.setter
+    def revision(self, value: int) -> None:
+        self._revision = value
+
+    def seen(self, metadata: Any = None, *, check_metadata: bool = False) -> int:
+        """The revision, moved once if the memo, the settings (or ``metadata``) changed in place."""
+        state = self.state
+        if self.watch.changed(state.memo, state.settings._data, metadata, check_metadata=check_metadata):
+            self._revision += 1
+            self.views = ViewBuilder()  # its last view may show the memo as it was
+        return self._revision
 
     # -- what the model sees -------------------------------------------------------------
     def counter(self) -> SessionCounter:
@@ -130,7 +151,7 @@ class SessionCore:
             self.extras = self.has_extras(message)
         if role == "assistant" and not getattr(message, "tool_calls", None):
             state.turns += 1  # a reply ends a turn; a tool call is a step inside it
-        self.revision += 1
+        self._revision += 1
 
     def judge(self, force: Force, policy: PolicyHandler) -> Flow[Decision | None]:
         """The policy's decision for the current window, as a flow (``drive`` or ``adrive`` it)."""
@@ -240,7 +261,8 @@ class SessionCore:
         default_route = outcome.decision["type"] in ("lite", "deep") and outcome.decision["type"] not in handlers.resize
         if not outcome.full_replaced and default_route and self.ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
             self.state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
-            self.revision += 1
+            self._revision += 1
+            self.watch.mark(outcome.state.memo, outcome.state.settings._data)
         else:
             self.install(outcome.state, reindex=outcome.full_replaced)
         self.trace.add(context.trace.record(self.trace.next_seq, state, before, self.ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
@@ -287,4 +309,5 @@ class SessionCore:
         self.state = state
         window = state.current_chat_history
         self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
-        self.revision += 1
+        self._revision += 1
+        self.watch.mark(state.memo, state.settings._data)

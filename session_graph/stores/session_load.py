@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
+from session_graph._base.edits import detached
 from session_graph._base.gc import paused_gc
 from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
@@ -271,7 +272,13 @@ def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> M
 
 
 def remember(manager: Owner, key: str, entry: Entry) -> None:
-    """Cache ``entry`` as the newest (``SessionCache.remember``)."""
+    """Cache ``entry`` as the newest (``SessionCache.remember``). Its base never shares the
+    session's memo or metadata: an edit in place after this save is a change the next merge keeps."""
+    base, session = entry.base, entry.session
+    if base.get("memo") is session.state.memo:
+        base["memo"] = detached(session.state.memo)
+    if base.get("metadata") is session.metadata:
+        base["metadata"] = detached(session.metadata)
     manager.cache.remember(key, entry)
 
 
