@@ -21,7 +21,7 @@ try:  # the stores' optional fast encoder
 except ImportError:  # pragma: no cover - orjson is optional
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["EditWatch", "fingerprint", "detached"]
+__all__ = ["EditWatch", "detached", "fingerprint"]
 
 
 def fingerprint(value: Any) -> bytes | str:
