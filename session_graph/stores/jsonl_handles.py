@@ -33,6 +33,7 @@ from typing import Any
 import weakref
 
 from session_graph._base.files import lock_file, unlock_file
+from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 
 __all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "log_status"]
@@ -115,7 +116,7 @@ class HeldFiles:
         self._entries: OrderedDict[Path, Held] = OrderedDict()
         self._guard = threading.Lock()
         weakref.finalize(self, _close_all, self._entries)  # a store dropped without close() leaks no descriptor
-        _LIVE.add(self)
+        renew_after_fork(self)
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's files and mutexes are not this process's (a thread that
@@ -208,18 +209,6 @@ class HeldFiles:
             if entry.mutex.acquire(blocking=False):
                 entry.close()
                 entry.mutex.release()
-
-
-_LIVE: weakref.WeakSet[HeldFiles] = weakref.WeakSet()
-
-
-def _forked() -> None:
-    for held in list(_LIVE):
-        held._after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forked)
 
 
 def _close_all(entries: OrderedDict[Path, Held]) -> None:

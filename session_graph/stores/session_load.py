@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from langchain_core.messages import BaseMessage
 
 from session_graph._base.edits import detached
+from session_graph._base.forks import renew_after_fork
 from session_graph._base.gc import paused_gc
 from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
@@ -67,6 +68,12 @@ class SessionCache:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._held: dict[str, int] = {}
         self._lock = threading.RLock()
+        renew_after_fork(self)
+
+    def _after_fork(self) -> None:
+        """A forked child: a new lock (a parent thread holding it is not there), no step holding a key."""
+        self._lock = threading.RLock()
+        self._held = {}
 
     def get(self, key: str) -> Entry | None:
         """The entry for ``key`` (its place in the order unchanged), or None."""

@@ -52,25 +52,24 @@ def fork_while_held(store: JsonlStore, hold: threading.Lock, child: object) -> i
     return status
 
 
-def test_a_child_forked_while_the_guard_is_held_can_write(tmp_path: Path) -> None:
+LOCKS = {
+    "held-files guard": lambda store, manager: store._held._guard,
+    "a session's mutex": lambda store, manager: next(iter(store._held._entries.values())).mutex,
+    "meta cache guard": lambda store, manager: store._written._guard,
+    "manager cache lock": lambda store, manager: manager.cache._lock,
+    "search index lock": lambda store, manager: store.search_index._lock,
+}
+
+
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_a_child_forked_while_a_store_lock_is_held_can_write(tmp_path: Path, lock: str) -> None:
     store = JsonlStore(tmp_path)
     manager = SessionManager(store)
     turn(manager, "before the fork")
-    status = fork_while_held(store, store._held._guard, lambda: turn(SessionManager(store), "in the child"))
+    status = fork_while_held(store, LOCKS[lock](store, manager), lambda: turn(manager, "in the child"))
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
     texts = [m.content for m in SessionManager(JsonlStore(tmp_path)).get("k").full_chat_history]
     assert texts == ["before the fork", "in the child"]
     turn(manager, "parent again")  # the parent's held files still work (merged with the child's write)
     texts = [m.content for m in SessionManager(JsonlStore(tmp_path)).get("k").full_chat_history]
     assert texts == ["before the fork", "in the child", "parent again"]
-
-
-def test_a_child_forked_while_a_sessions_mutex_is_held_can_write(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path)
-    manager = SessionManager(store)
-    turn(manager, "before the fork")
-    held = next(iter(store._held._entries.values()))
-    status = fork_while_held(store, held.mutex, lambda: turn(SessionManager(store), "in the child"))
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
-    texts = [m.content for m in SessionManager(JsonlStore(tmp_path)).get("k").full_chat_history]
-    assert texts == ["before the fork", "in the child"]
