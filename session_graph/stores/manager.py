@@ -284,8 +284,14 @@ class SessionManager:
     import_openviking = interop.import_openviking
 
     def close(self) -> None:
-        """Close the store."""
+        """Close the store (``with SessionManager(...) as manager:`` closes it on the way out)."""
         self.store.close()
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- internals -----------------------------------------------------------------------------
     def _substring_in(self, key: str, query: str, k: int) -> list[SearchHit]:
