@@ -23,7 +23,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from session_graph._base.edits import EditWatch
 from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
-from session_graph.errors import SessionGraphError
+from session_graph.errors import MessageError, SessionGraphError
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.nodes.judge import judge_state
@@ -91,6 +91,12 @@ class SessionCore:
     def seen(self, metadata: Any = None, *, check_metadata: bool = False) -> int:
         """The revision, moved once if the memo, the settings (or ``metadata``) changed in place."""
         state = self.state
+        if (len(state.full_chat_history), len(state.current_chat_history)) != self.lengths:
+            raise MessageError(
+                f"session {state.id}: its full_chat_history or current_chat_history was edited in place "
+                f"({len(state.full_chat_history)} and {len(state.current_chat_history)} messages, {self.lengths} "
+                "through the session); add messages with append_message, adopt a whole state with restore(): "
+                "a list edit bypasses the accounting, the view and the store.")
         if self.watch.changed(state.memo, state.settings._data, metadata, check_metadata=check_metadata):
             self._revision += 1
             self.views = ViewBuilder()  # its last view may show the memo as it was
@@ -147,6 +153,8 @@ class SessionCore:
         role = ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
+        full, window = self.lengths
+        self.lengths = (full + 1, window + 1)
         if not self.extras and type(message.content) is not str:  # a text content carries no block extras
             self.extras = self.has_extras(message)
         if role == "assistant" and not getattr(message, "tool_calls", None):
@@ -263,6 +271,7 @@ class SessionCore:
             self.state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
             self._revision += 1
             self.watch.mark(outcome.state.memo, outcome.state.settings._data)
+            self.lengths = (len(self.state.full_chat_history), len(self.state.current_chat_history))
         else:
             self.install(outcome.state, reindex=outcome.full_replaced)
         self.trace.add(context.trace.record(self.trace.next_seq, state, before, self.ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
@@ -311,3 +320,4 @@ class SessionCore:
         self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
         self._revision += 1
         self.watch.mark(state.memo, state.settings._data)
+        self.lengths = (len(state.full_chat_history), len(state.current_chat_history))  # what went through the session

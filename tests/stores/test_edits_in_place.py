@@ -95,3 +95,21 @@ def test_a_memo_edit_in_place_reaches_the_view() -> None:
     assert "tea" in str(first.messages) and "coffee" not in str(first.messages)
     session.memo["facts"].append("coffee")
     assert "coffee" in str(session.view().messages)
+
+
+def test_a_history_list_edited_in_place_is_refused_loudly_not_lost(make_store: Any) -> None:
+    from session_graph.errors import MessageError
+
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    manager.save(session)
+    session.full_chat_history.append(HumanMessage(content="sneaked in", id="h2"))  # not through append_message
+    with pytest.raises(MessageError, match="append_message"):
+        manager.save(session)
+    with pytest.raises(MessageError, match="edited in place"):
+        session.view()
+    session.full_chat_history.pop()  # put back: the session works again, nothing stored was touched
+    session.append_message(HumanMessage(content="properly", id="h3"))
+    manager.save(session)
+    assert [m.id for m in stored(make_store).full_chat_history] == ["h1", "h3"]
