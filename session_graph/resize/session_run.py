@@ -58,6 +58,7 @@ class SessionCore:
     state: SessionState  # set by install()
     ledger: Ledger
     extras: bool  # whether the window may hold content a provider must not see
+    lengths: tuple[int, int]  # the full history's and the window's lengths as the session made them (an edit in place differs)
 
     def __init__(
         self,
