@@ -48,7 +48,8 @@ class SessionView:
     """What to send to the model, and what it costs.
 
     Attributes:
-        messages: system prompt, summary/memo message, window, in order.
+        messages: system prompt, summary/memo message, window, in order (the same list while
+            nothing changed: read it, or copy it to edit; an edited one is built again next call).
         tokens: their total with the counter in use, reply priming and outside tokens included.
         budget: the token budget (0: none).
         counter: the name of the counter (``tiktoken:o200k_base``, ``approx:...``, ``chars``).

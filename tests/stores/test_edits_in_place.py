@@ -113,3 +113,17 @@ def test_a_history_list_edited_in_place_is_refused_loudly_not_lost(make_store: A
     session.append_message(HumanMessage(content="properly", id="h3"))
     manager.save(session)
     assert [m.id for m in stored(make_store).full_chat_history] == ["h1", "h3"]
+
+
+def test_a_view_list_edited_by_its_caller_does_not_reach_the_next_view() -> None:
+    from session_graph import Session
+
+    session = Session()
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    first = session.view()
+    assert session.view() is first  # unchanged: the same view, O(1)
+    first.messages.append(AIMessage(content="added by the caller", id="x"))
+    assert [m.id for m in session.view().messages] == ["h1"]
+    again = session.view()
+    again.messages[-1] = AIMessage(content="replaced by the caller", id="y")
+    assert [m.id for m in session.view().messages] == ["h1"]
