@@ -133,8 +133,8 @@ class Session:
 
     @property
     def revision(self) -> int:
-        """Bumps on every change a store must see (append, resize, load, clear)."""
-        return self._core.revision
+        """Bumps on every change a store must see (append, resize, load, clear; memo, settings, metadata edited in place)."""
+        return self._core.seen(self.metadata, check_metadata=True)
 
     @revision.setter
     def revision(self, value: int) -> None:

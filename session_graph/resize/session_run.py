@@ -20,9 +20,10 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from session_graph._base.edits import EditWatch
 from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
-from session_graph.errors import SessionGraphError
+from session_graph.errors import MessageError, SessionGraphError
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.nodes.judge import judge_state
@@ -45,6 +46,12 @@ def _done(value: Any) -> Flow[Any]:
     yield  # a generator function: never reached
 
 
+def _shape(messages: list[BaseMessage]) -> tuple[int, int, int]:
+    """A view's list as built: its length and its ends (an edit of the handed-out list in place,
+    appending, removing or replacing an end, makes the next call build the view again)."""
+    return (len(messages), id(messages[0]), id(messages[-1])) if messages else (0, 0, 0)
+
+
 class SessionCore:
     """A session's state and everything derived from it; every change goes through its methods.
 
@@ -57,6 +64,7 @@ class SessionCore:
     state: SessionState  # set by install()
     ledger: Ledger
     extras: bool  # whether the window may hold content a provider must not see
+    lengths: tuple[int, int]  # the full history's and the window's lengths as the session made them (an edit in place differs)
 
     def __init__(
         self,
@@ -68,12 +76,38 @@ class SessionCore:
         self.has_extras = has_extras
         self.strip_view = strip_view
         self.resizing = False
-        self.view_cache: tuple[Any, SessionView] | None = None
+        self.view_cache: tuple[Any, SessionView, tuple[int, int, int]] | None = None
         self.views = ViewBuilder()  # extends the last view in O(new messages) when it can
         self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
-        self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
+        self._revision = 0  # bumps on every change a store must see (append, resize, load, clear, an edit in place)
+        self.watch = EditWatch()  # the memo and settings as last seen: an edit in place moves the revision when read
         self.system_tokens: dict[tuple[str, Any], int] = {}  # tokens_of a plain system message, by text and counter
         self.install(state)
+
+    # -- the revision ----------------------------------------------------------------------
+    @property
+    def revision(self) -> int:
+        """Bumps on every change a store must see, an edit in place of the memo (at any depth)
+        or a ``settings.set`` included (seen here, when read: ``_base/edits``)."""
+        return self.seen()
+
+    @revision.setter
+    def revision(self, value: int) -> None:
+        self._revision = value
+
+    def seen(self, metadata: Any = None, *, check_metadata: bool = False) -> int:
+        """The revision, moved once if the memo, the settings (or ``metadata``) changed in place."""
+        state = self.state
+        if (len(state.full_chat_history), len(state.current_chat_history)) != self.lengths:
+            raise MessageError(
+                f"session {state.id}: its full_chat_history or current_chat_history was edited in place "
+                f"({len(state.full_chat_history)} and {len(state.current_chat_history)} messages, {self.lengths} "
+                "through the session); add messages with append_message, adopt a whole state with restore(): "
+                "a list edit bypasses the accounting, the view and the store.")
+        if self.watch.changed(state.memo, state.settings._data, metadata, check_metadata=check_metadata):
+            self._revision += 1
+            self.views = ViewBuilder()  # its last view may show the memo as it was
+        return self._revision
 
     # -- what the model sees -------------------------------------------------------------
     def counter(self) -> SessionCounter:
@@ -94,10 +128,12 @@ class SessionCore:
         self.ledger.sync(self.state, limits)
         memo = self.state.memo  # held, not its id() (a new memo may take a freed one's address); its summary may be edited in place
         key = (self.revision, outside_tokens, limits, memo, len(memo), memo.get("summary"))
-        if self.view_cache is None or self.view_cache[0] != key:  # unchanged since the last call: the same view, O(1)
+        cached = self.view_cache
+        if cached is None or cached[0] != key or cached[2] != _shape(cached[1].messages):  # unchanged: the same view, O(1)
             view = self.views.build(self.state, self.ledger, limits, outside_tokens)
-            self.view_cache = (key, self.strip_view(view) if self.extras else view)  # no block extras reach a provider
-        return self.view_cache[1]
+            view = self.strip_view(view) if self.extras else view  # no block extras reach a provider
+            cached = self.view_cache = (key, view, _shape(view.messages))  # a caller that edits its list gets a new one next
+        return cached[1]
 
     def tokens_of(self, message: BaseMessage) -> int:
         """What one message costs with the counter in use.
@@ -125,11 +161,13 @@ class SessionCore:
         role = ledger.add(message, len(state.full_chat_history), state.id)  # refuses a known id first
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
+        full, window = self.lengths
+        self.lengths = (full + 1, window + 1)
         if not self.extras and type(message.content) is not str:  # a text content carries no block extras
             self.extras = self.has_extras(message)
         if role == "assistant" and not getattr(message, "tool_calls", None):
             state.turns += 1  # a reply ends a turn; a tool call is a step inside it
-        self.revision += 1
+        self._revision += 1
 
     def judge(self, force: Force, policy: PolicyHandler) -> Flow[Decision | None]:
         """The policy's decision for the current window, as a flow (``drive`` or ``adrive`` it)."""
@@ -239,7 +277,9 @@ class SessionCore:
         default_route = outcome.decision["type"] in ("lite", "deep") and outcome.decision["type"] not in handlers.resize
         if not outcome.full_replaced and default_route and self.ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
             self.state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
-            self.revision += 1
+            self._revision += 1
+            self.watch.mark(outcome.state.memo, outcome.state.settings._data)
+            self.lengths = (len(self.state.full_chat_history), len(self.state.current_chat_history))
         else:
             self.install(outcome.state, reindex=outcome.full_replaced)
         self.trace.add(context.trace.record(self.trace.next_seq, state, before, self.ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
@@ -286,4 +326,6 @@ class SessionCore:
         self.state = state
         window = state.current_chat_history
         self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
-        self.revision += 1
+        self._revision += 1
+        self.watch.mark(state.memo, state.settings._data)
+        self.lengths = (len(state.full_chat_history), len(state.current_chat_history))  # what went through the session

@@ -4,8 +4,10 @@
 prompt is always there; the summary or memo message takes what it holds, at most its
 reserve (shortened by structure when the model's reply was over it, see ``compression/context.py``);
 the window gets the rest and is planned by ``budget.plan_budget``. Every tool call in it
-is answered: a call with no result (cancelled, or still pending) gets a synthetic
-"cancelled" ToolMessage, so a provider never rejects the request. Truncation happens here
+is answered and never apart from its results: a result stored after other messages (another
+run's turn came between) is shown right after its call, a call with no result (cancelled,
+ended by another middleware, or still pending) gets a synthetic "cancelled" ToolMessage, so a
+provider never rejects the request; the histories keep what was stored, in its order. Truncation happens here
 only, on copies marked in ``response_metadata["session_graph"]``; the histories keep every
 message whole.
 """
@@ -46,7 +48,8 @@ class SessionView:
     """What to send to the model, and what it costs.
 
     Attributes:
-        messages: system prompt, summary/memo message, window, in order.
+        messages: system prompt, summary/memo message, window, in order (the same list while
+            nothing changed: read it, or copy it to edit; an edited one is built again next call).
         tokens: their total with the counter in use, reply priming and outside tokens included.
         budget: the token budget (0: none).
         counter: the name of the counter (``tiktoken:o200k_base``, ``approx:...``, ``chars``).
@@ -97,13 +100,41 @@ def cancelled(call: dict[str, Any], owner: AIMessage) -> ToolMessage:
     )
 
 
-def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """``messages`` with every tool call answered, as providers require.
+def _late_results(messages: list[BaseMessage]) -> dict[str, ToolMessage]:
+    """The results stored apart from their call, by call id: each first result of a call whose
+    block of results had ended (another message came between), its call earlier in ``messages``."""
+    late: dict[str, ToolMessage] = {}
+    waiting: set[str] = set()  # calls whose results may still follow at once
+    unanswered: set[str] = set()  # calls whose block ended without a result
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            call = message.tool_call_id
+            if call in waiting:
+                waiting.discard(call)
+            elif call in unanswered and call not in late:
+                late[call] = message
+            continue
+        if waiting:
+            unanswered |= waiting
+            waiting = set()
+        if isinstance(message, AIMessage) and message.tool_calls:
+            waiting = {c.get("id") or "" for c in message.tool_calls}
+    return late
 
-    A call with no result gets a synthetic "cancelled" ToolMessage right after the results it
-    has (before the next user or assistant message, or at the end); a result whose call is not
-    there is left out. Returns ``messages`` itself when nothing needs answering.
+
+def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with every tool call answered, as providers require, and never a call apart
+    from its results.
+
+    A result stored after other messages (its run's tool returned while another run on the
+    same thread took a turn) is shown right after its call's other results; a call with no
+    result at all gets a synthetic "cancelled" ToolMessage there (before the next user or
+    assistant message, or at the end); a result whose call is not there is left out. The
+    history keeps what happened, in the order it was stored. Returns ``messages`` itself when
+    nothing needs answering or moving.
     """
+    late = _late_results(messages)
+    moved = {id(m) for m in late.values()}
     out: list[BaseMessage] = []
     open_calls: list[dict[str, Any]] = []
     owner: AIMessage | None = None
@@ -112,12 +143,15 @@ def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
     def close() -> None:
         nonlocal changed
         if open_calls and owner is not None:
-            out.extend(cancelled(call, owner) for call in open_calls)
+            out.extend(late.get(call.get("id") or "") or cancelled(call, owner) for call in open_calls)
             open_calls.clear()
             changed = True
 
     for message in messages:
         if isinstance(message, ToolMessage):
+            if id(message) in moved:
+                changed = True  # shown after its call
+                continue
             match = next((c for c in open_calls if c.get("id") == message.tool_call_id), None)
             if match is None and not (owner is not None and any(c.get("id") == message.tool_call_id for c in owner.tool_calls)):
                 changed = True  # its call is not in these messages: a provider would reject it

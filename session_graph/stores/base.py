@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from session_graph._base.ids import MAX_ID_LENGTH, check_id_length, utc_now
 from session_graph.errors import InvalidKeyError, StoreConflictError, StoreError
@@ -279,6 +279,19 @@ class ThreadedAsync:
     async def aclose(self) -> None:
         """Async twin of ``close``."""
         await asyncio.to_thread(self.close)  # type: ignore[attr-defined]
+
+    # ``with JsonlStore(path) as store:`` / ``async with``: closed on the way out, whatever happens
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class StoreBase(ThreadedAsync):

@@ -10,7 +10,10 @@ trusted blindly:
   would both get it; a per-file mutex makes them take turns first. Once locked, the held file is
   checked to still be the one at the path (``fstat`` against ``stat``: a lock file removed and
   made again by another process is another file, whose lock the others take); if not, it is
-  opened again. A process forked from this one opens its own (the parent's would share locks).
+  opened again. A process forked from this one opens its own (the parent's would share locks):
+  right after a fork the child drops what it inherited and gets new mutexes
+  (``os.register_at_fork``), so a thread of the parent that held one at the fork, which does not
+  exist in the child, cannot make the child wait forever.
 - the log: used only while it is the file at the path, told by the inode the caller's ``stat``
   under the lock read (another process may delete a log and write a new one); else opened again.
 
@@ -30,6 +33,7 @@ from typing import Any
 import weakref
 
 from session_graph._base.files import lock_file, unlock_file
+from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 
 __all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "log_status"]
@@ -112,6 +116,17 @@ class HeldFiles:
         self._entries: OrderedDict[Path, Held] = OrderedDict()
         self._guard = threading.Lock()
         weakref.finalize(self, _close_all, self._entries)  # a store dropped without close() leaks no descriptor
+        renew_after_fork(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's files and mutexes are not this process's (a thread that
+        held one is gone); drop them, closing this process's copies of the descriptors."""
+        self._guard = threading.Lock()
+        entries = list(self._entries.values())
+        self._entries.clear()
+        for entry in entries:
+            entry.mutex = threading.Lock()
+            entry.close()
 
     def _entry(self, path: Path) -> Held:
         with self._guard:

@@ -33,6 +33,7 @@ try:  # installed with langchain-core (through langsmith) on CPython
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
+from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_trace import TRACE_ADDED, grow_trace
 
@@ -344,6 +345,10 @@ class MetaCache:
 
     def __init__(self) -> None:
         self._entries: dict[Path, tuple[tuple[int, int, int], dict[str, Any], Written, int]] = {}
+        self._guard = threading.Lock()
+        renew_after_fork(self)  # a forked child gets a new guard (a thread holding it is not there)
+
+    def _after_fork(self) -> None:
         self._guard = threading.Lock()
 
     @staticmethod

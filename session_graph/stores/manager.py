@@ -284,7 +284,8 @@ class SessionManager:
     import_openviking = interop.import_openviking
 
     def close(self) -> None:
-        """Close the store (a Postgres store's async pool, opened by the async methods: ``aclose`` on its loop)."""
+        """Close the store (``with SessionManager(...) as manager:`` closes it on the way out; a Postgres
+        store's async pool, opened by the async methods: ``aclose`` on its loop)."""
         self.store.close()
 
     async def aclose(self) -> None:
@@ -296,6 +297,12 @@ class SessionManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()  # a store's connection pool is never left to the garbage collector
+
+    async def __aenter__(self) -> SessionManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- internals -----------------------------------------------------------------------------
     def _substring_in(self, key: str, query: str, k: int) -> list[SearchHit]:

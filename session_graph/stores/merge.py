@@ -11,6 +11,8 @@ by message id, never by position:
 - memo and what it covers: the memo that changed since the base wins with what it folded; if
   both writers folded, theirs is kept and the messages only I folded stay unfolded, to be
   folded again by the next resize (the stored memo never claims a message it did not fold);
+  if both changed it and mine folded nothing theirs did not, my edits (a key set, changed or
+  removed in place, nested dicts likewise) go on theirs key by key (a key both changed: theirs);
 - fold records (a back-off, a refused compression): mine if only I changed them since the
   base, else theirs;
 - settings: mine if I changed them since the base, else theirs; metadata: theirs updated
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
+from session_graph._base.edits import detached
 from session_graph.resize.history import Spliced, is_loaded
 from session_graph.resize.state import SessionState
 from session_graph.stores.base import Snapshot
@@ -79,8 +82,9 @@ def base_document(state: SessionState, document: dict[str, Any], count: int | No
     its messages, when its history list went on to hold more)."""
     return {
         **document,
+        "metadata": detached(document.get("metadata") or {}),  # the session's own (a shallow copy) shares its values
         "window": [m.id for m in state.current_chat_history],
-        "memo": state.memo,
+        "memo": detached(state.memo),  # the session's own: an edit in place after this is a change
         "turns": state.turns,
         "last_resize_turn": state.last_resize_turn,
         "memo_cursor": state.memo_cursor,
@@ -90,6 +94,25 @@ def base_document(state: SessionState, document: dict[str, Any], count: int | No
         "message_count": len(state.full_chat_history) if count is None else count,
         "usage": [dict(record) for record in state.usage],
     }
+
+
+def edits_on(base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """``theirs`` with my changes since ``base`` key by key (a key I set, changed or removed that
+    they left as it was; nested dicts likewise); a key both changed keeps theirs."""
+    out = dict(theirs)
+    for key in [*mine, *(k for k in base if k not in mine)]:
+        was, now = base.get(key, _MISSING), mine.get(key, _MISSING)
+        if now == was:
+            continue
+        other = theirs.get(key, _MISSING)
+        if other == was:
+            if now is _MISSING:
+                out.pop(key, None)
+            else:
+                out[key] = now
+        elif isinstance(was, dict) and isinstance(now, dict) and isinstance(other, dict):
+            out[key] = edits_on(was, now, other)
+    return out
 
 
 def merge_archives(base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +234,8 @@ def merge_states(
         memo, pre, extra = mine.memo, max(theirs_pre, mine_pre), theirs_extra | mine_extra
     else:
         memo, pre, extra = theirs.memo, theirs_pre, theirs_extra
+        if mine_changed and not dropped_fold:  # my edits (no fold of mine dropped) go on theirs key by key
+            memo = edits_on(base_memo, mine.memo, theirs.memo)
     cursor = pre
     while cursor < len(full) and order.id_at(cursor) in extra:
         cursor += 1

@@ -33,6 +33,7 @@ import time
 from typing import Any, Protocol
 
 from session_graph._base.files import decode_name
+from session_graph._base.forks import renew_after_fork
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.tokenize import TOKENIZER
 from session_graph.stores import search_marker
@@ -83,10 +84,14 @@ class JsonlSearch:
         self.store = store
         self._tenants: dict[str, _Tenant] = {}
         self._lock = threading.RLock()
+        renew_after_fork(self)  # a forked child gets a new lock (a parent thread holding it is not there)
         self._appends = 0  # saves through this store (a search after one always checks the files)
         self._bumped: dict[Path, float] = {}  # when a save last moved each tenant folder's change marker
         self._folders: dict[Path, Path] = {}  # each log's tenant folder
         self.writer = TermsWriter(store)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.RLock()
 
     # -- writing (under the session's lock) -------------------------------------------------------
     def appended(self, log_path: Path, key: str, start: int, lines: list[bytes], *, tenant: str | None = None) -> None:

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
+from session_graph._base.edits import detached
+from session_graph._base.forks import renew_after_fork
 from session_graph._base.gc import paused_gc
 from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
@@ -66,6 +68,12 @@ class SessionCache:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._held: dict[str, int] = {}
         self._lock = threading.RLock()
+        renew_after_fork(self)
+
+    def _after_fork(self) -> None:
+        """A forked child: a new lock (a parent thread holding it is not there), no step holding a key."""
+        self._lock = threading.RLock()
+        self._held = {}
 
     def get(self, key: str) -> Entry | None:
         """The entry for ``key`` (its place in the order unchanged), or None."""
@@ -271,7 +279,13 @@ def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> M
 
 
 def remember(manager: Owner, key: str, entry: Entry) -> None:
-    """Cache ``entry`` as the newest (``SessionCache.remember``)."""
+    """Cache ``entry`` as the newest (``SessionCache.remember``). Its base never shares the
+    session's memo or metadata: an edit in place after this save is a change the next merge keeps."""
+    base, session = entry.base, entry.session
+    if base.get("memo") is session.state.memo:
+        base["memo"] = detached(session.state.memo)
+    if base.get("metadata") is session.metadata:
+        base["metadata"] = detached(session.metadata)
     manager.cache.remember(key, entry)
 
 

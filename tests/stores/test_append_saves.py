@@ -85,7 +85,7 @@ def test_anything_but_appends_is_a_full_save(tmp_path: Path, monkeypatch: pytest
     session.metadata["edited"] = True  # in place, no touch(): the stored metadata differs, so a full save carries it
     manager.save(session)
     turn(session, 2)
-    session.memo["note"] = "kept"  # the memo, in place: the same
+    session.memo["note"] = "kept"  # the memo, in place: it moved the revision, so its state line carries it (an append)
     manager.save(session)
     turn(session, 3)
     assert session.judge_resize() is not None
@@ -96,7 +96,7 @@ def test_anything_but_appends_is_a_full_save(tmp_path: Path, monkeypatch: pytest
     manager.save(session)
     turn(session, 5)
     manager.save(session)  # appends only again
-    assert written == ["update", "update", "update", "append_messages", "update", "append_messages"]
+    assert written == ["update", "update", "append_messages", "append_messages", "update", "append_messages"]
     lines = state_lines(tmp_path)
     assert lines[1]["set"]["metadata"] == {"edited": True} and lines[2]["set"]["memo"] == {"note": "kept"}
     same(SessionManager(tmp_path).get("k"), session)

@@ -1,0 +1,66 @@
+"""Stores and managers close on the way out of a ``with`` block (sync and async), the common path
+the README shows. A store dropped without ``close()`` frees its descriptors when the garbage
+collector frees it (a store and its search index refer to each other), never later."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from session_graph import JsonlStore, SessionManager, SqliteStore
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+
+STORES = {"jsonl": lambda root: JsonlStore(root), "sqlite": lambda root: SqliteStore(root / "s.db")}
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def one_turn(manager: SessionManager, key: str) -> None:
+    session = manager.get_or_create(key)
+    session.append_message({"role": "user", "content": "hi"})
+    manager.save(session)
+    manager.search("hi")
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_dropped_managers_hold_no_descriptor_after_a_collection(tmp_path: Path, kind: str) -> None:
+    make = STORES[kind]
+    one_turn(SessionManager(make(tmp_path)), "warm")  # imports and caches of the first use
+    gc.collect()
+    before = open_descriptors()
+    for index in range(40):
+        one_turn(SessionManager(make(tmp_path)), f"k{index}")  # dropped at once, never closed
+    gc.collect()
+    assert open_descriptors() == before
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_with_closes_the_store_and_the_manager(tmp_path: Path, kind: str) -> None:
+    make = STORES[kind]
+    gc.collect()
+    before = open_descriptors()
+    kept: list[Any] = []
+    with SessionManager(make(tmp_path)) as manager:
+        one_turn(manager, "k")
+        kept.append(manager)  # still referenced after the block: closed all the same
+    assert open_descriptors() == before
+    with make(tmp_path) as store:
+        kept.append(store)
+        assert store.read("default", "k") is not None
+    assert open_descriptors() == before
+
+    async def main() -> None:
+        async with make(tmp_path) as store:
+            kept.append(store)
+            assert await store.aread("default", "k") is not None
+
+    asyncio.run(main())
+    assert open_descriptors() == before and len(kept) == 3

@@ -1,0 +1,129 @@
+"""State a user edits in place (the memo at any depth, settings, metadata) moves the session's
+revision, so a save writes it, a merge with another writer keeps it and the view shows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+import pytest
+
+from session_graph import JsonlStore, SessionManager, SqliteStore
+
+
+@pytest.fixture(params=["jsonl", "sqlite"])
+def make_store(request: Any, tmp_path: Path) -> Any:
+    if request.param == "jsonl":
+        return lambda: JsonlStore(tmp_path / "jsonl")
+    return lambda: SqliteStore(tmp_path / "s.db")
+
+
+def stored(make_store: Any) -> Any:
+    session = SessionManager(make_store()).get("k")
+    assert session is not None
+    return session
+
+
+def test_memo_edits_reach_the_store_with_and_without_appends(make_store: Any) -> None:
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    manager.save(session)
+    before = session.revision
+    session.memo["x"] = 1  # top level, nothing else changed
+    assert session.revision == before + 1 and session.revision == before + 1  # moved once per edit
+    manager.save(session)
+    assert stored(make_store).memo == {"x": 1}
+    session.memo["facts"] = []
+    session.append_message(HumanMessage(content="again", id="h2"))
+    manager.save(session)
+    session.memo["facts"].append("tea")  # nested, in place
+    manager.save(session)
+    session.memo["facts"].append("green")  # nested, with an append (the append-only save path)
+    session.append_message(AIMessage(content="ok", id="a1"))
+    manager.save(session)
+    assert stored(make_store).memo == {"x": 1, "facts": ["tea", "green"]}
+
+
+def test_settings_set_and_metadata_edits_reach_the_store(make_store: Any) -> None:
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    manager.save(session)
+    session.settings.set("session.limit.tokens", 1234)
+    manager.save(session)
+    assert stored(make_store).settings.resolved().tokens == 1234
+    session.metadata["owner"] = {"name": "ada"}
+    manager.save(session)
+    session.metadata["owner"]["name"] = "grace"  # nested, in place
+    manager.save(session)
+    assert stored(make_store).metadata == {"owner": {"name": "grace"}}
+
+
+def test_a_merge_with_another_writer_keeps_edits_in_place(make_store: Any) -> None:
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.memo["facts"] = ["tea"]
+    session.metadata["tags"] = ["a"]
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    manager.save(session)
+    other = SessionManager(make_store())
+    theirs = other.get("k")
+    assert theirs is not None
+    theirs.memo["city"] = "Oslo"  # the other writer edits another key, and nested metadata
+    theirs.append_message(HumanMessage(content="theirs", id="o1"))
+    other.save(theirs)
+    session.memo["facts"].append("coffee")  # mine: nested, in place
+    session.metadata["tags"].append("b")
+    session.append_message(HumanMessage(content="mine", id="h2"))
+    manager.save(session)  # merges under the store's lock
+    loaded = stored(make_store)
+    assert loaded.memo == {"facts": ["tea", "coffee"], "city": "Oslo"}
+    assert loaded.metadata == {"tags": ["a", "b"]}
+    assert [m.id for m in loaded.full_chat_history] == ["h1", "o1", "h2"]
+    assert session.memo == loaded.memo  # the merge is what the session holds too
+
+
+def test_a_memo_edit_in_place_reaches_the_view() -> None:
+    from session_graph import Session
+
+    session = Session().use_memo()
+    session.memo["facts"] = ["tea"]
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    first = session.view()
+    assert "tea" in str(first.messages) and "coffee" not in str(first.messages)
+    session.memo["facts"].append("coffee")
+    assert "coffee" in str(session.view().messages)
+
+
+def test_a_history_list_edited_in_place_is_refused_loudly_not_lost(make_store: Any) -> None:
+    from session_graph.errors import MessageError
+
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    manager.save(session)
+    session.full_chat_history.append(HumanMessage(content="sneaked in", id="h2"))  # not through append_message
+    with pytest.raises(MessageError, match="append_message"):
+        manager.save(session)
+    with pytest.raises(MessageError, match="edited in place"):
+        session.view()
+    session.full_chat_history.pop()  # put back: the session works again, nothing stored was touched
+    session.append_message(HumanMessage(content="properly", id="h3"))
+    manager.save(session)
+    assert [m.id for m in stored(make_store).full_chat_history] == ["h1", "h3"]
+
+
+def test_a_view_list_edited_by_its_caller_does_not_reach_the_next_view() -> None:
+    from session_graph import Session
+
+    session = Session()
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    first = session.view()
+    assert session.view() is first  # unchanged: the same view, O(1)
+    first.messages.append(AIMessage(content="added by the caller", id="x"))
+    assert [m.id for m in session.view().messages] == ["h1"]
+    again = session.view()
+    again.messages[-1] = AIMessage(content="replaced by the caller", id="y")
+    assert [m.id for m in session.view().messages] == ["h1"]
