@@ -354,7 +354,7 @@ def record_line(record: dict[str, Any], seq: int) -> bytes:
     """One record's log line, ``{"id": ..., ..., "seq": n}``: the top level spelled as ``json.dumps``
     spells it (``_ID``, ``_IDS`` and ``_SEQ`` find the id and the seq in the bytes), each value
     encoded by orjson (the message dict in one C call; compact inside, as any JSON reader takes it)."""
-    if len(record) == 4 and _STANDARD == tuple(record):  # message_record's: one format, no per-field loop
+    if len(record) == 4 and tuple(record) == _STANDARD:  # message_record's: one format, no per-field loop
         return _LINE % (dumps(record["id"]), dumps(record["ts"]), dumps(record["role"]), dumps(record["message"]), seq)
     fields = [json.dumps(name, ensure_ascii=False).encode() + b": " + dumps(value) for name, value in record.items() if name != "seq"]
     return b"{" + b", ".join([*fields, b'"seq": %d' % seq]) + b"}\n"
