@@ -235,7 +235,9 @@ class JsonlStore(StoreBase):
             size = self._append(held, log, b"".join(lines), sync, inode)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
-            encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
+            if document["offsets"] != old.get("offsets") or "offsets" not in encoded.fields:  # one per 1,000 records
+                encoded.fields["offsets"] = dumps(document["offsets"])
+            encoded.fields["bytes"] = dumps(size)
             if size - on_disk < _META_LAG and ("trace" not in expect.fields or added is not None):  # else the trace: written now
                 self._written.put(meta, document, encoded, on_disk, detached=True)
             else:

@@ -271,7 +271,7 @@ def offsets_of(old: dict[str, Any] | None, count: int, size: int) -> list[list[i
         return None
     if count and not offsets:
         return None
-    return [list(o) for o in offsets]
+    return list(offsets)  # a new list to grow; its [count, position] pairs are never changed, so shared
 
 
 def scan_offsets(log: Path) -> list[list[int]]:
