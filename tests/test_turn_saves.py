@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agents_util import lookup, model
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 import pytest
 
 from session_graph import Session, SessionManager
@@ -123,12 +123,8 @@ def test_the_meta_file_may_lag_and_a_reader_still_sees_the_newest_state(tmp_path
     assert rebuilt.metadata == {"step": 4} and [m.id for m in rebuilt.full_chat_history] == [m.id for m in again.full_chat_history]
 
 
-def test_a_turn_of_n_model_calls_costs_one_durable_save_and_n_writes(tmp_path: Path) -> None:
-    """The save points: the input durable before the first model call; a reply that calls tools
-    written with its results before the next model call; the reply that ends the turn before the
-    hook returns. Nothing else writes (a resize rides on these)."""
-    manager = SessionManager(tmp_path)
-    manager.session_factory = lambda key: Session(key).use_lite(chars=2000)
+def counted_writes(manager: SessionManager) -> list[bool]:
+    """The writes ``manager.save`` makes (``durable`` of each save that changed the store)."""
     writes: list[bool] = []
     real = manager.save
 
@@ -139,10 +135,56 @@ def test_a_turn_of_n_model_calls_costs_one_durable_save_and_n_writes(tmp_path: P
             writes.append(durable)
 
     manager.save = counted  # type: ignore[method-assign]
+    return writes
+
+
+def test_a_one_tool_turn_writes_twice_the_input_durably_then_the_answer_with_the_tool_results(tmp_path: Path) -> None:
+    """The save points: the input durable before the first model call; nothing before the second
+    model call (the tool call and its result are still in the agent's state, so in its
+    checkpoint); the reply that ends the turn written with them before the cut drops them.
+    Nothing else writes (a resize rides on these)."""
+    manager = SessionManager(tmp_path)
+    manager.session_factory = lambda key: Session(key).use_lite(chars=2000)
+    writes = counted_writes(manager)
     agent, _ = agent_over(manager)
     for turn in range(4):  # the model calls the tool once a turn, then answers: two model calls
         del writes[:]
         agent.invoke({"messages": [HumanMessage(content=f"question {turn}")]}, config())
-        assert writes == [True, False, False], f"turn {turn}: {writes}"
+        assert writes == [True, False], f"turn {turn}: {writes}"
+        stored = SessionManager(tmp_path).get("t1")  # another process: the whole turn, in order
+        assert [m.type for m in stored.full_chat_history[-4:]] == ["human", "ai", "tool", "ai"]
+
+
+def test_a_reply_whose_cut_would_drop_unsaved_tool_results_writes_them_first(tmp_path: Path) -> None:
+    """Two tool calls in a row: the second reply's cut drops the first call and its result from
+    the agent's state, so that reply is written with them (no durable write: one fsync a turn)."""
+    def replies():
+        for i in range(100):
+            yield AIMessage(content="", tool_calls=[{"id": f"a{i}", "name": "lookup", "args": {"topic": "x"}}])
+            yield AIMessage(content="", tool_calls=[{"id": f"b{i}", "name": "lookup", "args": {"topic": "y"}}])
+            yield AIMessage(content=f"answer {i}")
+
+    manager = SessionManager(tmp_path)
+    writes = counted_writes(manager)
+    dropped: list[list[str]] = []
+    real = SessionMiddleware.wrap_model_call
+
+    def watched(self, request, handler):
+        result = real(self, request, handler)
+        removed = [m.id for m in (result.command.update or {}).get("messages", []) if isinstance(m, RemoveMessage)]
+        stored = {m.id for m in SessionManager(tmp_path).get("t1").full_chat_history}  # what a new process reads now
+        dropped.append([i for i in removed if i not in stored])
+        return result
+
+    SessionMiddleware.wrap_model_call = watched  # type: ignore[method-assign]
+    try:
+        agent, _ = agent_over(manager, model(replies()))
+        for turn in range(3):
+            del writes[:], dropped[:]
+            agent.invoke({"messages": [HumanMessage(content=f"question {turn}")]}, config())
+            assert writes == [True, False, False], f"turn {turn}: {writes}"
+            assert dropped == [[], [], []], f"turn {turn}: the cut dropped unsaved messages {dropped}"
+    finally:
+        SessionMiddleware.wrap_model_call = real  # type: ignore[method-assign]
     stored = SessionManager(tmp_path).get("t1")
-    assert [m.type for m in stored.full_chat_history[-4:]] == ["human", "ai", "tool", "ai"]
+    assert [m.type for m in stored.full_chat_history[-6:]] == ["human", "ai", "tool", "ai", "tool", "ai"]

@@ -8,8 +8,8 @@ reply the moment the model returns, and cuts the agent's ``messages`` to that re
 ``ExtendedModelResponse`` whose command overwrites them): the session's store holds the rest,
 so every checkpoint stays the size of one turn. The save comes first, so the user's input is
 durable before the model (or anything after it) can fail or be cancelled; ``save_point`` says
-where a turn is saved (once durably, before the first model call; tool results before the next
-model call and the turn's end written without an fsync). One model hook, not ``before_model``
+where a turn is saved (once durably, before the first model call; the turn's end, with its tool
+calls and results, written without an fsync). One model hook, not ``before_model``
 too: LangGraph then runs no extra node per model call, the largest part of what any middleware
 costs a turn. ``wrap_tool_call`` (it wraps a tool's run, no node) records each tool result as it
 returns and writes it at once when the tool is ``return_direct``: the run ends in the tools node
@@ -270,12 +270,16 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
     - when a reply ends the turn (no tool calls, or ``answered``: the structured answer of a
       ``response_format``, whose tool call ends the agent): a write without fsync, so the answer outlives
       the process; the next turn's durable save makes it durable against a power loss too;
-    - in between (tool results the flattened checkpoint is about to drop, a resize between two
-      model calls): a write without fsync when something is not stored yet, so a process that
-      dies mid-turn loses none of what the agent's checkpoint held (as a stock agent keeps it).
+    - when a reply calls tools: a write without fsync only if the cut that follows would drop
+      a message not stored yet (more unsaved than the reply: a model call after tool results);
+    - before a later model call of the turn: no write unless a resize ran (``save`` = the
+      state's length: every unsaved message, the tool call and its results, is still in the
+      agent's state, so in its checkpoint, as in a stock agent's; the reply's write above
+      stores them before the cut drops them). A one-tool turn thus writes twice: the input
+      (durable) and the answer with the tool call and its results.
     """
     if replies is None:
         starts = any(isinstance(m, HumanMessage) for m in state)
-        return {"save": True, "durable": True} if starts else {"save": 0, "durable": False}
+        return {"save": True, "durable": True} if starts else {"save": len(state), "durable": False}
     ended = answered or any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
-    return {"save": True, "durable": False} if ended else {"save": False}
+    return {"save": True, "durable": False} if ended else {"save": len(replies), "durable": False}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
+from itertools import islice
 import logging
 from typing import Any, overload
 
@@ -138,7 +139,7 @@ class ResizeTrace:
     ``pandas.DataFrame(trace.records())`` takes as it is.
     """
 
-    __slots__ = ("_dumped", "_records", "_rows", "limit", "next_seq")
+    __slots__ = ("_added", "_dumped", "_records", "_rewrites", "_rows", "limit", "next_seq")
 
     def __init__(self, records: Iterator[TraceRecord] | list[TraceRecord] = (), limit: int = TRACE_LIMIT) -> None:
         self.limit = limit
@@ -146,21 +147,25 @@ class ResizeTrace:
         self.next_seq = (self._records[-1].seq + 1) if self._records else 1
         self._dumped: tuple[object, dict[str, Any]] | None = None
         self._rows: dict[int, tuple[TraceRecord, list[Any]]] = {}  # id -> (record, its dumped row)
+        self._added = self._rewrites = 0  # the version ``mark`` reads
 
     def add(self, record: TraceRecord) -> TraceRecord:
         """Keep a record (the oldest is dropped past ``limit``)."""
         self._records.append(record)
+        self._added += 1
         self.next_seq = max(self.next_seq, record.seq + 1)
         return record
 
     def replace(self, other: ResizeTrace) -> None:
         """Hold ``other``'s records instead of these (a load or an import)."""
         self._records = deque(other, maxlen=self.limit)
+        self._rewrites += 1
         self.next_seq = other.next_seq
 
     def clear(self) -> None:
         """Forget every record (the session started over)."""
         self._records.clear()
+        self._rewrites += 1
         self.next_seq = 1
 
     def merge(self, other: ResizeTrace) -> None:
@@ -170,7 +175,22 @@ class ResizeTrace:
         if extra:
             merged = sorted([*self._records, *extra], key=lambda r: r.at)
             self._records = deque(merged, maxlen=self.limit)
+            self._rewrites += 1
             self.next_seq = max(self.next_seq, other.next_seq)
+
+    def mark(self) -> tuple[int, int]:
+        """The trace's version (how often it was rewritten, how many records it was given):
+        ``added_since`` tells from it what a store that saved the trace then lacks."""
+        return self._rewrites, self._added
+
+    def added_since(self, mark: tuple[int, int]) -> list[TraceRecord] | None:
+        """The records added since ``mark`` (a ``mark()``), oldest first; None when the trace
+        was replaced, cleared or merged since, or no longer holds them all (past ``limit``)."""
+        rewrites, added = mark
+        count = self._added - added
+        if rewrites != self._rewrites or not 0 <= count <= len(self._records):
+            return None
+        return list(islice(reversed(self._records), count))[::-1]
 
     def __iter__(self) -> Iterator[TraceRecord]:
         return iter(self._records)

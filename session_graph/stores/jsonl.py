@@ -68,7 +68,7 @@ from session_graph.stores.jsonl_state import (
     meta_bytes,
     state_line,
 )
-from session_graph.stores.jsonl_trace import trace_added
+from session_graph.stores.jsonl_trace import trace_added, trace_of
 from session_graph.stores.records import LineRecords
 from session_graph.stores.search_index import JsonlSearch
 
@@ -187,16 +187,18 @@ class JsonlStore(StoreBase):
             document["state_lines"] = 1  # the log holds this document's state lines (meta file only)
             encoded = encode(document, written)
             base = written if mine else (encode(old, None) if old is not None and old.get("state_lines") == 1 else None)
-            lines.append(state_line(encoded, base))  # what changed since the state the log ends with, else all of it
+            # the trace: the rows it gained go in the state line ("trace+"), as an appended save's do;
+            # a trace not only grown at its end (merged, cleared) has the meta file rewritten
+            trace, before = trace_of(document), trace_of(old)
+            traced = trace is not before and trace != before
+            added = trace_added(before, trace) if traced and base is not None and not change.reset else None
+            lines.append(state_line(encoded, base, trace=added))  # what changed since the state the log ends with, else all of it
             position += len(lines[-1])
             size = self._append(held, log, b"".join(lines), sync)  # the records and the state they make: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
-            # the log's state lines say the rest, but not the trace (the meta file's only): a
-            # resize's records are written at once, so another process or a crash keeps them
-            traced = (document.get("trace") or None) != ((old or {}).get("trace") or None)
-            if mine and not change.reset and not traced and size - on_disk < _META_LAG:
+            if mine and not change.reset and (not traced or added is not None) and size - on_disk < _META_LAG:
                 self._written.put(meta, document, encoded, on_disk)
             else:
                 self._replace(meta, document, encoded)
@@ -233,7 +235,9 @@ class JsonlStore(StoreBase):
             size = self._append(held, log, b"".join(lines), sync, inode)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
-            encoded.fields["offsets"], encoded.fields["bytes"] = dumps(document["offsets"]), dumps(size)
+            if document["offsets"] != old.get("offsets") or "offsets" not in encoded.fields:  # one per 1,000 records
+                encoded.fields["offsets"] = dumps(document["offsets"])
+            encoded.fields["bytes"] = dumps(size)
             if size - on_disk < _META_LAG and ("trace" not in expect.fields or added is not None):  # else the trace: written now
                 self._written.put(meta, document, encoded, on_disk, detached=True)
             else:

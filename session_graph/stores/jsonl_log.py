@@ -30,7 +30,7 @@ from session_graph._base.files import last_newline
 from session_graph._base.gc import paused_gc
 from session_graph._base.paths import inside
 from session_graph.errors import StoreError
-from session_graph.stores.jsonl_state import InFlight, is_state_line
+from session_graph.stores.jsonl_state import InFlight, dumps, is_state_line
 from session_graph.stores.records import LineRecords
 
 logger = logging.getLogger(__name__)
@@ -271,7 +271,7 @@ def offsets_of(old: dict[str, Any] | None, count: int, size: int) -> list[list[i
         return None
     if count and not offsets:
         return None
-    return [list(o) for o in offsets]
+    return list(offsets)  # a new list to grow; its [count, position] pairs are never changed, so shared
 
 
 def scan_offsets(log: Path) -> list[list[int]]:
@@ -344,7 +344,21 @@ def record_lines(records: list[dict[str, Any]], count: int, position: int, offse
     for record in records:
         if count % OFFSET_STEP == 0:
             offsets.append([count, position])
-        lines.append((json.dumps({**record, "seq": count}, ensure_ascii=False) + "\n").encode())
+        lines.append(record_line(record, count))
         position += len(lines[-1])
         count += 1
     return count, position
+
+
+def record_line(record: dict[str, Any], seq: int) -> bytes:
+    """One record's log line, ``{"id": ..., ..., "seq": n}``: the top level spelled as ``json.dumps``
+    spells it (``_ID``, ``_IDS`` and ``_SEQ`` find the id and the seq in the bytes), each value
+    encoded by orjson (the message dict in one C call; compact inside, as any JSON reader takes it)."""
+    if len(record) == 4 and tuple(record) == _STANDARD:  # message_record's: one format, no per-field loop
+        return _LINE % (dumps(record["id"]), dumps(record["ts"]), dumps(record["role"]), dumps(record["message"]), seq)
+    fields = [json.dumps(name, ensure_ascii=False).encode() + b": " + dumps(value) for name, value in record.items() if name != "seq"]
+    return b"{" + b", ".join([*fields, b'"seq": %d' % seq]) + b"}\n"
+
+
+_STANDARD = ("id", "ts", "role", "message")
+_LINE = b'{"id": %b, "ts": %b, "role": %b, "message": %b, "seq": %d}\n'

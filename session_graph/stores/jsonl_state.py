@@ -15,13 +15,13 @@ since the state the log ended with, and the window as ``"window+": [dropped, [ad
 it only lost messages at its start and gained some at its end (the usual turn). A writer
 keeps the document it wrote last (``MetaCache``, checked against the meta file's ``stat``
 under the lock), so a save neither reads the meta file back nor re-encodes what did not
-change; the trace, which only changes on a resize, is encoded once per change (a save that appends
-writes only its new records, as ``"trace+"``: ``stores.jsonl_trace``).
+change; the trace, which only changes on a resize, is encoded once per change (a save writes
+only its new records, as ``"trace+"``: ``stores.jsonl_trace``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable
 import json
 import os
 from pathlib import Path
@@ -35,13 +35,12 @@ except ImportError:  # pragma: no cover
 
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
-from session_graph.stores.jsonl_trace import TRACE_ADDED, grow_trace
+from session_graph.stores.jsonl_trace import TRACE_ADDED, LazyTrace, grow_trace
 
 __all__ = [
     "STATE_PREFIX",
     "Appending",
     "InFlight",
-    "LazyTrace",
     "MetaCache",
     "Written",
     "current_state",
@@ -202,32 +201,6 @@ def encode(document: dict[str, Any], previous: Written | None) -> Written:
     return Written(fields, list(window) if isinstance(window, list) else [], trace)
 
 
-class LazyTrace(Mapping[str, Any]):
-    """A session's saved trace (``ResizeTrace.dump``'s document), dumped when first read: only
-    the meta file carries the trace, and most saves do not write it, so a save after a resize
-    hands this over instead of dumping the trace's records (what is dumped is the trace as it is
-    when the meta file is written, or when a merge reads it)."""
-
-    __slots__ = ("_dump", "_value")
-
-    def __init__(self, dump: Callable[[], dict[str, Any]]) -> None:
-        self._dump, self._value = dump, None
-
-    def value(self) -> dict[str, Any]:
-        if self._value is None:
-            self._value = self._dump()
-        return self._value
-
-    def __getitem__(self, name: str) -> Any:
-        return self.value()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.value())
-
-    def __len__(self) -> int:
-        return len(self.value())
-
-
 def meta_bytes(written: Written) -> bytes:
     """The meta file: the whole document, from its fields' JSON (the trace's encoded here, once per change)."""
     if written.trace is not None and "trace" not in written.fields:
@@ -255,6 +228,8 @@ def state_line(new: Written, old: Written | None, changed: Iterable[str] | None 
         if trace is not None and trace["rows"]:
             parts.append(b'"trace+":' + dumps(trace))
         return STATE_PREFIX + b'"full": false, "set": {' + b",".join(parts) + b"}}\n"
+    if old is not None and trace is not None and trace["rows"]:  # a change line only (a full one sets what it holds)
+        parts.append(b'"trace+":' + dumps(trace))
     for name, value in new.fields.items():
         if name in _LOCAL or (old is not None and old.fields.get(name) == value):
             continue

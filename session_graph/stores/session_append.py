@@ -27,7 +27,8 @@ from session_graph.session import Session
 from session_graph.stores.base import utc_now
 from session_graph.stores.codec import message_record, window_start
 from session_graph.stores.flows import Blocking, Call
-from session_graph.stores.jsonl_state import Appending, LazyTrace
+from session_graph.stores.jsonl_state import Appending
+from session_graph.stores.jsonl_trace import LazyTrace
 from session_graph.stores.session_load import Entry, Owner, remember
 
 __all__ = ["append_flow", "appended"]
@@ -127,5 +128,5 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
     fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
     if session.trace:  # the meta file's (no state line carries it), dumped when that is written
         trace = session.trace
-        fields["trace"] = LazyTrace(lambda: trace.dump(SAVED_TRACE))
+        fields["trace"] = LazyTrace(lambda: trace.dump(SAVED_TRACE), trace, SAVED_TRACE)
     return True

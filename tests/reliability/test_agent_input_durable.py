@@ -56,13 +56,19 @@ def test_a_model_error_at_any_call_of_a_turn_keeps_the_input_after_a_restart(tmp
             agent.invoke({"messages": [HumanMessage(content="please keep me")]}, config())
     assert stored_contents(store) == Counter({"please keep me": 1})
     session = SessionManager(store).get("t1")
-    if failing_call == 1:  # the tool call and its result were accepted too, and stay together
-        assert [m.type for m in session.full_chat_history] == ["human", "ai", "tool"]
+    assert [m.type for m in session.full_chat_history] == ["human"]
+    with SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
+        held = [m.type for m in agent_on(store, model(), saver)[0].get_state(config()).values["messages"]]
+    # the tool call and its result: in the agent's checkpoint, as a stock agent keeps them (no
+    # write before the second model call; the reply's write would have stored them before the cut)
+    assert held == (["human"] if failing_call == 0 else ["ai", "tool"])
     # the restarted process goes on: the next turn stores its input once, the first one stays once
     with SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
         agent, _ = agent_on(store, model(), saver)
         agent.invoke({"messages": [HumanMessage(content="second")]}, config())
     assert stored_contents(store) == Counter({"please keep me": 1, "second": 1})
+    types = [m.type for m in SessionManager(store).get("t1").full_chat_history]
+    assert types[:4] == (["human", "human", "ai", "tool"] if failing_call == 0 else ["human", "ai", "tool", "human"])
 
 
 @pytest.mark.parametrize("cancelled_call", [0, 1])
@@ -117,7 +123,47 @@ def test_a_process_that_dies_in_the_model_call_loses_no_input(tmp_path: Path, dy
     assert done.returncode == 17, done.stderr
     assert stored_contents(store) == Counter({"typed before the crash": 1})
     session = SessionManager(store).get("t1")
-    assert [m.type for m in session.full_chat_history] == (["human"] if dying_call == 0 else ["human", "ai", "tool"])
+    # the tool call and its result lived in the agent's in-memory checkpoint only, as a stock agent's do
+    assert [m.type for m in session.full_chat_history] == ["human"]
+
+
+def test_a_process_that_dies_in_the_second_model_call_keeps_the_tool_results_in_a_durable_checkpoint(tmp_path: Path) -> None:
+    """What a stock agent with a durable checkpointer keeps of a turn that dies in its second model
+    call (the tool call and its result) is kept: in that checkpoint, which the next turn stores."""
+    store, checkpoints = tmp_path / "sessions", tmp_path / "checkpoints.sqlite"
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "tests")!r}]
+        from agents_util import lookup, model
+        from langchain.agents import create_agent
+        from langchain_core.messages import HumanMessage
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from session_graph import SessionManager
+        from session_graph.integrations import SessionMiddleware
+
+        class Dies(type(model())):
+            def _generate(self, *args, **kwargs):
+                if len(self.prompts) == 1:
+                    os._exit(17)  # the process dies inside the second provider call: no cleanup runs
+                return super()._generate(*args, **kwargs)
+
+        llm = model()
+        with SqliteSaver.from_conn_string({str(checkpoints)!r}) as saver:
+            agent = create_agent(Dies(messages=llm.messages), tools=[lookup],
+                                 middleware=[SessionMiddleware(manager=SessionManager({str(store)!r}))], checkpointer=saver)
+            agent.invoke({{"messages": [HumanMessage(content="typed before the crash")]}},
+                         {{"configurable": {{"thread_id": "t1"}}}}, durability="sync")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 17, done.stderr
+    assert [m.type for m in SessionManager(store).get("t1").full_chat_history] == ["human"]
+    with SqliteSaver.from_conn_string(str(checkpoints)) as saver:
+        agent, _ = agent_on(store, model(), saver)
+        assert [m.type for m in agent.get_state(config()).values["messages"]] == ["ai", "tool"]
+        agent.invoke({"messages": [HumanMessage(content="after the restart")]}, config())
+    session = SessionManager(store).get("t1")
+    assert [m.type for m in session.full_chat_history][:4] == ["human", "ai", "tool", "human"]
+    assert stored_contents(store) == Counter({"typed before the crash": 1, "after the restart": 1})
 
 
 @pytest.mark.parametrize("existing", [False, True])
