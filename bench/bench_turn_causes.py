@@ -3,7 +3,8 @@
 Run: ``PYTHONPATH=. python bench/bench_turn_causes.py`` (``--sizes 10000,100000``, ``--rounds``,
 ``--batch``). The agent and turn of ``bench_turn`` (``create_agent`` + ``SessionMiddleware`` + a
 JSONL store, fsync on, token budget 4,000, one tool call a turn) and the stock agent run in
-alternating batches in one process. ``--baseline DIR``: also the same agent from another checkout
+alternating batches in one process (the order turned each round, ``bench_turn.order``; ``--rounds``
+raised to whole cycles of it: each agent in every place equally often). ``--baseline DIR``: also the same agent from another checkout
 of the package (e.g. ``git archive <commit> | tar -x -C DIR``), each tree's ``session_graph``
 modules swapped into ``sys.modules`` before its batch, so both are timed in one process.
 
@@ -46,7 +47,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import NoOp, Shape, calls_outside, flagged, history, viewed_stock
+from bench_turn import NoOp, Shape, balanced, calls_outside, flagged, history, order, viewed_stock
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
@@ -259,8 +260,10 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
             return spent[name]["hooks"] - spent[name]["handlers"]
         return spin["spin"] if name == "shape + spin" else spin["walk"] if name == "shape + walk" else 0.0
     real = os.fsync
-    for _ in range(rounds):
-        for name, (agent, config, modules) in runs.items():
+    rounds = balanced(rounds, len(runs))  # whole cycles of the turning order: no agent favoured by its place
+    for round_ in range(rounds):
+        for name in order(list(runs), round_):
+            agent, config, modules = runs[name]
             if modules is not None:
                 use(modules)
             calls = [0]
@@ -292,7 +295,8 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
     walked = spin["walk"] / turns * 1e3
     spill_walk = paired("shape + walk", "shape") - walked
     print(f"agent turn at {size:,} messages (create_agent, 1 tool call, JSONL, fsync on), CPU per turn, "
-          f"{rounds} alternated batches of {batch}, load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
+          f"medians of {rounds} rounds of alternated batches of {batch} (the agents' order turned each round: each in every "
+          f"place equally often), load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
     for name in trees:
         whole = statistics.median(times[name])
         c = {label: value / turns * 1e3 for label, value in spent[name].items()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 import importlib.util
+import itertools
 from pathlib import Path
 import sys
 
@@ -36,7 +37,7 @@ def test_every_agent_runs_in_every_place_and_after_each_neighbour_equally_often(
     assert all(sorted(o) == names for o in orders)  # every agent once a round
     for place in range(count):
         assert Counter(o[place] for o in orders) == dict.fromkeys(names, rounds // count)
-    follows = Counter((a, b) for o in orders for a, b in zip(o, o[1:]))
+    follows = Counter((a, b) for o in orders for a, b in itertools.pairwise(o))
     assert all(follows[(a, b)] == follows[(b, a)] for a, b in follows)  # A after B as often as B after A
 
 
