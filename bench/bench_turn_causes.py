@@ -145,8 +145,9 @@ def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: i
     for name, compiled in graphs.items():
         work[name] = lambda compiled=compiled: [compiled.invoke({"messages": list(h)}) for h in held]
     best = dict.fromkeys(work, float("inf"))
-    for _ in range(rounds):
-        for name, fn in work.items():
+    for round_ in range(balanced(rounds, len(work))):
+        for name in order(list(work), round_):
+            fn = work[name]
             start = time.process_time()
             for _ in range(20):
                 fn()
@@ -334,7 +335,8 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
           f"deterministic but for waits on threads): shape {per['shape']:,.0f}, session {per[last]:,.0f} ({per[last] - per['shape']:+,.0f}); those differing "
           f"by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
     pieces = micro(views, ours, rounds)
-    print(f"  pieces outside the hooks, each alone, per turn (two model calls), the fastest of {rounds} alternated batches: "
+    print(f"  pieces outside the hooks, each alone, CPU per turn (two model calls), the fastest of {balanced(rounds, len(pieces))} "
+          f"alternated batches of 20 (order turned each round): "
           f"the fake model's invoke on the session's view {pieces['model on the view']:.3f} ms / on the stock agent's input "
           f"{pieces['model on the turn input']:.3f} ms (+{pieces['model on the view'] - pieces['model on the turn input']:.3f}); "
           f"a one-node graph on the agent's messages returning the reply: with our state schema "
