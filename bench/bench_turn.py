@@ -317,7 +317,7 @@ def main() -> None:
                   f"(its state schema, wrap_model_call and wrap_tool_call calling their handlers, the cut command) "
                   f"{r['shape_ms']:.2f} ms = {r['shape']:.2f}x")
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
-                  f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware hands it) {r['viewed_ms']:.2f} ms "
+                  f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware handed it on one turn; its window varies between resizes) {r['viewed_ms']:.2f} ms "
                   f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")
 
 

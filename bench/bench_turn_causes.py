@@ -312,7 +312,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"{paired('no-op', 'stock'):.3f}; our schema + the tool hook + the cut command (shape - no-op) {paired('shape', 'no-op'):.3f} "
               f"(medians of the rounds' differences)")
         print(f"    the remainder's leads: the model handed the session's view ({sizes[0]} and {sizes[1]} messages, system message "
-              f"included; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "
+              f"included, as SessionMiddleware handed them on one turn; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "
               f"(the shape spinning {spun:.3f} ms a turn in its model hook, the CPU inside our hooks in a calibration run: "
               f"that agent - shape - the spin) {spill:.3f}, or the same CPU reading messages of a 100,000-message history ({walked:.3f} ms: "
               f"that agent - shape - the reading) {spill_walk:.3f} (medians of the rounds' differences); the remainder "
