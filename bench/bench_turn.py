@@ -20,7 +20,8 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   against the stock agent on the turn's input only.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-stock + view, session and the two floors in alternating batches, median of the batches; ``os.fsync`` calls per turn
+stock + view, session and the three floors in alternating batches (their order turned each round,
+``order``: each agent in every place equally often), median of the batches; ``os.fsync`` calls per turn
 are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
 """
 
@@ -35,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 # the same agent, tools and replies as bench_agents (one definition of the workload)
 from bench_agents import ANSWER, _Model, _replies, lookup
@@ -176,6 +177,27 @@ class NoOpTwo(NoOp):
         return None
 
 
+T = TypeVar("T")
+
+
+def order(items: list[T], round_: int) -> list[T]:
+    """Round ``round_``'s running order of an A/B batch alternation. An agent later in a round pays
+    what the earlier ones left behind (caches, garbage, the allocator: the same agent ran twice in a
+    round is ~5-10% slower in second place), so the order turns by one each round (every agent in
+    every place once in ``len(items)`` rounds), and runs backwards in every other cycle of that (each
+    agent after either neighbour as often): over ``balanced`` rounds no agent is favoured by its place."""
+    n = len(items)
+    k = round_ % n
+    turned = [*items[k:], *items[:k]]
+    return turned[::-1] if (round_ // n) % 2 else turned
+
+
+def balanced(rounds: int, agents: int) -> int:
+    """``rounds`` raised to whole cycles of ``order`` (a multiple of twice the number of agents)."""
+    cycle = 2 * agents
+    return max(1, -(-rounds // cycle)) * cycle
+
+
 _inside = threading.local()  # set while a hook of ours (or the shape's) runs its own code, not its handler
 
 
@@ -258,8 +280,9 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
             fn()
     times: dict[str, list[float]] = {name: [] for name, _ in runs}
     fsyncs = turns = 0
-    for _ in range(rounds):
-        for name, fn in runs:
+    rounds = balanced(rounds, len(runs))
+    for round_ in range(rounds):
+        for name, fn in order(list(runs), round_):
             with FsyncCounter() as counter:
                 start = time.process_time()
                 for _ in range(batch):
@@ -271,7 +294,8 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
     ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
     return {"stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs / turns,
             "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
-            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1]}
+            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1],
+            "rounds": rounds, "batch": batch}
 
 
 def main() -> None:
@@ -283,7 +307,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             r = measure(size, rounds, batch, Path(tmp))
-            print(f"agent turn (create_agent, 1 tool call), CPU: SessionMiddleware + JSONL store at {size:,} messages "
+            print(f"agent turn (create_agent, 1 tool call), CPU per invoke, medians of {r['rounds']} rounds of alternated batches of "
+                  f"{r['batch']} turns (the agents' order turned each round: each in every place equally often): SessionMiddleware + JSONL store at {size:,} messages "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
                   f"{r['ratio']:.2f}x (goal <= 1.2); fsyncs per turn {r['fsyncs']:.1f} (goal 1)")
             print(f"  floor of any middleware: a no-op AgentMiddleware with one hook (wrap_model_call calling the handler) "
@@ -292,7 +317,7 @@ def main() -> None:
                   f"(its state schema, wrap_model_call and wrap_tool_call calling their handlers, the cut command) "
                   f"{r['shape_ms']:.2f} ms = {r['shape']:.2f}x")
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
-                  f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware hands it) {r['viewed_ms']:.2f} ms "
+                  f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware handed it on one turn; its window varies between resizes) {r['viewed_ms']:.2f} ms "
                   f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")
 
 

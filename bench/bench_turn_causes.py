@@ -3,7 +3,8 @@
 Run: ``PYTHONPATH=. python bench/bench_turn_causes.py`` (``--sizes 10000,100000``, ``--rounds``,
 ``--batch``). The agent and turn of ``bench_turn`` (``create_agent`` + ``SessionMiddleware`` + a
 JSONL store, fsync on, token budget 4,000, one tool call a turn) and the stock agent run in
-alternating batches in one process. ``--baseline DIR``: also the same agent from another checkout
+alternating batches in one process (the order turned each round, ``bench_turn.order``; ``--rounds``
+raised to whole cycles of it: each agent in every place equally often). ``--baseline DIR``: also the same agent from another checkout
 of the package (e.g. ``git archive <commit> | tar -x -C DIR``), each tree's ``session_graph``
 modules swapped into ``sys.modules`` before its batch, so both are timed in one process.
 
@@ -46,7 +47,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import NoOp, Shape, calls_outside, flagged, history, viewed_stock
+from bench_turn import NoOp, Shape, balanced, calls_outside, flagged, history, order, viewed_stock
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
@@ -144,8 +145,9 @@ def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: i
     for name, compiled in graphs.items():
         work[name] = lambda compiled=compiled: [compiled.invoke({"messages": list(h)}) for h in held]
     best = dict.fromkeys(work, float("inf"))
-    for _ in range(rounds):
-        for name, fn in work.items():
+    for round_ in range(balanced(rounds, len(work))):
+        for name in order(list(work), round_):
+            fn = work[name]
             start = time.process_time()
             for _ in range(20):
                 fn()
@@ -259,8 +261,10 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
             return spent[name]["hooks"] - spent[name]["handlers"]
         return spin["spin"] if name == "shape + spin" else spin["walk"] if name == "shape + walk" else 0.0
     real = os.fsync
-    for _ in range(rounds):
-        for name, (agent, config, modules) in runs.items():
+    rounds = balanced(rounds, len(runs))  # whole cycles of the turning order: no agent favoured by its place
+    for round_ in range(rounds):
+        for name in order(list(runs), round_):
+            agent, config, modules = runs[name]
             if modules is not None:
                 use(modules)
             calls = [0]
@@ -292,7 +296,8 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
     walked = spin["walk"] / turns * 1e3
     spill_walk = paired("shape + walk", "shape") - walked
     print(f"agent turn at {size:,} messages (create_agent, 1 tool call, JSONL, fsync on), CPU per turn, "
-          f"{rounds} alternated batches of {batch}, load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
+          f"medians of {rounds} rounds of alternated batches of {batch} (the agents' order turned each round: each in every "
+          f"place equally often), load {os.getloadavg()[0]:.1f}: stock agent {stock:.2f} ms")
     for name in trees:
         whole = statistics.median(times[name])
         c = {label: value / turns * 1e3 for label, value in spent[name].items()}
@@ -307,7 +312,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"{paired('no-op', 'stock'):.3f}; our schema + the tool hook + the cut command (shape - no-op) {paired('shape', 'no-op'):.3f} "
               f"(medians of the rounds' differences)")
         print(f"    the remainder's leads: the model handed the session's view ({sizes[0]} and {sizes[1]} messages, system message "
-              f"included; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "
+              f"included, as SessionMiddleware handed them on one turn; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "
               f"(the shape spinning {spun:.3f} ms a turn in its model hook, the CPU inside our hooks in a calibration run: "
               f"that agent - shape - the spin) {spill:.3f}, or the same CPU reading messages of a 100,000-message history ({walked:.3f} ms: "
               f"that agent - shape - the reading) {spill_walk:.3f} (medians of the rounds' differences); the remainder "
@@ -330,7 +335,8 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
           f"deterministic but for waits on threads): shape {per['shape']:,.0f}, session {per[last]:,.0f} ({per[last] - per['shape']:+,.0f}); those differing "
           f"by one or more a turn: " + (", ".join(f"{k[1]} ({k[0]}) {diff[k]:+.0f}" for k in top) or "none"))
     pieces = micro(views, ours, rounds)
-    print(f"  pieces outside the hooks, each alone, per turn (two model calls), the fastest of {rounds} alternated batches: "
+    print(f"  pieces outside the hooks, each alone, CPU per turn (two model calls), the fastest of {balanced(rounds, len(pieces))} "
+          f"alternated batches of 20 (order turned each round): "
           f"the fake model's invoke on the session's view {pieces['model on the view']:.3f} ms / on the stock agent's input "
           f"{pieces['model on the turn input']:.3f} ms (+{pieces['model on the view'] - pieces['model on the turn input']:.3f}); "
           f"a one-node graph on the agent's messages returning the reply: with our state schema "

@@ -29,7 +29,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import Shape, calls_outside, flagged, history, session_agent
+from bench_turn import Shape, balanced, calls_outside, flagged, history, order, session_agent
 from bench_turn_causes import shape
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
@@ -64,8 +64,9 @@ def timed_hooks(spent: dict[str, float]) -> None:
         setattr(middleware.SessionMiddleware, attr, hook)
 
 
-def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
-    """Median main-thread and other-thread CPU ms per turn of each agent."""
+def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, float]) -> tuple[dict[str, float], dict[str, float], int]:
+    """Median main-thread and other-thread CPU ms per turn of each agent, and the rounds run (``rounds``
+    raised to whole cycles of ``bench_turn.order``, which turns the agents' order each round)."""
     turn = [0]
 
     def run(agent: Any, config: Any) -> None:
@@ -79,15 +80,17 @@ def alternate(agents: dict[str, tuple[Any, Any]], rounds: int, reset: dict[str, 
         reset[label] = 0.0
     main: dict[str, list[float]] = {name: [] for name in agents}
     other: dict[str, list[float]] = {name: [] for name in agents}
-    for _ in range(rounds):
-        for name, (agent, config) in agents.items():
+    rounds = balanced(rounds, len(agents))
+    for round_ in range(rounds):
+        for name in order(list(agents), round_):
+            agent, config = agents[name]
             process, thread = time.process_time(), time.thread_time()
             for _ in range(BATCH):
                 run(agent, config)
             thread = time.thread_time() - thread
             main[name].append(thread / BATCH * 1e3)
             other[name].append((time.process_time() - process - thread) / BATCH * 1e3)
-    return ({n: statistics.median(v) for n, v in main.items()}, {n: statistics.median(v) for n, v in other.items()})
+    return ({n: statistics.median(v) for n, v in main.items()}, {n: statistics.median(v) for n, v in other.items()}, rounds)
 
 
 def busy(spent: dict[str, float], label: str, work: Any) -> Any:
@@ -139,10 +142,10 @@ def main() -> None:
                       "shape + view": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[viewed(manager, spent)],
                                                     system_prompt=PROMPT), config),
                       "session": (agent, config), "session, fsync off": (unsynced, config)}
-            main_ms, other_ms = alternate(agents, args.rounds, spent)
-            model, tool, view, model_off = (spent[k] / (args.rounds * BATCH) * 1e3
+            main_ms, other_ms, rounds = alternate(agents, args.rounds, spent)
+            model, tool, view, model_off = (spent[k] / (rounds * BATCH) * 1e3
                                             for k in ("wrap_model_call", "wrap_tool_call", "view", "wrap_model_call nosync"))
-            print(f"agent turn at {size:,} messages, CPU ms per turn, {args.rounds} alternated batches of {BATCH}, "
+            print(f"agent turn at {size:,} messages, CPU ms per turn, medians of {rounds} rounds of alternated batches of {BATCH} (order turned each round), "
                   f"load {os.getloadavg()[0]:.1f}: main thread stock {main_ms['stock']:.3f} / shape {main_ms['shape']:.3f} / "
                   f"session {main_ms['session']:.3f} (model hooks inside {model:.3f}); other threads stock {other_ms['stock']:.3f} / "
                   f"shape {other_ms['shape']:.3f} / session {other_ms['session']:.3f} (tool hook inside {tool:.3f})")
@@ -188,10 +191,10 @@ def main() -> None:
     for label, fn in (("cpu only", cpu_only), ("touching", touching), ("fsync", synced)):
         agents[label] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[busy(work, label, fn)],
                                       system_prompt=PROMPT), None)
-    main_ms, _ = alternate(agents, args.rounds, work)
+    main_ms, _, rounds = alternate(agents, args.rounds, work)
     print(f"control, a shape middleware whose model hook works (main thread, load {os.getloadavg()[0]:.1f}):")
     for label in ("cpu only", "touching", "fsync"):
-        inside = work[label] / (args.rounds * BATCH) * 1e3
+        inside = work[label] / (rounds * BATCH) * 1e3
         print(f"  {label}{f' {len(sample)} messages of 100,000' if label == 'touching' else ''}{' (a 1.5 kB append + fsync on the first of the two model calls of a turn)' if label == 'fsync' else ''}: the work {inside:.3f} ms, "
               f"added outside the hook (turn - shape turn - work) {main_ms[label] - main_ms['shape'] - inside:.3f}")
 

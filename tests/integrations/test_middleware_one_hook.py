@@ -5,18 +5,22 @@ tool results, reuse the session the turn already holds)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from agents_util import lookup, model
 from langchain.agents import create_agent
-from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 import pytest
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
+from session_graph.integrations import middleware as middleware_module
 from session_graph.integrations.middleware import _flat
 from session_graph.stores import JsonlStore
 
@@ -75,3 +79,41 @@ def test_the_cut_is_a_command_only_when_something_needs_cutting_or_setting() -> 
     assert isinstance(cut, ExtendedModelResponse)
     assert [(type(m), m.id) for m in cut.command.update["messages"]] == [(RemoveMessage, "q")]
     assert "session_key" not in cut.command.update
+
+
+class _EmptiesTheState(AgentMiddleware):
+    """Another middleware that empties the agent's messages before each model call (the one case
+    where the model hook sees no message held: its reply then needs no command)."""
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)]}
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return self.before_model(state, runtime)
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_model_call_with_nothing_held_adds_its_reply_without_a_command_across_checkpointed_turns(
+    run: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    returned: list[str] = []
+
+    def flat(*args: Any) -> Any:
+        result = _flat(*args)
+        returned.append(type(result).__name__)
+        return result
+
+    monkeypatch.setattr(middleware_module, "_flat", flat)
+    session = Session("k")
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(session), _EmptiesTheState()],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    for text in ("q0", "q1"):
+        request = {"messages": [HumanMessage(content=text)]}
+        out = agent.invoke(request, config) if run == "sync" else asyncio.run(agent.ainvoke(request, config))
+        assert [m.type for m in out["messages"]] == ["ai"]  # the turn's answer alone: the checkpoint stays one turn
+        assert out["session_key"] == "k"
+    replies = [m for m in session.full_chat_history if m.type in ("ai", "tool")]
+    assert [m.type for m in replies] == ["ai", "tool", "ai"] * 2  # each reply and result recorded once
+    assert len({m.id for m in replies}) == len(replies)
+    assert returned == ["ExtendedModelResponse"] + ["ModelResponse"] * 3  # the key set once, then no command
