@@ -125,6 +125,13 @@ def _config(state: SessionState, *, sync: bool) -> Any:
     return {"recursion_limit": pending + 25}
 
 
+_RUNTIME_KEY = "__pregel_runtime"
+"""LangGraph's configurable key of a run's ``Runtime`` (``langgraph._internal._constants``, not
+public); ``tests/integrations/test_resize_in_agent_config.py`` fails if it moves."""
+_CHECKPOINT_KEYS = frozenset({"checkpoint_ns", "checkpoint_id", "checkpoint_map"})
+"""The enclosing graph's place in its checkpoints: with them the run would be its subgraph."""
+
+
 @contextlib.contextmanager
 def _own_run() -> Iterator[None]:
     """The run as a root graph run whose callbacks are the enclosing run's.
@@ -133,12 +140,22 @@ def _own_run() -> Iterator[None]:
     context (``var_child_runnable_config``) into the run's: its ``configurable`` (the agent's
     stream, checkpointer, runtime, task id) and its metadata. With them the resize graph is the
     agent's subgraph: ``agent.stream(..., subgraphs=True)`` received its updates, which hold the
-    whole history, and every step copied and merged the agent's keys. Only the callbacks are
-    kept, so tracing (LangSmith) and a user's handlers still see the run as a child run (their
-    manager carries the enclosing run's tags and metadata)."""
+    whole history. Kept: the callbacks, so tracing (LangSmith) and a user's handlers still see
+    the run as a child run (their manager carries the enclosing run's tags and metadata); the
+    user's ``configurable`` keys (``user_id``...: what ``MemoryConfig.for_run`` reads in a user's
+    node or handler); and the runtime, for its store (not its stream writer: without the agent's
+    stream this run makes its own). Dropped: LangGraph's own keys (stream, checkpointer, task
+    id) and the enclosing checkpoint's place (``checkpoint_ns``...), which made it a subgraph."""
     ambient = var_child_runnable_config.get()
-    callbacks = ambient.get("callbacks") if ambient else None
-    token = var_child_runnable_config.set(RunnableConfig(callbacks=callbacks) if callbacks else None)
+    if not ambient:
+        token = var_child_runnable_config.set(None)
+    else:
+        kept = RunnableConfig(callbacks=ambient.get("callbacks"))
+        configurable = ambient.get("configurable")
+        if configurable:
+            kept["configurable"] = {key: value for key, value in configurable.items()
+                                    if key == _RUNTIME_KEY or not (key.startswith("__") or key in _CHECKPOINT_KEYS)}
+        token = var_child_runnable_config.set(kept)
     try:
         yield
     finally:
