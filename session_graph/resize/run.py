@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.accounting.window import WindowTotals
 from session_graph.compression.backoff import FOLD_FAILURE, cleared, failed
-from session_graph.errors import MemoUpdateError
+from session_graph.errors import HandlerResultError, MemoUpdateError
 from session_graph.resize.policy import Decision
 from session_graph.resize.state import ResizeContext, SessionState
 
@@ -90,7 +90,12 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
 
 def _apply(out: dict[str, Any], step: Any) -> None:
     """One step's node updates (``{node: update}``) applied to the run's state ``out``."""
-    for update in step.values():
+    for node, update in step.items():
+        if node == "__interrupt__":  # a root run without a checkpointer: LangGraph ends it with the interrupt
+            raise HandlerResultError(
+                f"a node of the resize graph called interrupt() ({update!r:.200}); a resize runs without a "
+                "checkpointer and cannot pause: decide in a policy handler before the resize, or raise from the node."
+            )
         if update:
             out.update(update)
 

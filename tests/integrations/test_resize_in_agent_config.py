@@ -14,6 +14,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
+import pytest
 
 from session_graph import Session
 from session_graph.integrations import SessionMiddleware
@@ -61,3 +62,33 @@ def test_a_user_node_in_an_async_agent_s_resize_runs_for_the_agent_s_user_and_st
     assert seen and len(seen) == len(session.trace)
     assert {user for user, _ in seen} == {"alice"}
     assert all(got is store for _, got in seen)
+
+
+def test_a_user_node_that_interrupts_a_resize_gets_an_error_that_says_so() -> None:
+    """A resize runs without a checkpointer (its own root run), so a node cannot pause it with
+    ``interrupt()``: the error names the interrupt and the fix, not a dict-update TypeError; the
+    session is unchanged."""
+    from langgraph.types import interrupt
+
+    from session_graph.errors import HandlerResultError
+
+    def prune(state: SessionState) -> dict[str, Any]:
+        if interrupt({"approve prune of": len(state.current_chat_history)}):
+            return {"current_chat_history": state.current_chat_history[-2:]}
+        return {}
+
+    session = Session().use_lite(chars=300).override_node("lite_prune", prune)
+    for turn in range(4):
+        session.append_message({"role": "user", "content": f"question {turn} " + "x" * 40})
+        session.append_message({"role": "assistant", "content": f"answer {turn} " + "y" * 40})
+    window = list(session.current_chat_history)
+    with pytest.raises(HandlerResultError, match=r"interrupt\(\).*approve prune of"):
+        session.resize()
+    assert session.current_chat_history == window
+
+    async def go() -> None:
+        await session.async_resize()
+
+    with pytest.raises(HandlerResultError, match=r"interrupt\(\).*approve prune of"):
+        asyncio.run(go())
+    assert session.current_chat_history == window
