@@ -91,12 +91,9 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
 def _apply(out: dict[str, Any], step: Any) -> None:
     """One step's node updates (``{node: update}``) applied to the run's state ``out``."""
     for node, update in step.items():
-        if node == "__interrupt__":  # a root run without a checkpointer: LangGraph ends it with the interrupt
-            raise HandlerResultError(
-                f"a node of the resize graph called interrupt() ({update!r:.200}); a resize runs without a "
-                "checkpointer and cannot pause: decide in a policy handler before the resize, or raise from the node."
-            )
-        if update:
+        if node == _INTERRUPT:  # a root run without a checkpointer: LangGraph ends it with the interrupt
+            out[_INTERRUPT] = update  # raised once the run is over (``_outcome``)
+        elif update:
             out.update(update)
 
 
@@ -167,7 +164,15 @@ def _own_run() -> Iterator[None]:
         var_child_runnable_config.reset(token)
 
 
+_INTERRUPT = "__interrupt__"
+
+
 def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> ResizeOutcome:
+    if _INTERRUPT in out:
+        raise HandlerResultError(
+            f"a node of the resize graph called interrupt() ({out[_INTERRUPT]!r:.200}); a resize runs without a "
+            "checkpointer and cannot pause: decide in a policy handler before the resize, or raise from the node."
+        )
     decision, error = out.get("decision"), out.get("error")
     if decision is None:
         return ResizeOutcome(None, None, None, False)
