@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.accounting.window import WindowTotals
 from session_graph.compression.backoff import FOLD_FAILURE, cleared, failed
-from session_graph.errors import MemoUpdateError
+from session_graph.errors import HandlerResultError, MemoUpdateError
 from session_graph.resize.policy import Decision
 from session_graph.resize.state import ResizeContext, SessionState
 
@@ -90,8 +90,10 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
 
 def _apply(out: dict[str, Any], step: Any) -> None:
     """One step's node updates (``{node: update}``) applied to the run's state ``out``."""
-    for update in step.values():
-        if update:
+    for node, update in step.items():
+        if node == _INTERRUPT:  # a root run without a checkpointer: LangGraph ends it with the interrupt
+            out[_INTERRUPT] = update  # raised once the run is over (``_outcome``)
+        elif update:
             out.update(update)
 
 
@@ -125,6 +127,13 @@ def _config(state: SessionState, *, sync: bool) -> Any:
     return {"recursion_limit": pending + 25}
 
 
+_RUNTIME_KEY = "__pregel_runtime"
+"""LangGraph's configurable key of a run's ``Runtime`` (``langgraph._internal._constants``, not
+public); ``tests/integrations/test_resize_in_agent_config.py`` fails if it moves."""
+_CHECKPOINT_KEYS = frozenset({"checkpoint_ns", "checkpoint_id", "checkpoint_map"})
+"""The enclosing graph's place in its checkpoints: with them the run would be its subgraph."""
+
+
 @contextlib.contextmanager
 def _own_run() -> Iterator[None]:
     """The run as a root graph run whose callbacks are the enclosing run's.
@@ -133,19 +142,37 @@ def _own_run() -> Iterator[None]:
     context (``var_child_runnable_config``) into the run's: its ``configurable`` (the agent's
     stream, checkpointer, runtime, task id) and its metadata. With them the resize graph is the
     agent's subgraph: ``agent.stream(..., subgraphs=True)`` received its updates, which hold the
-    whole history, and every step copied and merged the agent's keys. Only the callbacks are
-    kept, so tracing (LangSmith) and a user's handlers still see the run as a child run (their
-    manager carries the enclosing run's tags and metadata)."""
+    whole history. Kept: the callbacks, so tracing (LangSmith) and a user's handlers still see
+    the run as a child run (their manager carries the enclosing run's tags and metadata); the
+    user's ``configurable`` keys (``user_id``...: what ``MemoryConfig.for_run`` reads in a user's
+    node or handler); and the runtime, for its store (not its stream writer: without the agent's
+    stream this run makes its own). Dropped: LangGraph's own keys (stream, checkpointer, task
+    id) and the enclosing checkpoint's place (``checkpoint_ns``...), which made it a subgraph."""
     ambient = var_child_runnable_config.get()
-    callbacks = ambient.get("callbacks") if ambient else None
-    token = var_child_runnable_config.set(RunnableConfig(callbacks=callbacks) if callbacks else None)
+    if not ambient:
+        token = var_child_runnable_config.set(None)
+    else:
+        kept = RunnableConfig(callbacks=ambient.get("callbacks"))
+        configurable = ambient.get("configurable")
+        if configurable:
+            kept["configurable"] = {key: value for key, value in configurable.items()
+                                    if key == _RUNTIME_KEY or not (key.startswith("__") or key in _CHECKPOINT_KEYS)}
+        token = var_child_runnable_config.set(kept)
     try:
         yield
     finally:
         var_child_runnable_config.reset(token)
 
 
+_INTERRUPT = "__interrupt__"
+
+
 def _outcome(state: SessionState, out: dict[str, Any], appended_before: int) -> ResizeOutcome:
+    if _INTERRUPT in out:
+        raise HandlerResultError(
+            f"a node of the resize graph called interrupt() ({out[_INTERRUPT]!r:.200}); a resize runs without a "
+            "checkpointer and cannot pause: decide in a policy handler before the resize, or raise from the node."
+        )
     decision, error = out.get("decision"), out.get("error")
     if decision is None:
         return ResizeOutcome(None, None, None, False)
