@@ -65,9 +65,10 @@ def _millisecond(millis: int) -> str:
     second = _SECOND
     if second[0] != seconds:
         days, rest = divmod(seconds, 86_400)
-        if _DAY[0] != days:
-            _DAY = (days, (_EPOCH + timedelta(days=days)).isoformat())
+        day = _DAY  # read once: another thread may replace it with another day's between two reads
+        if day[0] != days:
+            day = _DAY = (days, (_EPOCH + timedelta(days=days)).isoformat())
         hours, rest = divmod(rest, 3_600)
         minutes, rest = divmod(rest, 60)
-        second = _SECOND = (seconds, f"{_DAY[1]}T{hours:02d}:{minutes:02d}:{rest:02d}")
+        second = _SECOND = (seconds, f"{day[1]}T{hours:02d}:{minutes:02d}:{rest:02d}")
     return f"{second[1]}.{milli:03d}"
