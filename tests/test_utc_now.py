@@ -64,3 +64,17 @@ def test_a_day_formatted_by_another_thread_mid_call_is_not_mixed_in(monkeypatch:
     assert stamp == _expected(mine)
     assert ids.utc_now() == _expected(mine)  # nor is a wrong text cached for the rest of the second
 
+
+
+@pytest.mark.parametrize("ns", [0, 500_000, 998_000, -1_000])
+def test_the_first_stamp_of_a_process_near_the_epoch(ns: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh module's empty cache must not pass for a formatted millisecond (a clock frozen at
+    the epoch, as a test may freeze it, got ``001Z``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fresh_ids", ids.__file__)
+    assert spec is not None and spec.loader is not None
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    monkeypatch.setattr(fresh.time, "time_ns", lambda: ns)
+    assert fresh.utc_now() == _expected(ns)

@@ -34,9 +34,10 @@ def new_id() -> str:
 
 
 _EPOCH = date(1970, 1, 1)
-_DAY: tuple[int, str] = (-1, "")  # the last day formatted (days since the epoch), and its text
-_SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
-_MILLI: tuple[int, str] = (-1, "")  # the microsecond the last formatted millisecond starts at, and its text
+_NEVER = -(1 << 62)  # where each cache starts: an instant no clock reads (-1 is one, just before the epoch: its empty text passed)
+_DAY: tuple[int, str] = (_NEVER, "")  # the last day formatted (days since the epoch), and its text
+_SECOND: tuple[int, str] = (_NEVER, "")  # the last whole second formatted, and its text
+_MILLI: tuple[int, str] = (_NEVER, "")  # the microsecond the last formatted millisecond starts at, and its text
 _MICROS: tuple[str, ...] = tuple(f"{n:03d}Z" for n in range(1000))  # a millisecond's last three digits, and the Z
 
 
