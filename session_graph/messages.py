@@ -193,9 +193,11 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     Refused, with the path of the culprit: a lone surrogate in a string (not valid UTF-8),
     bytes (base64-encode them into a data block), a float that is NaN or infinite, a dict
     key that is not a string, a value JSON cannot hold (a set, a datetime, an object),
-    nesting deeper than ``MAX_DEPTH``, and a NUL or control character in the id. A NUL
+    nesting deeper than ``MAX_DEPTH``, an id that is not a string, and a NUL or control character in the id. A NUL
     inside text is fine: stores escape it.
     """
+    if message.id is not None and type(message.id) is not str and not isinstance(message.id, str):  # set after construction
+        raise MessageError(f"{where} has an id that is not a string ({message.id!r:.80}); use a plain string id.")
     if message.id is not None and not message.id.isprintable() and any(ord(ch) < 32 for ch in message.id):
         raise MessageError(f"{where} has an id with a NUL or control character ({message.id!r}); use a plain string id.")
     values = message.__dict__  # pydantic keeps the fields here; getattr on a missing one is slow
