@@ -193,11 +193,14 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     Refused, with the path of the culprit: a lone surrogate in a string (not valid UTF-8),
     bytes (base64-encode them into a data block), a float that is NaN or infinite, a dict
     key that is not a string, a value JSON cannot hold (a set, a datetime, an object),
-    nesting deeper than ``MAX_DEPTH``, and a NUL or control character in the id. A NUL
+    nesting deeper than ``MAX_DEPTH``, an id that is not a string, and a NUL or control character in the id. A NUL
     inside text is fine: stores escape it.
     """
-    if message.id is not None and not message.id.isprintable() and any(ord(ch) < 32 for ch in message.id):
-        raise MessageError(f"{where} has an id with a NUL or control character ({message.id!r}); use a plain string id.")
+    key = message.id
+    if type(key) is not str and key is not None and not isinstance(key, str):  # set after construction: not validated
+        raise MessageError(f"{where} has an id that is not a string ({key!r:.80}); use a plain string id.")
+    if key is not None and not key.isprintable() and any(ord(ch) < 32 for ch in key):
+        raise MessageError(f"{where} has an id with a NUL or control character ({key!r}); use a plain string id.")
     values = message.__dict__  # pydantic keeps the fields here; getattr on a missing one is slow
     fields = _FIELD_GETTERS.get(type(message)) or _field_getter(type(message))
     try:  # the set fields in one C call: nothing to check when each is plain ASCII text (a text message)

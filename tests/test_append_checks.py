@@ -72,3 +72,15 @@ def test_a_clean_nested_call_passes() -> None:
     session = Session()
     session.append_message(AIMessage(content="", tool_calls=[{"id": "c1", "name": "f", "args": args}], id="x"))
     assert session.full_chat_history[-1].tool_calls[0]["args"] == args
+
+
+@pytest.mark.parametrize("bad", [5, b"raw-id", ["a"]])
+def test_a_non_string_id_set_after_construction_is_named(bad: object) -> None:
+    """pydantic does not validate assignment: an id set afterwards may be any object. The
+    append names it (was an AttributeError from ``isprintable``), and nothing is appended."""
+    message = HumanMessage(content="hi", id="fine")
+    message.id = bad  # type: ignore[assignment]
+    session = Session()
+    with pytest.raises(MessageError, match=r"message has an id that is not a string"):
+        session.append_message(message)
+    assert session.full_chat_history == [] and session.arrived_at == {}

@@ -32,3 +32,49 @@ def test_utc_now_is_the_clock_now() -> None:
     stamp = ids.utc_now()
     assert stamp.endswith("Z") and len(stamp) == len("2026-01-31T12:00:00.000001Z")
     assert stamp[:16] >= before
+
+
+def test_a_day_formatted_by_another_thread_mid_call_is_not_mixed_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads stamping across midnight: one reads the cached day, another thread replaces it
+    with the next day's text before the first uses it. The first stamp keeps its own date."""
+    import threading
+
+    last = 1_767_225_599  # 2025-12-31T23:59:59
+    mine, other = last * 10**9 + 999_500_000, (last + 1) * 10**9 + 5_000_000
+    first = threading.get_ident()
+    monkeypatch.setattr(ids.time, "time_ns", lambda: mine if threading.get_ident() == first else other)
+    ids.utc_now()  # 2025-12-31 is the cached day
+    seen: list[str] = []
+    fired: list[bool] = []
+
+    class Interleaved(tuple):  # the cached day, read by this thread; the other thread runs between its reads
+        def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
+            if index == 0 and not fired and threading.get_ident() == first:
+                fired.append(True)
+                runner = threading.Thread(target=lambda: seen.append(ids.utc_now()))
+                runner.start()
+                runner.join()
+            return tuple.__getitem__(self, index)
+
+    monkeypatch.setattr(ids, "_DAY", Interleaved(ids._DAY))
+    monkeypatch.setattr(ids, "_SECOND", (-1, ""))
+    monkeypatch.setattr(ids, "_MILLI", (-1, ""))
+    stamp = ids.utc_now()
+    assert seen == [_expected(other)]
+    assert stamp == _expected(mine)
+    assert ids.utc_now() == _expected(mine)  # nor is a wrong text cached for the rest of the second
+
+
+
+@pytest.mark.parametrize("ns", [0, 500_000, 998_000, -1_000])
+def test_the_first_stamp_of_a_process_near_the_epoch(ns: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh module's empty cache must not pass for a formatted millisecond (a clock frozen at
+    the epoch, as a test may freeze it, got ``001Z``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fresh_ids", ids.__file__)
+    assert spec is not None and spec.loader is not None
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    monkeypatch.setattr(fresh.time, "time_ns", lambda: ns)
+    assert fresh.utc_now() == _expected(ns)

@@ -34,9 +34,10 @@ def new_id() -> str:
 
 
 _EPOCH = date(1970, 1, 1)
-_DAY: tuple[int, str] = (-1, "")  # the last day formatted (days since the epoch), and its text
-_SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
-_MILLI: tuple[int, str] = (-1, "")  # the microsecond the last formatted millisecond starts at, and its text
+_NEVER = -(1 << 62)  # where each cache starts: an instant no clock reads (-1 is one, just before the epoch: its empty text passed)
+_DAY: tuple[int, str] = (_NEVER, "")  # the last day formatted (days since the epoch), and its text
+_SECOND: tuple[int, str] = (_NEVER, "")  # the last whole second formatted, and its text
+_MILLI: tuple[int, str] = (_NEVER, "")  # the microsecond the last formatted millisecond starts at, and its text
 _MICROS: tuple[str, ...] = tuple(f"{n:03d}Z" for n in range(1000))  # a millisecond's last three digits, and the Z
 
 
@@ -65,9 +66,10 @@ def _millisecond(millis: int) -> str:
     second = _SECOND
     if second[0] != seconds:
         days, rest = divmod(seconds, 86_400)
-        if _DAY[0] != days:
-            _DAY = (days, (_EPOCH + timedelta(days=days)).isoformat())
+        day = _DAY  # read once: another thread may replace it with another day's between two reads
+        if day[0] != days:
+            day = _DAY = (days, (_EPOCH + timedelta(days=days)).isoformat())
         hours, rest = divmod(rest, 3_600)
         minutes, rest = divmod(rest, 60)
-        second = _SECOND = (seconds, f"{_DAY[1]}T{hours:02d}:{minutes:02d}:{rest:02d}")
+        second = _SECOND = (seconds, f"{day[1]}T{hours:02d}:{minutes:02d}:{rest:02d}")
     return f"{second[1]}.{milli:03d}"
