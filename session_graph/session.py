@@ -22,7 +22,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph._base.flow import adrive
-from session_graph._base.ids import new_id
+from session_graph._base.ids import new_id, utc_now
 from session_graph.accounting.counters import SessionCounter
 from session_graph.accounting.window import WindowTotals
 from session_graph.commit import session_commit
@@ -39,7 +39,7 @@ from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger
 from session_graph.resize.policy import Decision, PolicyHandler
 from session_graph.resize.run import ResizeEvent
-from session_graph.resize.session_run import Force, SessionCore, arrival_stamps
+from session_graph.resize.session_run import Force, SessionCore
 from session_graph.resize.state import (
     AttachmentSummaryHandler,
     MemoUpdateHandler,
@@ -109,6 +109,7 @@ class Session:
                                  summary=summary_handler)
         self._commit_overrides: dict[str, Any] = {}  # commit step -> replacement (override_commit_node)
         self.metadata: dict[str, Any] = {}
+        self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
         self.cleared = False  # set by clear(); the next save replaces what the store holds
         state = SessionState(id=id or new_id(), full_chat_history=[], current_chat_history=[], memo={},
                              settings=SessionSettings(settings))
@@ -138,8 +139,6 @@ class Session:
     @revision.setter
     def revision(self, value: int) -> None:
         self._core.revision = value
-
-    arrived_at = arrival_stamps  # message id -> UTC arrival time (kept by stores); stamped by each append
 
     @property
     def id(self) -> str:
@@ -289,7 +288,8 @@ class Session:
             MessageError: the message is malformed or its id is already in the history.
         """
         message = storable(message)
-        self._core.append(message)  # and stamps its arrival
+        self._core.append(message)
+        self.arrived_at[message.id or ""] = utc_now()
         return self
 
     def __contains__(self, message: object) -> bool:

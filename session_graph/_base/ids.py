@@ -48,14 +48,8 @@ def utc_now() -> str:
     costs several microseconds), then each stamp is one concatenation with its last three
     digits, looked up. The same text as ``datetime.isoformat``.
     """
-    return utc_text(time.time_ns())
-
-
-def utc_text(ns: int) -> str:
-    """``utc_now``'s text for a reading of ``time.time_ns()`` (a session stamps an append with the
-    reading and writes its text when the stamps are read: ``SessionCore.arrivals``)."""
     global _MILLI
-    micros = ns // 1000
+    micros = time.time_ns() // 1000
     milli = _MILLI
     offset = micros - milli[0]
     if not 0 <= offset < 1000:

@@ -16,14 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import dataclasses
-import threading
-import time
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph._base.flow import Flow, drive
-from session_graph._base.ids import utc_text
 from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.errors import SessionGraphError
 from session_graph.resize.handlers import Handlers
@@ -37,26 +34,9 @@ from session_graph.resize.trace_recording import TraceRecorder, started
 from session_graph.resize.view import SessionView
 from session_graph.resize.view_builder import ViewBuilder
 
-__all__ = ["Force", "SessionCore", "arrival_stamps"]
+__all__ = ["Force", "SessionCore"]
 
 Force = Literal["lite", "deep"] | str | bool | None
-
-
-class _HasCore(Protocol):
-    _core: SessionCore
-
-
-def _arrived_at(session: _HasCore) -> dict[str, str]:
-    """Message id -> UTC arrival time of each message (kept by stores; stamped by each append)."""
-    return session._core.arrivals()
-
-
-def _set_arrived_at(session: _HasCore, stamps: dict[str, str]) -> None:
-    session._core.set_arrivals(stamps)
-
-
-arrival_stamps = property(_arrived_at, _set_arrived_at)
-"""``Session.arrived_at``, read and set through the session's core (``SessionCore.arrivals``)."""
 
 
 def _done(value: Any) -> Flow[Any]:
@@ -93,30 +73,7 @@ class SessionCore:
         self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
         self.revision = 0  # bumps on every change a store must see (append, resize, load, clear)
         self.system_tokens: dict[tuple[str, Any], int] = {}  # tokens_of a plain system message, by text and counter
-        self.arrived: dict[str, str] = {}  # message id -> UTC arrival time, but for the stamps still in ``arriving``
-        self.arriving: list[tuple[str, int]] = []  # (id, time_ns) of each append since ``arrivals()`` was last read
-        self.arrivals_lock = threading.Lock()  # one reader moves the stamps at a time (a search may read from a thread)
         self.install(state)
-
-    # -- arrival stamps (kept by stores) -------------------------------------------------------
-    def arrivals(self) -> dict[str, str]:
-        """Message id -> UTC arrival time (``Session.arrived_at``). An append keeps its message's
-        id and clock reading in a list (no write into a dict keyed by id beside the ledger's, no
-        text made); the dict takes them, as ``utc_now`` text, when it is read (a save, a search,
-        an export), in append order."""
-        if self.arriving:
-            with self.arrivals_lock:
-                arriving = self.arriving
-                count = len(arriving)  # an append from another thread meanwhile stays for the next read
-                self.arrived.update([(id_, utc_text(ns)) for id_, ns in arriving[:count]])
-                del arriving[:count]
-        return self.arrived
-
-    def set_arrivals(self, stamps: dict[str, str]) -> None:
-        """Adopt ``stamps`` whole (a load, an import); the stamps of earlier appends go with the old dict."""
-        with self.arrivals_lock:
-            self.arriving.clear()
-            self.arrived = stamps
 
     # -- what the model sees -------------------------------------------------------------
     def counter(self) -> SessionCounter:
@@ -173,7 +130,6 @@ class SessionCore:
         if role == "assistant" and not getattr(message, "tool_calls", None):
             state.turns += 1  # a reply ends a turn; a tool call is a step inside it
         self.revision += 1
-        self.arriving.append((message.id or "", time.time_ns()))  # stamped once it is in (see ``arrivals``)
 
     def judge(self, force: Force, policy: PolicyHandler) -> Flow[Decision | None]:
         """The policy's decision for the current window, as a flow (``drive`` or ``adrive`` it)."""
