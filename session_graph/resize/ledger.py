@@ -231,11 +231,24 @@ class Ledger:
     def add(self, message: BaseMessage, position: int, session_id: str | None = None) -> str:
         """Account for one appended message; returns its role. With ``session_id``, first refuse
         it as ``check_new`` does (one call per append instead of two)."""
-        if session_id is not None and (message.id in self._index or self._lazy is not None):
-            self.check_new(message, session_id)  # a known id raises (a lazy history's middle is looked up there)
-        role = role_of(message)
-        size, tokens = self.measures.add(message, role)  # measured first: a message that cannot be measured is not registered
-        self._index[message.id or ""] = position
+        key, index = message.id, self._index
+        if session_id is not None and key:
+            if self._lazy is not None:
+                self.check_new(message, session_id)  # a lazy history's middle is looked up there
+            known = len(index)
+            index.setdefault(key, position)  # one lookup refuses a known id and registers a new one
+            if len(index) == known:
+                self.check_new(message, session_id)  # raises; the index is unchanged
+            try:
+                role = role_of(message)
+                size, tokens = self.measures.add(message, role)
+            except BaseException:
+                del index[key]  # a message that cannot be measured is not registered
+                raise
+        else:
+            role = role_of(message)
+            size, tokens = self.measures.add(message, role)  # measured first: a message that cannot be measured is not registered
+            index[key or ""] = position
         running = self._running
         if not running.count:
             self._bounds = None  # the first message of the window: what lies outside it may have changed
