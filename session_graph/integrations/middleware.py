@@ -239,9 +239,9 @@ def _with_call(request: Any, results: list[BaseMessage]) -> list[BaseMessage]:
     """The tool's results after the state's messages (the reply that called the tool): a run
     resumed by another process from a checkpointer (paused before the tools) holds that reply in
     its checkpoint only, so it is recorded before its results (``record`` skips what the session
-    holds already)."""
+    holds already; one without an id cannot be told, so it is left to the next model call's step)."""
     held = (request.state or {}).get("messages") if isinstance(request.state, dict) else None
-    return [*held, *results] if held else results
+    return [*(m for m in held if isinstance(m, BaseMessage) and m.id), *results] if held else results
 
 
 def _tool_point(request: Any) -> dict[str, Any]:
