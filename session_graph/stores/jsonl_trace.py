@@ -109,6 +109,8 @@ def trace_added(old: Any, new: Any) -> dict[str, Any] | None:
             return None
         if start > len(known) or rows[:start] != known[len(known) - start :]:
             return None  # reordered or replaced: not the old trace's newest rows grown at their end
+        if start == len(rows) and start < len(known):
+            return None  # its oldest rows gone, none added: a state line's rows cannot say that
     return {"fields": names, "rows": rows[start:], "keep": len(rows)}
 
 

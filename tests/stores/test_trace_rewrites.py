@@ -46,3 +46,26 @@ def test_a_trace_rewritten_after_appended_saves_is_what_the_store_holds(tmp_path
     assert manager_at(tmp_path).get("k").trace.dump(SAVED_TRACE) == live  # another process, now
     manager.close()
     assert manager_at(tmp_path).get("k").trace.dump(SAVED_TRACE) == live
+
+
+def test_a_trace_that_lost_its_oldest_records_is_what_the_store_holds(tmp_path: Path) -> None:
+    """The trace now its old newest rows with nothing added (the oldest record gone: an import of
+    a shorter trace): no "trace+" row can say that, so the meta file is rewritten."""
+    manager = manager_at(tmp_path)
+    session = manager.get_or_create("k")
+    for round_ in range(3):
+        for i in range(3):
+            turn(session, 10 * round_ + i)
+        resized(session)
+        session.metadata["round"] = round_
+        session.revision += 1
+        manager.save(session)  # full saves: the store's trace is a dump, not a LazyTrace
+    session.trace.replace(ResizeTrace(list(session.trace)[1:]))
+    session.metadata["note"] = "after the import"
+    session.revision += 1
+    manager.save(session)
+    live = session.trace.dump(SAVED_TRACE)
+    assert len(live["rows"]) == 2
+    assert manager_at(tmp_path).get("k").trace.dump(SAVED_TRACE) == live
+    manager.close()
+    assert manager_at(tmp_path).get("k").trace.dump(SAVED_TRACE) == live
