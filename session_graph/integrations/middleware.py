@@ -142,14 +142,14 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         result = handler(request)
         messages = _tool_messages(result)
         if messages:
-            self.binding.step(messages, resize=False, session=self._held(request), **_tool_point(request))
+            self.binding.step(_with_call(request, messages), resize=False, session=self._held(request), **_tool_point(request))
         return result
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         result = await handler(request)
         messages = _tool_messages(result)
         if messages:
-            await self.binding.astep(messages, resize=False, session=self._held(request), **_tool_point(request))
+            await self.binding.astep(_with_call(request, messages), resize=False, session=self._held(request), **_tool_point(request))
         return result
 
     def _held(self, request: Any) -> Session | None:
@@ -239,6 +239,15 @@ def _tool_messages(result: Any) -> list[BaseMessage]:
     for message in messages:  # the id the agent's state keeps (add_messages keeps a given one): recorded once
         message.id = message.id or str(uuid.uuid4())
     return messages
+
+
+def _with_call(request: Any, results: list[BaseMessage]) -> list[BaseMessage]:
+    """The tool's results after the state's messages (the reply that called the tool): a run
+    resumed by another process from a checkpointer (paused before the tools) holds that reply in
+    its checkpoint only, so it is recorded before its results (``record`` skips what the session
+    holds already; one without an id cannot be told, so it is left to the next model call's step)."""
+    held = (request.state or {}).get("messages") if isinstance(request.state, dict) else None
+    return [*(m for m in held if isinstance(m, BaseMessage) and m.id), *results] if held else results
 
 
 def _tool_point(request: Any) -> dict[str, Any]:

@@ -68,7 +68,7 @@ from session_graph.stores.jsonl_state import (
     meta_bytes,
     state_line,
 )
-from session_graph.stores.jsonl_trace import trace_added, trace_of
+from session_graph.stores.jsonl_trace import trace_added, trace_of, unknown
 from session_graph.stores.records import LineRecords
 from session_graph.stores.search_index import JsonlSearch
 
@@ -190,7 +190,7 @@ class JsonlStore(StoreBase):
             # the trace: the rows it gained go in the state line ("trace+"), as an appended save's do;
             # a trace not only grown at its end (merged, cleared) has the meta file rewritten
             trace, before = trace_of(document), trace_of(old)
-            traced = trace is not before and trace != before
+            traced = trace is not before and (unknown(before) or trace != before)  # unknown: told before a dump
             added = trace_added(before, trace) if traced and base is not None and not change.reset else None
             lines.append(state_line(encoded, base, trace=added))  # what changed since the state the log ends with, else all of it
             position += len(lines[-1])

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["TRACE_ADDED", "LazyTrace", "grow_trace", "trace_added", "trace_of"]
+__all__ = ["TRACE_ADDED", "LazyTrace", "grow_trace", "trace_added", "trace_of", "unknown"]
 
 TRACE_ADDED = "trace+"
 """The state line's field of the trace rows a save added."""
@@ -59,6 +59,14 @@ class LazyTrace(Mapping[str, Any]):
         return len(self.value())
 
 
+def unknown(trace: Any) -> bool:
+    """Whether ``trace`` is a ``LazyTrace`` not dumped yet whose trace was rewritten (replaced,
+    cleared, merged) since its save: what that save held cannot be told any more (a dump now
+    is today's trace), so it differs from any trace and no rows can be added to it."""
+    return (isinstance(trace, LazyTrace) and trace._value is None and trace.source is not None
+            and trace.source.mark()[0] != trace.mark[0])
+
+
 def trace_of(document: Mapping[str, Any] | None) -> Any:
     """A state document's trace (a dump, or a ``LazyTrace``, not dumped to tell), None when it has none."""
     trace = (document or {}).get("trace")
@@ -76,6 +84,8 @@ def trace_added(old: Any, new: Any) -> dict[str, Any] | None:
     """The ``"trace+"`` value that turns the saved trace ``old`` (None: none saved) into
     ``new`` (both ``ResizeTrace.dump`` documents, or ``LazyTrace``s); None when ``new`` is not
     ``old`` (its newest rows) grown by rows at its end."""
+    if unknown(old):
+        return None
     quick = _by_version(old, new)
     if quick is not None:
         return quick
@@ -99,6 +109,8 @@ def trace_added(old: Any, new: Any) -> dict[str, Any] | None:
             return None
         if start > len(known) or rows[:start] != known[len(known) - start :]:
             return None  # reordered or replaced: not the old trace's newest rows grown at their end
+        if start == len(rows) and start < len(known):
+            return None  # its oldest rows gone, none added: a state line's rows cannot say that
     return {"fields": names, "rows": rows[start:], "keep": len(rows)}
 
 
