@@ -77,3 +77,24 @@ def test_a_tenant_manager_closed_leaves_the_shared_store_open(kind: str, tmp_pat
         assert [m.text for m in root.get("k").full_chat_history] == ["for the root"]
     if kind == "postgres":
         assert root.store._pool.closed  # type: ignore[attr-defined]  # the owner closed it
+
+
+def test_async_use_after_aclose_is_a_store_error_as_in_sync(tmp_path: Path) -> None:
+    """The async twins after ``aclose`` fail as the sync methods after ``close`` do: a StoreError
+    naming the store, not psycopg_pool's PoolClosed escaping from the async pool's reopening."""
+    from session_graph.errors import StoreError
+
+    manager = SessionManager(make_store("postgres", tmp_path), tenant=fresh_tenant())
+
+    async def use() -> None:
+        session = await manager.aget_or_create("k")
+        session.append_message({"role": "user", "content": "hello"})
+        await manager.asave(session)
+        await manager.aclose()
+        await manager.aclose()  # twice: nothing more to close
+        with pytest.raises(StoreError, match="closed"):
+            await manager.aget("other")
+
+    asyncio.run(use())
+    with pytest.raises(StoreError, match="closed"):
+        manager.get("other")
