@@ -59,3 +59,18 @@ def test_the_cli_migrates_a_legacy_over_cap_user(tmp_path: Path, capsys: pytest.
     assert code == 0 and out.splitlines()[-1] == "moved 3, already there 0, conflicts left in place 0", (out, err)
     acme = MemoryConfig(store=FileMemoryStore(files, fsync=False), user=LONG, agent="coder", tenant="acme")
     assert len(list_memories(acme)) == 2
+
+
+def test_a_legacy_id_too_long_for_postgres_under_the_tenant_is_named_with_the_fix(tmp_path: Path) -> None:
+    """LangGraph's Postgres store keys its rows by a btree index (at most 2,704 bytes a row): a legacy
+    id that fit there alone can be too long once ``tenant~`` is put before it. The move is refused
+    with an error that names the id and the way out (a shorter id, ``from_user``), and nothing is lost."""
+    store = make_memory_store("postgres", tmp_path)
+    user = "".join(f"{i:04x}" for i in range(600))  # 2,400 chars: stored alone, over the index with the tenant
+    old = written_before_the_cap(store, user)
+    with pytest.raises(ConfigurationError, match="from_user") as raised:
+        migrate_to_tenant(old, "acme-" + "t" * 250)
+    assert "too long" in str(raised.value)
+    assert sorted(v["content"] for v in list_memories(old)) == ["Flew to Oslo on 12 May.", "Now drinks black coffee."]
+    moved = migrate_to_tenant(MemoryConfig(store=store, user="short", agent="coder"), "acme-" + "t" * 250, from_user=user)  # type: ignore[arg-type]
+    assert {r["action"] for r in moved} == {"move"} and list_memories(old) == []

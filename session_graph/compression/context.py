@@ -178,7 +178,7 @@ def _cut_section(section: Section, chars: int) -> int:
             items.pop(0)
         else:
             items[0][:] = _cut_front("\n".join(items[0]), chars).split("\n")
-    else:
+    if not items or (_size(section) == before and heading):  # items cut to nothing more: the heading gives (else no progress, ever)
         heading[:] = _cut_front("\n".join(heading), chars).split("\n")
     return before - _size(section)
 
@@ -267,11 +267,13 @@ def _fit_summary(message: SystemMessage, header: str, body: str, room: int, meas
             largest = max(range(len(sections)), key=sizes.__getitem__)
             if sizes[largest] <= share + 32:
                 break
-            yield cut(largest, min(max(32, int(sizes[largest] - share) // 2), want() + 8))
+            if not (removed := cut(largest, min(max(32, int(sizes[largest] - share) // 2), want() + 8))):
+                break  # nothing left to cut there: never spin
+            yield removed
         while len(sections) > 1:  # the oldest sections, never the newest one
             yield drop_oldest()
-        while _size(sections[0]) > 40:  # the newest section, cut to what fits
-            yield cut(0, min(max(16, _size(sections[0]) // 4), want() + 8))
+        while _size(sections[0]) > 40 and (removed := cut(0, min(max(16, _size(sections[0]) // 4), want() + 8))):
+            yield removed  # the newest section, cut to what fits (until nothing more can be cut)
 
     size = (lambda: len(header) + len(_render(sections)) + len(_SHORTENED)) if shown_as is not str else None
     fitted = _shrink(render, steps(), room, measure, want, size)

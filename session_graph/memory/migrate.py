@@ -94,10 +94,18 @@ def migrate_to_tenant(memory: MemoryConfig, tenant: str | None, *, from_user: st
         with contextlib.ExitStack() as locks:
             for owner in ([] if dry_run else sorted({(old[0], old[1]), (new[0], new[1])})):  # one order: no deadlock
                 locks.enter_context(owner_lock(store, owner))
-            # history first, each entry only with its item: one the tenant holds as another item keeps its past
-            report += _move(store, history_namespace(old), history_namespace(new), category, "history", dry_run,
-                            apart=lambda key, old=old, new=new: _apart(store, old, new, key))
-            report += _move(store, old, new, category, "item", dry_run)
+            try:  # history first, each entry only with its item: one the tenant holds as another item keeps its past
+                report += _move(store, history_namespace(old), history_namespace(new), category, "history", dry_run,
+                                apart=lambda key, old=old, new=new: _apart(store, old, new, key))
+                report += _move(store, old, new, category, "item", dry_run)
+            except Exception as error:  # Postgres keys rows by a bounded btree index: tenant~<a legacy long id> can overflow it
+                if type(error).__name__ != "ProgramLimitExceeded":
+                    raise
+                raise ConfigurationError(
+                    f"migrate_to_tenant: the store refused {new[1]!r:.80} ({len(new[1]):,} characters) as too long for its "
+                    f"index under tenant {tenant!r:.40}; nothing is lost (an item not moved stays where it was). Move the "
+                    "memories to a shorter id: migrate_to_tenant(MemoryConfig(user=<short id>, ...), tenant, from_user=<the long "
+                    "id>) (CLI: --user SHORT --from-user LONG).") from error
     return report
 
 

@@ -110,6 +110,7 @@ class SessionManager:
         self.session_factory = session_factory or (lambda key: Session(key, memory=memory))
         self.cache = SessionCache(cache_size)
         self.merges = 0  # saves or loads that merged another writer's changes (for measurement)
+        self._owns_store = True  # False for a ``for_tenant`` manager: the store is its parent's to close
 
     @property
     def cache_size(self) -> int:
@@ -125,8 +126,10 @@ class SessionManager:
         is ``tenant``'s (``memory.for_tenant(tenant)``: the same user and agent ids in the tenant's
         own namespaces), never shared with this manager's or another tenant's."""
         memory = self.memory.for_tenant(None) if self.memory is not None else None  # scoped to ``tenant`` by the new manager
-        return SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self._own_factory,
-                              memory=memory)
+        shared = SessionManager(self.store, tenant=tenant, cache_size=self.cache_size, session_factory=self._own_factory,
+                                memory=memory)
+        shared._owns_store = False  # its close() (a ``with`` per request) must not close the store under this manager
+        return shared
 
     # -- sessions ----------------------------------------------------------------------------
     # Each operation is written once, as a generator of store calls (``Call``) and blocking
@@ -284,13 +287,16 @@ class SessionManager:
     import_openviking = interop.import_openviking
 
     def close(self) -> None:
-        """Close the store (``with SessionManager(...) as manager:`` closes it on the way out; a Postgres
-        store's async pool, opened by the async methods: ``aclose`` on its loop)."""
-        self.store.close()
+        """Close the store (``with`` / ``async with SessionManager(...) as manager:`` closes it on the way
+        out; a Postgres store's async pool, opened by the async methods: ``aclose`` on its loop); a
+        ``for_tenant`` manager leaves its parent's store open."""
+        if self._owns_store:
+            self.store.close()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`: also closes a Postgres store's async pool, on this loop."""
-        await call_async(self.store, "close")
+        if self._owns_store:
+            await call_async(self.store, "close")
 
     def __enter__(self) -> SessionManager:
         return self

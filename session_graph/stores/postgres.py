@@ -95,7 +95,8 @@ class PostgresStore(SqlStore):
     async def _aopen(self) -> None:
         pool = self._async_pool()
         if pool.closed:
-            await pool.open()
+            with self._errors():  # after aclose(): a StoreError, as the sync methods after close() (not PoolClosed)
+                await pool.open()
 
     # -- native async twins -----------------------------------------------------------------------
     async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
