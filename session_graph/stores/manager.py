@@ -17,6 +17,7 @@ them, each handing over the manager as a declared ``Protocol``. Imports of other
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 import logging
 import os
@@ -292,6 +293,20 @@ class SessionManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def aclose(self) -> None:
+        """Async twin of ``close`` (``async with SessionManager(...) as manager:`` awaits it)."""
+        closing = getattr(self.store, "aclose", None)
+        if closing is not None:
+            await closing()
+        else:  # a user's store with only the sync method
+            await asyncio.to_thread(self.store.close)
+
+    async def __aenter__(self) -> SessionManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- internals -----------------------------------------------------------------------------
     def _substring_in(self, key: str, query: str, k: int) -> list[SearchHit]:
