@@ -3,6 +3,7 @@ revision, so a save writes it, a merge with another writer keeps it and the view
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,28 @@ def test_a_view_list_edited_by_its_caller_does_not_reach_the_next_view() -> None
     again = session.view()
     again.messages[-1] = AIMessage(content="replaced by the caller", id="y")
     assert [m.id for m in session.view().messages] == ["h1"]
+
+
+def test_a_save_compares_the_memo_and_metadata_once(make_store: Any, monkeypatch: Any) -> None:
+    """Each read of ``revision`` encodes the memo and the metadata (a 100 KB memo: ~100 us each):
+    the per-turn save (sync at once, async through its flow) reads it once, not once per check."""
+    from session_graph._base import edits
+
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.memo["facts"] = [f"fact {n}" for n in range(50)]
+    session.append_message(HumanMessage(content="hi", id="h0"))
+    manager.save(session)
+    encoded: list[Any] = []
+    real = edits.fingerprint
+    monkeypatch.setattr(edits, "fingerprint", lambda value: encoded.append(value) or real(value))
+    for n in range(1, 4):
+        session.append_message(HumanMessage(content=f"q{n}", id=f"h{n}"))
+        encoded.clear()
+        manager.save(session)
+        assert sum(value is session.memo for value in encoded) == 1
+    session.append_message(HumanMessage(content="async", id="h9"))
+    encoded.clear()
+    asyncio.run(manager.asave(session))
+    assert sum(value is session.memo for value in encoded) == 1
+    assert [m.id for m in stored(make_store).full_chat_history] == ["h0", "h1", "h2", "h3", "h9"]
