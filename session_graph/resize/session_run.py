@@ -52,6 +52,14 @@ def _shape(messages: list[BaseMessage]) -> tuple[int, int, int]:
     return (len(messages), id(messages[0]), id(messages[-1])) if messages else (0, 0, 0)
 
 
+def _made(state: SessionState) -> tuple[int, int, Any, Any]:
+    """The histories as the session made them, in O(1): their lengths and last messages (held,
+    compared by identity: a last message replaced in place, or popped and another appended,
+    differs; a lazy history's last is not read)."""
+    full, window = state.full_chat_history, state.current_chat_history
+    return (len(full), len(window), full[-1] if full and type(full) is list else None, window[-1] if window else None)
+
+
 class SessionCore:
     """A session's state and everything derived from it; every change goes through its methods.
 
@@ -64,7 +72,7 @@ class SessionCore:
     state: SessionState  # set by install()
     ledger: Ledger
     extras: bool  # whether the window may hold content a provider must not see
-    lengths: tuple[int, int]  # the full history's and the window's lengths as the session made them (an edit in place differs)
+    lengths: tuple[int, int, Any, Any]  # the histories' lengths and last messages as the session made them (an edit in place differs)
 
     def __init__(
         self,
@@ -98,11 +106,11 @@ class SessionCore:
     def seen(self, metadata: Any = None, *, check_metadata: bool = False) -> int:
         """The revision, moved once if the memo, the settings (or ``metadata``) changed in place."""
         state = self.state
-        if (len(state.full_chat_history), len(state.current_chat_history)) != self.lengths:
+        if _made(state) != self.lengths:
             raise MessageError(
                 f"session {state.id}: its full_chat_history or current_chat_history was edited in place "
-                f"({len(state.full_chat_history)} and {len(state.current_chat_history)} messages, {self.lengths} "
-                "through the session); add messages with append_message, adopt a whole state with restore(): "
+                f"({len(state.full_chat_history)} and {len(state.current_chat_history)} messages, {self.lengths[:2]} "
+                "through the session, or its last message replaced); add messages with append_message, adopt a whole state with restore(): "
                 "a list edit bypasses the accounting, the view and the store.")
         if self.watch.changed(state.memo, state.settings._data, metadata, check_metadata=check_metadata):
             self._revision += 1
@@ -162,8 +170,8 @@ class SessionCore:
         role = ledger.add(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
-        full, window = self.lengths
-        self.lengths = (full + 1, window + 1)
+        full, window, _, _ = self.lengths
+        self.lengths = (full + 1, window + 1, message if type(state.full_chat_history) is list else None, message)
         if not self.extras and type(message.content) is not str:  # a text content carries no block extras
             self.extras = self.has_extras(message)
         if role == "assistant" and not getattr(message, "tool_calls", None):
@@ -280,7 +288,7 @@ class SessionCore:
             self.state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
             self._revision += 1
             self.watch.mark(outcome.state.memo, outcome.state.settings._data)
-            self.lengths = (len(self.state.full_chat_history), len(self.state.current_chat_history))
+            self.lengths = _made(self.state)
         else:
             self.install(outcome.state, reindex=outcome.full_replaced)
         self.trace.add(context.trace.record(self.trace.next_seq, state, before, self.ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
@@ -329,4 +337,4 @@ class SessionCore:
         self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
         self._revision += 1
         self.watch.mark(state.memo, state.settings._data)
-        self.lengths = (len(state.full_chat_history), len(state.current_chat_history))  # what went through the session
+        self.lengths = _made(state)  # what went through the session

@@ -153,3 +153,30 @@ def test_a_save_compares_the_memo_and_metadata_once(make_store: Any, monkeypatch
     asyncio.run(manager.asave(session))
     assert sum(value is session.memo for value in encoded) == 1
     assert [m.id for m in stored(make_store).full_chat_history] == ["h0", "h1", "h2", "h3", "h9"]
+
+
+@pytest.mark.parametrize("which", ["full_chat_history", "current_chat_history"])
+def test_a_last_message_replaced_in_place_is_refused_not_silently_unsaved(make_store: Any, which: str) -> None:
+    """Replacing a history's last message (or popping it and appending another) keeps its length:
+    refused like any list edit, not a save that skips it while the view shows it."""
+    from session_graph.errors import MessageError
+
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    session.append_message(AIMessage(content="wrong answer", id="a1"))
+    manager.save(session)
+    history = getattr(session, which)
+    original = history[-1]
+    history[-1] = AIMessage(content="fixed answer", id="a1")
+    with pytest.raises(MessageError, match="last message replaced"):
+        manager.save(session)
+    with pytest.raises(MessageError, match="edited in place"):
+        session.view()
+    history.pop()
+    history.append(AIMessage(content="another", id="a2"))
+    with pytest.raises(MessageError, match="append_message"):
+        manager.save(session)
+    history[-1] = original  # put back: the session works again, nothing stored was touched
+    manager.save(session)
+    assert [m.content for m in stored(make_store).full_chat_history] == ["hi", "wrong answer"]
