@@ -180,3 +180,22 @@ def test_a_last_message_replaced_in_place_is_refused_not_silently_unsaved(make_s
     history[-1] = original  # put back: the session works again, nothing stored was touched
     manager.save(session)
     assert [m.content for m in stored(make_store).full_chat_history] == ["hi", "wrong answer"]
+
+
+def test_a_session_edited_wrongly_does_not_break_the_managers_other_sessions(make_store: Any) -> None:
+    """The cache's eviction reads each cached session's revision: one whose history was edited in
+    place (its own save and view refuse it) must not make every other session's get and save fail."""
+    from session_graph.errors import MessageError
+
+    manager = SessionManager(make_store(), cache_size=2)
+    bad = manager.get_or_create("bad")
+    bad.append_message(HumanMessage(content="hi", id="b1"))
+    manager.save(bad)
+    bad.full_chat_history.append(HumanMessage(content="sneaked in", id="b2"))  # not through append_message
+    for n in range(3):  # the cache is full: each new session's remember looks for an entry to evict
+        other = manager.get_or_create(f"k{n}")
+        other.append_message(HumanMessage(content="fine", id=f"m{n}"))
+        manager.save(other)
+        assert [m.id for m in SessionManager(make_store()).get(f"k{n}").full_chat_history] == [f"m{n}"]  # type: ignore[union-attr]
+    with pytest.raises(MessageError, match="bad"):
+        manager.save(bad)  # still refused, by name, to its own caller
