@@ -46,10 +46,11 @@ def _done(value: Any) -> Flow[Any]:
     yield  # a generator function: never reached
 
 
-def _shape(messages: list[BaseMessage]) -> tuple[int, int, int]:
-    """A view's list as built: its length and its ends (an edit of the handed-out list in place,
-    appending, removing or replacing an end, makes the next call build the view again)."""
-    return (len(messages), id(messages[0]), id(messages[-1])) if messages else (0, 0, 0)
+def _shape(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """A view's list as built, message by message (a copy the caller never sees: compared with
+    ``==``, identity first in a C loop, ~1 us for 500 messages; an edit of the handed-out list in
+    place anywhere, at its ends or in its middle, makes the next call build the view again)."""
+    return list(messages)
 
 
 def _made(state: SessionState) -> tuple[int, int, Any, Any]:
@@ -84,7 +85,7 @@ class SessionCore:
         self.has_extras = has_extras
         self.strip_view = strip_view
         self.resizing = False
-        self.view_cache: tuple[Any, SessionView, tuple[int, int, int]] | None = None
+        self.view_cache: tuple[Any, SessionView, list[BaseMessage]] | None = None
         self.views = ViewBuilder()  # extends the last view in O(new messages) when it can
         self.trace = ResizeTrace()  # one record per resize: route, times, effect, cost (see trace.py)
         self._revision = 0  # bumps on every change a store must see (append, resize, load, clear, an edit in place)
@@ -137,7 +138,7 @@ class SessionCore:
         memo = self.state.memo  # held, not its id() (a new memo may take a freed one's address); its summary may be edited in place
         key = (self.revision, outside_tokens, limits, memo, len(memo), memo.get("summary"))
         cached = self.view_cache
-        if cached is None or cached[0] != key or cached[2] != _shape(cached[1].messages):  # unchanged: the same view, O(1)
+        if cached is None or cached[0] != key or cached[2] != cached[1].messages:  # unchanged: the same view
             view = self.views.build(self.state, self.ledger, limits, outside_tokens)
             view = self.strip_view(view) if self.extras else view  # no block extras reach a provider
             cached = self.view_cache = (key, view, _shape(view.messages))  # a caller that edits its list gets a new one next

@@ -199,3 +199,22 @@ def test_a_session_edited_wrongly_does_not_break_the_managers_other_sessions(mak
         assert [m.id for m in SessionManager(make_store()).get(f"k{n}").full_chat_history] == [f"m{n}"]  # type: ignore[union-attr]
     with pytest.raises(MessageError, match="bad"):
         manager.save(bad)  # still refused, by name, to its own caller
+
+
+def test_a_view_list_edited_in_its_middle_does_not_reach_the_next_view() -> None:
+    """A caller that replaces a middle message of ``view().messages`` (say, a redaction of its own)
+    must not have that edit handed to the next model call: the view's own messages come back."""
+    from session_graph import Session
+
+    session = Session()
+    for n in range(3):
+        session.append_message(HumanMessage(content=f"q{n}", id=f"h{n}"))
+        session.append_message(AIMessage(content=f"a{n}", id=f"a{n}"))
+    first = session.view()
+    ids = [m.id for m in first.messages]
+    first.messages[2] = AIMessage(content="edited by the caller", id="x")  # the ends stay
+    assert [m.id for m in session.view().messages] == ids
+    again = session.view()
+    again.messages.insert(1, AIMessage(content="inserted", id="y"))
+    again.messages.pop(3)  # same length, same ends
+    assert [m.id for m in session.view().messages] == ids
