@@ -218,3 +218,28 @@ def test_a_view_list_edited_in_its_middle_does_not_reach_the_next_view() -> None
     again.messages.insert(1, AIMessage(content="inserted", id="y"))
     again.messages.pop(3)  # same length, same ends
     assert [m.id for m in session.view().messages] == ids
+
+
+def test_a_merge_keeps_both_writers_nested_metadata_and_my_deletions(make_store: Any) -> None:
+    """Metadata merges like the memo, key by key at any depth: their new nested key survives my
+    edit of another key of the same dict, and a key I removed that they left alone stays removed
+    (a key both changed: mine, as before)."""
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.metadata.update({"owner": {"name": "ada", "team": "core"}, "old": 1, "both": 0})
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    manager.save(session)
+    other = SessionManager(make_store())
+    theirs = other.get("k")
+    assert theirs is not None
+    theirs.metadata["owner"]["email"] = "ada@example.org"  # a nested key of theirs
+    theirs.metadata["both"] = "theirs"
+    theirs.append_message(HumanMessage(content="theirs", id="o1"))
+    other.save(theirs)
+    session.metadata["owner"]["team"] = "infra"  # mine: another key of the same dict
+    del session.metadata["old"]
+    session.metadata["both"] = "mine"
+    session.append_message(HumanMessage(content="mine", id="h2"))
+    manager.save(session)
+    expected = {"owner": {"name": "ada", "team": "infra", "email": "ada@example.org"}, "both": "mine"}
+    assert stored(make_store).metadata == expected and session.metadata == expected
