@@ -156,9 +156,9 @@ class SessionManager:
     def save(self, session: Session, *, durable: bool = True) -> None:
         """Persist a session: append its new messages, replace its state. O(new messages).
 
-        A session with no change since its last save is not written again. Edits the
-        session cannot see (``session.metadata[...] = ...`` alone) are saved with the next
-        change, or at once after ``session.touch()``. ``durable=False``: written (it survives
+        A session with no change since its last save is not written again. Edits in place
+        of the memo, settings and metadata (at any depth) are changes: seen by content when
+        the save reads ``session.revision``. ``durable=False``: written (it survives
         the process) but not flushed to disk yet where the store can defer that (JSONL: no
         fsync; the next durable save flushes it); other stores write as always.
         """
