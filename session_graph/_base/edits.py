@@ -4,8 +4,9 @@ A user may write ``session.memo["x"] = ...`` or ``session.memo["facts"].append(.
 runs at that moment. ``EditWatch`` notices such an edit when the session's revision is next read
 (a save, a view): each watched value is held with its fingerprint (its JSON, or its ``repr`` when
 it is not JSON), and a value that is another object, or the same object with other content, is a
-change. Reading costs one encoding of the memo (and of the metadata when a store asks): the memo
-is the small structured memory, so this is microseconds, and the per-append path never reads it.
+change. Reading costs one encoding of the memo (and of the metadata when a store asks): about
+100 us for a 100 KB memo, so a save reads it once (``session_append``, ``session_save``) and
+every ``view()`` once; ``append_message`` never reads it.
 Settings are replaced whole by every ``SessionSettings.set`` (its data dict is a new object), so
 their identity is enough.
 """

@@ -17,6 +17,7 @@ them, each handing over the manager as a declared ``Protocol``. Imports of other
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 import logging
 import os
@@ -158,9 +159,9 @@ class SessionManager:
     def save(self, session: Session, *, durable: bool = True) -> None:
         """Persist a session: append its new messages, replace its state. O(new messages).
 
-        A session with no change since its last save is not written again. Edits the
-        session cannot see (``session.metadata[...] = ...`` alone) are saved with the next
-        change, or at once after ``session.touch()``. ``durable=False``: written (it survives
+        A session with no change since its last save is not written again. Edits in place
+        of the memo, settings and metadata (at any depth) are changes: seen by content when
+        the save reads ``session.revision``. ``durable=False``: written (it survives
         the process) but not flushed to disk yet where the store can defer that (JSONL: no
         fsync; the next durable save flushes it); other stores write as always.
         """
@@ -303,6 +304,20 @@ class SessionManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()  # a store's connection pool is never left to the garbage collector
+
+    async def __aenter__(self) -> SessionManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Async twin of ``close`` (``async with SessionManager(...) as manager:`` awaits it)."""
+        closing = getattr(self.store, "aclose", None)
+        if closing is not None:
+            await closing()
+        else:  # a user's store with only the sync method
+            await asyncio.to_thread(self.store.close)
 
     async def __aenter__(self) -> SessionManager:
         return self

@@ -16,7 +16,7 @@ by message id, never by position:
 - fold records (a back-off, a refused compression): mine if only I changed them since the
   base, else theirs;
 - settings: mine if I changed them since the base, else theirs; metadata: theirs updated
-  with the keys I changed.
+  with the keys I set, changed or removed, nested dicts key by key (a key both changed: mine).
 """
 
 from __future__ import annotations
@@ -96,9 +96,11 @@ def base_document(state: SessionState, document: dict[str, Any], count: int | No
     }
 
 
-def edits_on(base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+def edits_on(base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any], *, mine_wins: bool = False
+             ) -> dict[str, Any]:
     """``theirs`` with my changes since ``base`` key by key (a key I set, changed or removed that
-    they left as it was; nested dicts likewise); a key both changed keeps theirs."""
+    they left as it was; nested dicts likewise); a key both changed keeps theirs (mine when
+    ``mine_wins``: the metadata's rule)."""
     out = dict(theirs)
     for key in [*mine, *(k for k in base if k not in mine)]:
         was, now = base.get(key, _MISSING), mine.get(key, _MISSING)
@@ -111,7 +113,12 @@ def edits_on(base: dict[str, Any], mine: dict[str, Any], theirs: dict[str, Any])
             else:
                 out[key] = now
         elif isinstance(was, dict) and isinstance(now, dict) and isinstance(other, dict):
-            out[key] = edits_on(was, now, other)
+            out[key] = edits_on(was, now, other, mine_wins=mine_wins)
+        elif mine_wins:
+            if now is _MISSING:
+                out.pop(key, None)
+            else:
+                out[key] = now
     return out
 
 
@@ -285,7 +292,7 @@ class Merged:
         theirs: the stored state (the snapshot decoded).
         state: the merged state.
         unsaved: my messages the store does not hold (to append).
-        metadata: theirs, updated with the keys I changed since the base.
+        metadata: theirs, updated with the keys I changed since the base (nested dicts key by key).
         arrived: arrival times of the stored records, by message id.
         stored: the merged history's positions by id (``in``: whether an id is in it; window
             messages outside it are kept inline).
@@ -322,9 +329,8 @@ def merge_snapshot(base: dict[str, Any], session: Session, snapshot: Snapshot, h
     theirs_count = len(theirs.full_chat_history)
     merged, unsaved, dropped_fold, order = merge_states(base, stored_count, session.state, theirs, held,
                                                         session._ledger.position, own_theirs=True)
-    base_metadata = base.get("metadata") or {}
-    mine = {k: v for k, v in session.metadata.items() if base_metadata.get(k, _MISSING) != v}
-    return Merged(theirs, merged, unsaved, {**metadata, **mine}, arrived, order, dropped_fold, theirs_count)
+    metadata = edits_on(base.get("metadata") or {}, session.metadata, metadata, mine_wins=True)  # nested and removed keys too
+    return Merged(theirs, merged, unsaved, metadata, arrived, order, dropped_fold, theirs_count)
 
 
 def adopt(session: Session, result: Merged, late: Sequence[BaseMessage] = ()) -> None:

@@ -29,7 +29,7 @@ from session_graph._base.forks import renew_after_fork
 from session_graph._base.gc import paused_gc
 from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
-from session_graph.errors import ConfigurationError, StoreError
+from session_graph.errors import ConfigurationError, MessageError, StoreError
 from session_graph.resize.history import is_loaded, prefix
 from session_graph.resize.trace import saved_trace
 from session_graph.retrieval.messages import bind_store
@@ -52,6 +52,16 @@ class Entry:
     revision: int  # session.revision at that time
     created_at: str
     base: dict[str, Any]  # the state document we last read or wrote (what a merge starts from)
+
+
+def _saved(entry: Entry) -> bool:
+    """Whether ``entry``'s session has no change since its save. One whose history was edited in
+    place (reading its revision refuses it) counts as unsaved: kept, and refused only to its own
+    save or view, never to another session's step that evicts."""
+    try:
+        return entry.session.revision == entry.revision
+    except MessageError:
+        return False
 
 
 class SessionCache:
@@ -107,8 +117,7 @@ class SessionCache:
             self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
-                victim = next((k for k, e in self._entries.items()
-                               if e.session.revision == e.revision and k not in self._held), None)
+                victim = next((k for k, e in self._entries.items() if _saved(e) and k not in self._held), None)
                 if victim is None or victim == key:
                     break  # every other entry has unsaved changes or is in use: keep them rather than lose work
                 del self._entries[victim]

@@ -44,11 +44,12 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
                 "and save that object, so nothing stored is overwritten."
             )
         entry = Entry(session, 0, 0, -1, utc_now(), {})
-    if entry.version and entry.revision == session.revision and not session.cleared:
-        return  # nothing changed since the last save (metadata edits: bump session.revision)
-    if (yield from append_flow(manager, entry, session, durable)):
+    revision = session.revision  # read once: each read compares the memo and metadata by content
+    if entry.version and entry.revision == revision and not session.cleared:
+        return  # nothing changed since the last save
+    if (yield from append_flow(manager, entry, session, durable, revision)):
         return  # it only gained messages: appended at their cost (session_append)
-    for _ in range(MAX_MERGES):
+    for attempt in range(MAX_MERGES):
         history = session.full_chat_history
         count = len(history)
         reset = session.cleared
@@ -56,7 +57,7 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
         now = utc_now()
         records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
         state = session_state(session, entry.created_at, now)
-        revision = session.revision
+        revision = session.revision if attempt else revision  # as read above on the first try (an edit since: the next save)
         held = min(entry.persisted, count)  # what the store holds of it (a merge builds on them, never copies them)
         merged: list[Merged] = []
         seen: list[StoredSession] = []

@@ -64,3 +64,23 @@ def test_with_closes_the_store_and_the_manager(tmp_path: Path, kind: str) -> Non
 
     asyncio.run(main())
     assert open_descriptors() == before and len(kept) == 3
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_async_with_closes_the_manager(tmp_path: Path, kind: str) -> None:
+    """``async with SessionManager(...)`` (README: ``async with`` too) closes its store like ``with``."""
+    make = STORES[kind]
+    gc.collect()
+    before = open_descriptors()
+
+    async def main() -> SessionManager:
+        async with SessionManager(make(tmp_path)) as manager:
+            session = await manager.aget_or_create("k")
+            session.append_message({"role": "user", "content": "hi"})
+            await manager.asave(session)
+        return manager
+
+    kept = asyncio.run(main())
+    assert open_descriptors() == before
+    with SessionManager(make(tmp_path)) as again:
+        assert again.get("k") is not None and kept is not again

@@ -3,6 +3,7 @@ revision, so a save writes it, a merge with another writer keeps it and the view
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,118 @@ def test_a_view_list_edited_by_its_caller_does_not_reach_the_next_view() -> None
     again = session.view()
     again.messages[-1] = AIMessage(content="replaced by the caller", id="y")
     assert [m.id for m in session.view().messages] == ["h1"]
+
+
+def test_a_save_compares_the_memo_and_metadata_once(make_store: Any, monkeypatch: Any) -> None:
+    """Each read of ``revision`` encodes the memo and the metadata (a 100 KB memo: ~100 us each):
+    the per-turn save (sync at once, async through its flow) reads it once, not once per check."""
+    from session_graph._base import edits
+
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.memo["facts"] = [f"fact {n}" for n in range(50)]
+    session.append_message(HumanMessage(content="hi", id="h0"))
+    manager.save(session)
+    encoded: list[Any] = []
+    real = edits.fingerprint
+    monkeypatch.setattr(edits, "fingerprint", lambda value: encoded.append(value) or real(value))
+    for n in range(1, 4):
+        session.append_message(HumanMessage(content=f"q{n}", id=f"h{n}"))
+        encoded.clear()
+        manager.save(session)
+        assert sum(value is session.memo for value in encoded) == 1
+    session.append_message(HumanMessage(content="async", id="h9"))
+    encoded.clear()
+    asyncio.run(manager.asave(session))
+    assert sum(value is session.memo for value in encoded) == 1
+    assert [m.id for m in stored(make_store).full_chat_history] == ["h0", "h1", "h2", "h3", "h9"]
+
+
+@pytest.mark.parametrize("which", ["full_chat_history", "current_chat_history"])
+def test_a_last_message_replaced_in_place_is_refused_not_silently_unsaved(make_store: Any, which: str) -> None:
+    """Replacing a history's last message (or popping it and appending another) keeps its length:
+    refused like any list edit, not a save that skips it while the view shows it."""
+    from session_graph.errors import MessageError
+
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    session.append_message(AIMessage(content="wrong answer", id="a1"))
+    manager.save(session)
+    history = getattr(session, which)
+    original = history[-1]
+    history[-1] = AIMessage(content="fixed answer", id="a1")
+    with pytest.raises(MessageError, match="last message replaced"):
+        manager.save(session)
+    with pytest.raises(MessageError, match="edited in place"):
+        session.view()
+    history.pop()
+    history.append(AIMessage(content="another", id="a2"))
+    with pytest.raises(MessageError, match="append_message"):
+        manager.save(session)
+    history[-1] = original  # put back: the session works again, nothing stored was touched
+    manager.save(session)
+    assert [m.content for m in stored(make_store).full_chat_history] == ["hi", "wrong answer"]
+
+
+def test_a_session_edited_wrongly_does_not_break_the_managers_other_sessions(make_store: Any) -> None:
+    """The cache's eviction reads each cached session's revision: one whose history was edited in
+    place (its own save and view refuse it) must not make every other session's get and save fail."""
+    from session_graph.errors import MessageError
+
+    manager = SessionManager(make_store(), cache_size=2)
+    bad = manager.get_or_create("bad")
+    bad.append_message(HumanMessage(content="hi", id="b1"))
+    manager.save(bad)
+    bad.full_chat_history.append(HumanMessage(content="sneaked in", id="b2"))  # not through append_message
+    for n in range(3):  # the cache is full: each new session's remember looks for an entry to evict
+        other = manager.get_or_create(f"k{n}")
+        other.append_message(HumanMessage(content="fine", id=f"m{n}"))
+        manager.save(other)
+        assert [m.id for m in SessionManager(make_store()).get(f"k{n}").full_chat_history] == [f"m{n}"]  # type: ignore[union-attr]
+    with pytest.raises(MessageError, match="bad"):
+        manager.save(bad)  # still refused, by name, to its own caller
+
+
+def test_a_view_list_edited_in_its_middle_does_not_reach_the_next_view() -> None:
+    """A caller that replaces a middle message of ``view().messages`` (say, a redaction of its own)
+    must not have that edit handed to the next model call: the view's own messages come back."""
+    from session_graph import Session
+
+    session = Session()
+    for n in range(3):
+        session.append_message(HumanMessage(content=f"q{n}", id=f"h{n}"))
+        session.append_message(AIMessage(content=f"a{n}", id=f"a{n}"))
+    first = session.view()
+    ids = [m.id for m in first.messages]
+    first.messages[2] = AIMessage(content="edited by the caller", id="x")  # the ends stay
+    assert [m.id for m in session.view().messages] == ids
+    again = session.view()
+    again.messages.insert(1, AIMessage(content="inserted", id="y"))
+    again.messages.pop(3)  # same length, same ends
+    assert [m.id for m in session.view().messages] == ids
+
+
+def test_a_merge_keeps_both_writers_nested_metadata_and_my_deletions(make_store: Any) -> None:
+    """Metadata merges like the memo, key by key at any depth: their new nested key survives my
+    edit of another key of the same dict, and a key I removed that they left alone stays removed
+    (a key both changed: mine, as before)."""
+    manager = SessionManager(make_store())
+    session = manager.get_or_create("k")
+    session.metadata.update({"owner": {"name": "ada", "team": "core"}, "old": 1, "both": 0})
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    manager.save(session)
+    other = SessionManager(make_store())
+    theirs = other.get("k")
+    assert theirs is not None
+    theirs.metadata["owner"]["email"] = "ada@example.org"  # a nested key of theirs
+    theirs.metadata["both"] = "theirs"
+    theirs.append_message(HumanMessage(content="theirs", id="o1"))
+    other.save(theirs)
+    session.metadata["owner"]["team"] = "infra"  # mine: another key of the same dict
+    del session.metadata["old"]
+    session.metadata["both"] = "mine"
+    session.append_message(HumanMessage(content="mine", id="h2"))
+    manager.save(session)
+    expected = {"owner": {"name": "ada", "team": "infra", "email": "ada@example.org"}, "both": "mine"}
+    assert stored(make_store).metadata == expected and session.metadata == expected
