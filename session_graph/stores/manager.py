@@ -263,8 +263,6 @@ class SessionManager:
 
     async def asearch(self, query: str, k: int = 10, **options: Any) -> list[SearchHit]:
         """Async twin of ``search`` (run in a worker thread, so the event loop never waits on the index)."""
-        import asyncio
-
         return await asyncio.to_thread(self.search, query, k, **options)
 
     def search_sessions(self, query: str, k: int = 5, *, options: Any = None, **settings: Any) -> list[tuple[str, float]]:
@@ -304,20 +302,6 @@ class SessionManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()  # a store's connection pool is never left to the garbage collector
-
-    async def __aenter__(self) -> SessionManager:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Async twin of ``close`` (``async with SessionManager(...) as manager:`` awaits it)."""
-        closing = getattr(self.store, "aclose", None)
-        if closing is not None:
-            await closing()
-        else:  # a user's store with only the sync method
-            await asyncio.to_thread(self.store.close)
 
     async def __aenter__(self) -> SessionManager:
         return self
