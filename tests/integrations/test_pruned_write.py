@@ -4,6 +4,7 @@ even when every model call prunes. Anything else a resize does is written at onc
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from agents_util import lookup, model
@@ -105,3 +106,38 @@ def test_only_a_prune_counts_as_one() -> None:
     state.memo_cursor = 0
     state.current_chat_history = [*state.current_chat_history[:-1], AIMessage(content="other")]
     assert not only_pruned(session, before)  # not the same messages
+
+
+def test_async_turns_that_prune_write_twice_too(tmp_path: Path, monkeypatch) -> None:
+    manager = SessionManager(tmp_path)
+    manager.session_factory = lambda key: Session(key).use_lite(messages=2)
+    writes: list[bool] = []
+    real = manager.asave
+
+    async def counted(session, *, durable: bool = True) -> None:
+        before = manager.store.version(manager.tenant, session.id)
+        await real(session, durable=durable)
+        if manager.store.version(manager.tenant, session.id) != before:
+            writes.append(durable)
+
+    manager.asave = counted  # type: ignore[method-assign]
+    resizes = counted_resizes(monkeypatch)
+    real_async = Session.async_resize
+
+    async def async_resize(self, force=False):
+        resizes.append(len(self.current_chat_history))
+        return await real_async(self, force)
+
+    monkeypatch.setattr(Session, "async_resize", async_resize)
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(manager=manager)])
+    config = {"configurable": {"thread_id": "t1"}}
+    for turn in range(4):
+        del writes[:], resizes[:]
+        asyncio.run(agent.ainvoke({"messages": [HumanMessage(content=f"question {turn}")]}, config))
+        if turn:
+            assert len(resizes) == 2, f"turn {turn}: {resizes}"
+        assert writes == [True, False], f"turn {turn}: {writes}"
+    live = manager.get("t1")
+    stored = SessionManager(tmp_path).get("t1")
+    assert [m.id for m in stored.current_chat_history] == [m.id for m in live.current_chat_history]
+    assert [m.id for m in stored.full_chat_history] == [m.id for m in live.full_chat_history]
