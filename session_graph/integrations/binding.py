@@ -31,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
 from session_graph.errors import ConfigurationError, MemoUpdateError
+from session_graph.integrations.pruned import before_resize, only_pruned
 from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
 from session_graph.stores.manager import SessionManager
@@ -194,8 +195,8 @@ class SessionBinding:
 
         ``save``: True saves whenever something changed; an int ``n`` saves only when a resize
         ran or more than ``n`` messages are not stored yet (the caller's state still holds its
-        newest ``n``); False never saves. ``durable=False``: the save is written but not flushed
-        to disk where the store can defer that (see ``SessionManager.save``). ``session``: the
+        newest ``n``; for ``n`` > 0 a lite prune then waits for the next write: ``pruned.py``);
+        False never saves. ``durable=False``: the save is written but not flushed to disk where the store can defer that (see ``SessionManager.save``). ``session``: the
         one an earlier step of this run returned, used as is while the manager still caches it
         (no look-up in the store; a save merges what another process wrote meanwhile).
         """
@@ -282,8 +283,9 @@ class SessionBinding:
             if self._shared_fold(session):  # another process may fold this session now: one fold, under its lease
                 resized = bool((yield _Op("fold", key)))  # the same session object, merged in place
             else:
-                yield _Op("resize", session)
-                resized = True
+                held = before_resize(session) if self.manager is not None and type(save) is int and save > 0 else None
+                yield _Op("resize", session)  # a prune with the unsaved messages still held: the next write carries it
+                resized = held is None or self.manager.unsaved(session) > save or not only_pruned(session, held)  # type: ignore[union-attr,operator]
         if self.manager is not None and save is not False:
             needed = save is True or resized or self.manager.unsaved(session) > int(save)
             if needed:

@@ -281,7 +281,8 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
       the process; the next turn's durable save makes it durable against a power loss too;
     - when a reply calls tools: a write without fsync only if the cut that follows would drop
       a message not stored yet (more unsaved than the reply: a model call after tool results);
-    - before a later model call of the turn: no write unless a resize ran (``save`` = the
+    - before a later model call of the turn: no write unless a resize did more than a lite
+      prune (``integrations/pruned.py``: the next write carries a prune; ``save`` = the
       state's length: every unsaved message, the tool call and its results, is still in the
       agent's state, so in its checkpoint, as in a stock agent's; the reply's write above
       stores them before the cut drops them). A one-tool turn thus writes twice: the input

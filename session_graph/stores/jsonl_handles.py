@@ -8,7 +8,8 @@ trusted blindly:
 
 - the lock: ``flock`` belongs to an open file, so two threads of this process on one held file
   would both get it; a per-file mutex makes them take turns first. Once locked, the held file is
-  checked to still be the one at the path (``fstat`` against ``stat``: a lock file removed and
+  checked to still be the one at the path (its inode, read by ``fstat`` when it was opened,
+  against a ``stat`` of the path: a lock file removed and
   made again by another process is another file, whose lock the others take); if not, it is
   opened again. A process forked from this one opens its own (the parent's would share locks):
   right after a fork the child drops what it inherited and gets new mutexes
@@ -59,11 +60,12 @@ def log_status(path: Path) -> tuple[int, tuple[int, int] | None]:
 class Held:
     """One session's held files: its lock file (and the mutex in front of it) and its log."""
 
-    __slots__ = ("closed", "lock", "log", "log_inode", "mutex", "pid")
+    __slots__ = ("closed", "lock", "lock_inode", "log", "log_inode", "mutex", "pid")
 
     def __init__(self) -> None:
         self.mutex = threading.Lock()
         self.lock: Any = None
+        self.lock_inode: tuple[int, int] | None = None  # the held lock file's, read once: an open file keeps its inode
         self.log: int | None = None
         self.log_inode: tuple[int, int] | None = None
         self.closed = False
@@ -179,10 +181,12 @@ class HeldFiles:
                         entry.lock = open(path, "ab")  # noqa: SIM115
                 except OSError as error:
                     raise StoreError(f"cannot lock session {key!r} in {root}: {error}") from error
+                held = os.fstat(entry.lock.fileno())
+                entry.lock_inode = (held.st_dev, held.st_ino)
             lock_file(entry.lock)
             try:
-                held, there = os.fstat(entry.lock.fileno()), os.stat(path)
-                if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+                there = os.stat(path)
+                if entry.lock_inode == (there.st_dev, there.st_ino):
                     return
             except FileNotFoundError:
                 pass

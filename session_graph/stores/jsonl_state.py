@@ -72,6 +72,19 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+_KEYS: dict[str, bytes] = {}
+
+
+def _key(name: str) -> bytes:
+    """``dumps(name) + b":"``, made once per field name (a state line names the same few fields)."""
+    key = _KEYS.get(name)
+    if key is None:
+        key = dumps(name) + b":"
+        if len(_KEYS) < 256:  # the document's top-level names: a handful
+            _KEYS[name] = key
+    return key
+
+
 def is_state_line(line: bytes) -> bool:
     """Whether a log line is a state line (not a message record)."""
     return line.startswith(STATE_PREFIX)
@@ -222,7 +235,7 @@ def state_line(new: Written, old: Written | None, changed: Iterable[str] | None 
         for name in changed:
             value = fields.get(name)
             if value is not None and name not in _LOCAL and name != "window" and old.fields.get(name) != value:
-                parts.append(dumps(name) + b":" + value)
+                parts.append(_key(name) + value)
         if window is not None and (window[0] or window[1]):
             parts.append(b'"window+":' + dumps(window))
         if trace is not None and trace["rows"]:

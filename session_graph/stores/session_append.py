@@ -90,10 +90,11 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
     now = utc_now()
     fields: dict[str, Any] = {"updated_at": now, "turns": state.turns}
     dropped = len(stored) - kept
-    if any(m.id != i for m, i in zip(window[:kept], stored[dropped:], strict=True)):
+    ids = [m.id for m in window[:kept]]  # one pass, compared in C: the window is checked on every save
+    if ids != stored[dropped:]:
         return None  # the window is not the stored one without its first ids and with the new messages
     pruned = revision - entry.revision != gained or dropped  # more than appends: a prune, or nothing it can append
-    if pruned and (not (dropped or gained) or not _only_pruned(session, base, window[:kept], fields, entry.persisted if gained else len(history))):
+    if pruned and (not (dropped or gained) or not _only_pruned(session, base, ids, fields, entry.persisted if gained else len(history))):
         return None
     expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
     records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
@@ -111,15 +112,15 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
 
 def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields: dict[str, Any], after: int) -> bool:
     """Whether the session changed since ``base`` (the document it last saved) only as a lite
-    prune does: its window's messages before the new ones (``kept``: the stored window without
-    its first ones) are all in the history (nothing inline), and the memo's cursor, the
+    prune does: its window's messages before the new ones (``kept``: their ids, the stored window
+    without its first ones) are all in the history (nothing inline), and the memo's cursor, the
     settings, the fold records and the commit ledger are as stored (the metadata the store
     compares itself; the memo goes with the state line). Adds what the prune changed to ``fields`` (``after``: the first
     position of the new messages, or the history's length)."""
-    state, index_of = session.state, session._ledger.index_of
+    state, position = session.state, session._ledger.position
     if base.get("inline"):
         return False
-    positions = [index_of(m) for m in kept]
+    positions = [position(i or "") for i in kept]  # as ``index_of`` places a message
     if None in positions:
         return False
     ledger = commit_fields(state)

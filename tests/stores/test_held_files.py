@@ -175,3 +175,31 @@ def test_where_an_open_file_cannot_be_removed_no_log_stays_open_between_saves(
     open_now = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")}
     assert str(log) not in open_now and str(lock) in open_now
     assert [m.content for m in SessionManager(tmp_path).get("k").full_chat_history] == ["one", "two"]
+
+
+def test_an_append_save_stats_the_lock_path_once_and_never_the_held_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held lock file's inode is read once, when it is opened (an open file keeps its inode):
+    a save compares it with one ``stat`` of the path, no ``fstat``. Made again behind the store's
+    back, the file at the path is still the one locked (the test above), and read again here."""
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "one")
+    turn(manager, "two")
+    _, lock = files(tmp_path)
+    calls: list[tuple[str, str]] = []
+    for name in ("stat", "fstat"):
+        real = getattr(os, name)
+
+        def counted(target, *args, real=real, name=name, **kwargs):
+            calls.append((name, str(target)))
+            return real(target, *args, **kwargs)
+
+        monkeypatch.setattr(os, name, counted)
+    turn(manager, "three")
+    assert [c for c in calls if c[0] == "fstat"] == []
+    assert calls.count(("stat", str(lock))) == 1
+    lock.unlink()
+    del calls[:]
+    turn(manager, "four")  # a new lock file: opened, its inode read once
+    assert len([c for c in calls if c[0] == "fstat"]) == 1
+    monkeypatch.undo()
+    assert [m.content for m in SessionManager(tmp_path).get("k").full_chat_history] == ["one", "two", "three", "four"]
