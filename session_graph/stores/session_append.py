@@ -36,10 +36,10 @@ __all__ = ["append_flow", "appended"]
 _COMMIT = ("archived_through", "usage", "archives")
 
 
-def append_flow(manager: Owner, entry: Entry, session: Session, durable: bool) -> Generator[Call | Blocking, Any, bool]:
+def append_flow(manager: Owner, entry: Entry, session: Session, durable: bool, revision: int) -> Generator[Call | Blocking, Any, bool]:
     """Save ``session`` (``entry``'s, stored before) by appending what it gained; False when it
     cannot (nothing written: the caller saves in full)."""
-    plan = _plan(manager, entry, session)
+    plan = _plan(manager, entry, session, revision)
     if plan is None:
         return False
     append, records, expect, done = plan
@@ -53,18 +53,20 @@ def appended(manager: Owner, session: Session, durable: bool) -> bool:
     appended at their cost (True); False when it needs ``save_flow`` (not saved yet, another
     writer, anything else), nothing written."""
     entry = manager.cache.get(session.id)
-    if entry is None or entry.session is not session or not entry.version or session.cleared:
-        return False
-    if entry.revision == session.revision:
+    if (entry is None or entry.session is not session or not entry.version or session.cleared
+            or getattr(manager.store, "append_messages", None) is None):
+        return False  # save_flow reads the revision itself
+    revision = session.revision  # one read: each encodes the memo and metadata (an edit in place is seen so)
+    if entry.revision == revision:
         return True  # nothing changed since the last save
-    plan = _plan(manager, entry, session)
+    plan = _plan(manager, entry, session, revision)
     if plan is None:
         return False
     append, records, expect, done = plan
     return done(append(manager.tenant, session.id, records, expect, sync=durable))
 
 
-def _plan(manager: Owner, entry: Entry, session: Session) -> tuple[Any, list[dict[str, Any]], Appending, Any] | None:
+def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tuple[Any, list[dict[str, Any]], Appending, Any] | None:
     """What an append save writes: the store's method, the records, the state it expects, and
     what takes the store's answer (the new version, or None: nothing written) and returns
     whether it saved. None when the session changed otherwise (a full save)."""
@@ -87,12 +89,11 @@ def _plan(manager: Owner, entry: Entry, session: Session) -> tuple[Any, list[dic
     dropped = len(stored) - kept
     if any(m.id != i for m, i in zip(window[:kept], stored[dropped:], strict=True)):
         return None  # the window is not the stored one without its first ids and with the new messages
-    pruned = session.revision - entry.revision != gained or dropped  # more than appends: a prune, or nothing it can append
+    pruned = revision - entry.revision != gained or dropped  # more than appends: a prune, or nothing it can append
     if pruned and (not (dropped or gained) or not _only_pruned(session, base, window[:kept], fields, entry.persisted if gained else len(history))):
         return None
     expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
     records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
-    revision = session.revision
 
     def done(version: int | None) -> bool:
         if version is None:

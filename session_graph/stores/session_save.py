@@ -44,19 +44,20 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
                 "and save that object, so nothing stored is overwritten."
             )
         entry = Entry(session, 0, 0, -1, utc_now(), {})
-    if entry.version and entry.revision == session.revision and not session.cleared:
+    revision = session.revision  # read once (each read encodes the memo and metadata); a later edit only saves again
+    if entry.version and entry.revision == revision and not session.cleared:
         return  # nothing changed since the last save (metadata edits: bump session.revision)
-    if (yield from append_flow(manager, entry, session, durable)):
+    if (yield from append_flow(manager, entry, session, durable, revision)):
         return  # it only gained messages: appended at their cost (session_append)
-    for _ in range(MAX_MERGES):
+    for attempt in range(MAX_MERGES):
         history = session.full_chat_history
         count = len(history)
         reset = session.cleared
         new = list(history) if reset else history[entry.persisted :]  # a lazy history's middle stays in the store
         now = utc_now()
         records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
+        revision = session.revision if attempt else revision  # read before the state is taken
         state = session_state(session, entry.created_at, now)
-        revision = session.revision
         held = min(entry.persisted, count)  # what the store holds of it (a merge builds on them, never copies them)
         merged: list[Merged] = []
         seen: list[StoredSession] = []
