@@ -195,7 +195,12 @@ def instrument(modules: dict[str, Any], spent: dict[str, float]) -> None:
         setattr(middleware, attr, hook)
 
 
-def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: Path) -> None:
+def memo_of(chars: int) -> dict[str, Any]:
+    """A structured memo of about ``chars`` characters: facts of ~100 characters each."""
+    return {"facts": [f"fact {i}: " + "detail " * 13 for i in range(chars // 100)]} if chars else {}
+
+
+def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: Path, memo_chars: int = 0) -> None:
     runs: dict[str, tuple[Any, Any, dict[str, Any] | None]] = {}
     spent: dict[str, dict[str, float]] = {}
     for name, root in trees.items():
@@ -210,6 +215,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         for message in history(size):
             session.append_message(message)
         session.resize()
+        session.memo.update(memo_of(memo_chars))  # the memo every revision read fingerprints (an edit in place is seen by content)
         manager.save(session)
         agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[integrations.SessionMiddleware(manager=manager)],
                              system_prompt=PROMPT)
@@ -352,12 +358,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--memo-chars", type=int, default=0, help="a memo of about this many characters (facts of ~100)")
     parser.add_argument("--baseline", help="another checkout's root (the directory holding its session_graph/)")
     args = parser.parse_args()
     trees = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            measure(trees, size, args.rounds, args.batch, Path(tmp))
+            measure(trees, size, args.rounds, args.batch, Path(tmp), args.memo_chars)
 
 
 if __name__ == "__main__":

@@ -287,10 +287,18 @@ class SessionBinding:
                 yield _Op("resize", session)  # a prune with the unsaved messages still held: the next write carries it
                 resized = held is None or self.manager.unsaved(session) > save or not only_pruned(session, held)  # type: ignore[union-attr,operator]
         if self.manager is not None and save is not False:
-            needed = save is True or resized or self.manager.unsaved(session) > int(save)
+            unsaved = self.manager.unsaved(session)
+            needed = save is True or resized or unsaved > int(save) or self._edited(session, unsaved)
             if needed:
                 yield _Op("save" if durable else "write", session)
         return session
+
+    def _edited(self, session: Session, unsaved: int) -> bool:
+        """Whether ``session`` changed since its last save beyond its ``unsaved`` new messages (a
+        memo or metadata a tool edited in place mid-turn): the agent's state holds the messages,
+        nothing holds that edit but the store."""
+        entry = self.manager.cache.get(session.id)  # type: ignore[union-attr]
+        return entry is not None and entry.session is session and session.revision - entry.revision > unsaved
 
     def _shared_fold(self, session: Session) -> bool:
         """Whether a resize of ``session`` folds under the store's fold lease: it calls a memo or
