@@ -19,9 +19,10 @@ never separated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from session_graph.accounting.pairs import keep_calls
 from session_graph.accounting.window import BOUNDARY_ROLES, unit_starts
 
 __all__ = ["BudgetPlan", "PrunePlan", "plan_budget", "plan_chunks", "plan_prune", "window_room"]
@@ -97,6 +98,8 @@ def plan_prune(
     full_chars: int = 0,
     full_tokens: int = 0,
     full_messages: int = 0,
+    calls: Callable[[int], Sequence[str]] | None = None,
+    answer: Callable[[int], str | None] | None = None,
 ) -> PrunePlan:
     """Keep the newest whole units that fit the limits, starting at a turn where it can.
 
@@ -112,6 +115,9 @@ def plan_prune(
         full_chars: the full char limit the headroom is taken from (0: same as ``chars``).
         full_tokens: the full token room the headroom is taken from (0: same as ``max_tokens``).
         full_messages: the full message limit ``messages`` is taken from (0: same as ``messages``).
+        calls, answer: the tool call ids message ``i`` makes and the one it answers; given, a
+            result stored late (after another run's turn) is never kept without its call
+            (``pairs.keep_calls`` moves the cut back to the call).
 
     The newest unit is always kept, even when it alone breaks a limit. The headroom cut is
     moved forward to the next turn (user or system message) so the window opens on a turn.
@@ -153,6 +159,8 @@ def plan_prune(
         keep_from = pinned_from  # type: ignore[assignment]
         while keep_from > 0 and roles[keep_from] == "tool":  # keep the call with its results
             keep_from -= 1
+    if calls is not None and answer is not None:
+        keep_from = keep_calls(keep_from, n, calls, answer)
     kept = sizes[keep_from:]
     return PrunePlan(keep_from, sum(kept), len(kept), pinned)
 

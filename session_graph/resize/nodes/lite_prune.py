@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
@@ -13,6 +14,18 @@ from session_graph.messages import role_of
 from session_graph.resize.ledger import system_prompt
 from session_graph.resize.prune_walk import walk_prune
 from session_graph.resize.state import ResizeContext, SessionState
+
+
+def _ids(window: list[Any], skip: int) -> tuple[Any, Any]:
+    """The call ids message ``i`` makes and the one it answers (``pairs.keep_calls``' readers)."""
+    def calls(i: int) -> list[str]:
+        return [c["id"] for c in getattr(window[i + skip], "tool_calls", None) or () if c.get("id")]
+
+    def answer(i: int) -> str | None:
+        message = window[i + skip]
+        return message.tool_call_id if isinstance(message, ToolMessage) else None
+
+    return calls, answer
 
 
 def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) -> PrunePlan:
@@ -54,6 +67,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
                 break
         else:
             pinned_from = len(window) if window else None
+    calls, answer = _ids(window, 0)
     plan = plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
@@ -66,6 +80,8 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         full_chars=limits.chars,
         full_tokens=full_room,
         full_messages=limits.messages,
+        calls=calls,
+        answer=answer,
     )
     return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 
@@ -83,11 +99,12 @@ def _walk(window: list[Any], skip: int, totals: Any, system_tokens: int, ctx: Re
         return ctx.tokens(window[i + skip])
 
     system_chars = ctx.size(window[0]) if skip else 0
+    calls, answer = _ids(window, skip)
     plan = walk_prune(
         len(window) - skip, role, size, tokens if full_room else None,
         totals.chars - system_chars, totals.tokens - system_tokens if full_room else 0,
         chars=limits.prune_chars, messages=limits.prune_messages, max_tokens=head_room, keep_turn=bool(full_room),
-        full_chars=limits.chars, full_tokens=full_room,
+        full_chars=limits.chars, full_tokens=full_room, calls=calls, answer=answer,
     )
     return None if plan is None else PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 
