@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from session_graph.accounting.pairs import keep_calls
+from session_graph.accounting.pairs import call_reach, keep_calls
 from session_graph.accounting.window import BOUNDARY_ROLES, unit_starts
 
 __all__ = ["BudgetPlan", "PrunePlan", "plan_budget", "plan_chunks", "plan_prune", "window_room"]
@@ -165,12 +165,20 @@ def plan_prune(
     return PrunePlan(keep_from, sum(kept), len(kept), pinned)
 
 
-def plan_chunks(roles: Sequence[str], sizes: Sequence[int], max_size: int) -> list[tuple[int, int]]:
+def plan_chunks(
+    roles: Sequence[str],
+    sizes: Sequence[int],
+    max_size: int,
+    calls: Callable[[int], Sequence[str]] | None = None,
+    answer: Callable[[int], str | None] | None = None,
+) -> list[tuple[int, int]]:
     """Split messages into [start, end) chunks of whole units, each under ``max_size``.
 
     ``sizes`` are tokens or chars, in the unit of ``max_size``. A unit larger than
     ``max_size`` becomes a chunk of its own; ``max_size`` 0 gives one chunk. Offsets are
-    relative to the sequences given.
+    relative to the sequences given. With ``calls`` and ``answer`` (as ``plan_prune``'s), a
+    chunk never ends between a tool call and a result stored late (after another run's
+    turn): the fold that folds the call folds its result (the chunk may pass ``max_size``).
     """
     n = len(roles)
     if n == 0:
@@ -178,12 +186,16 @@ def plan_chunks(roles: Sequence[str], sizes: Sequence[int], max_size: int) -> li
     if not max_size:
         return [(0, n)]
     starts = unit_starts(roles)
+    reach = call_reach(n, calls, answer) if calls is not None and answer is not None else {}
     chunks: list[tuple[int, int]] = []
-    chunk_start, chunk_size = 0, 0
+    chunk_start, chunk_size, held, seen = 0, 0, -1, 0  # held: the last late result a call before here waits for
     for index, start in enumerate(starts):
         end = starts[index + 1] if index + 1 < len(starts) else n
         unit_size = sum(sizes[start:end])
-        if start > chunk_start and chunk_size + unit_size >= max_size:
+        if reach:
+            held = max([held, *(reach[i] for i in range(seen, start) if i in reach)])
+            seen = start
+        if start > chunk_start and chunk_size + unit_size >= max_size and held < start:
             chunks.append((chunk_start, start))
             chunk_start, chunk_size = start, 0
         chunk_size += unit_size

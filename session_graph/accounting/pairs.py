@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-__all__ = ["keep_calls"]
+__all__ = ["call_reach", "keep_calls"]
 
 
 def keep_calls(keep_from: int, n: int, calls: Callable[[int], Sequence[str]], answer: Callable[[int], str | None]) -> int:
@@ -43,3 +43,17 @@ def keep_calls(keep_from: int, n: int, calls: Callable[[int], Sequence[str]], an
             return keep_from
         keep_from = back  # the call's own message now opens the window; look again before it
     return keep_from
+
+
+def call_reach(n: int, calls: Callable[[int], Sequence[str]], answer: Callable[[int], str | None]) -> dict[int, int]:
+    """For each of ``n`` messages that makes a tool call answered later, the index of its last
+    result: a cut in ``(call, result]`` would part them (a fold's chunks never cut there)."""
+    made: dict[str, int] = {}
+    reach: dict[int, int] = {}
+    for i in range(n):
+        answered = answer(i)
+        if answered is not None and answered in made:
+            reach[made[answered]] = i
+        for call in calls(i):
+            made.setdefault(call, i)
+    return reach

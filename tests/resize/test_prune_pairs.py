@@ -9,8 +9,12 @@ call, a late result whose call stays, and a result with no call anywhere.
 from __future__ import annotations
 
 import random
+from typing import Any
 
-from session_graph.accounting.budget import plan_prune
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from session_graph import Session
+from session_graph.accounting.budget import plan_chunks, plan_prune
 from session_graph.accounting.pairs import keep_calls
 from session_graph.resize.prune_walk import walk_prune
 
@@ -123,3 +127,47 @@ def test_an_ordinary_window_reads_only_the_dropped_prefix() -> None:
     plan = walk_prune(len(roles), roles.__getitem__, lambda i: 10, None, 20_000, 0, chars=19_000, messages=0, max_tokens=0,
                       keep_turn=False, full_chars=20_000, full_tokens=0, calls=calls.__getitem__, answer=answer)
     assert plan is not None and plan.keep_from == 104 and max(read) < 104  # the kept 1,896 were not read
+
+
+def test_a_chunk_never_ends_between_a_call_and_its_late_result() -> None:
+    roles = ["user", "assistant", "user", "assistant", "tool", "user", "assistant", "user", "assistant"]
+    calls = [[], ["x"], [], [], [], [], [], [], []]
+    answers = [None, None, None, None, "x", None, None, None, None]
+    sizes = [10] * len(roles)
+    assert plan_chunks(roles, sizes, 25) == [(0, 2), (2, 3), (3, 5), (5, 7), (7, 9)]  # by role: "x" parted
+    chunks = plan_chunks(roles, sizes, 25, calls.__getitem__, answers.__getitem__)
+    assert chunks == [(0, 5), (5, 7), (7, 9)]  # the call's chunk runs on to its result, then as before
+
+
+def test_a_memo_session_with_late_results_keeps_every_result_with_its_call() -> None:
+    folds: list[list[BaseMessage]] = []
+
+    def update(memo: dict[str, Any], messages: list[BaseMessage], attachments: Any, settings: Any) -> dict[str, Any]:
+        folds.append(list(messages))
+        return {"n": memo.get("n", 0) + len(messages)}
+
+    session = Session(memo_update_handler=update).use_memo(chars=3_000)
+    session.set_settings("session.memo.chunk_tokens", 200)
+    pending: list[str] = []
+    for turn in range(80):
+        session.append_message(HumanMessage(content=f"question {turn} " + "word " * (5 + turn % 30), id=f"q{turn}"))
+        if turn % 3 == 0:
+            session.append_message(AIMessage(content="", tool_calls=[{"id": f"c{turn}", "name": "look", "args": {}},
+                                                                      {"id": f"d{turn}", "name": "look", "args": {}}],
+                                             id=f"t{turn}"))
+            session.append_message(ToolMessage(content="at once " * 20, tool_call_id=f"c{turn}", id=f"rc{turn}"))
+            pending.append(f"d{turn}")  # its parallel sibling answers after the next run's turn
+        session.append_message(AIMessage(content=f"answer {turn} " + "text " * (3 + turn % 20), id=f"a{turn}"))
+        if pending and turn % 3 == 1:
+            call = pending.pop(0)
+            session.append_message(ToolMessage(content="late " * 20, tool_call_id=call, id=f"r{call}"))
+        if session.judge_resize():
+            session.resize()
+        window = session.current_chat_history
+        made = {c["id"] for m in window if isinstance(m, AIMessage) for c in m.tool_calls}
+        assert [m.id for m in window if isinstance(m, ToolMessage) and m.tool_call_id not in made] == [], turn
+        shown = session.view().messages
+        assert {m.id for m in window if isinstance(m, ToolMessage)} <= {m.id for m in shown}  # none silently dropped
+    folded = [m.id for batch in folds for m in batch]
+    assert len(folds) >= 5 and len(folded) == len(set(folded))
+    assert set(folded) | {m.id for m in session.current_chat_history} == {m.id for m in session.full_chat_history}

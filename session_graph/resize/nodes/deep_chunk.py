@@ -7,7 +7,7 @@ from dataclasses import replace
 import math
 from typing import Any, NamedTuple
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import plan_chunks
@@ -72,7 +72,9 @@ def chunk_plan(
     """
     measure, cap = chunk_size(state, ctx)
     sizes = [measure(m) for m in messages]
-    chunks = plan_chunks([role_of(m) for m in messages], sizes, cap)
+    chunks = plan_chunks([role_of(m) for m in messages], sizes, cap,
+                         lambda i: [c["id"] for c in getattr(messages[i], "tool_calls", None) or () if c.get("id")],
+                         lambda i: messages[i].tool_call_id if isinstance(messages[i], ToolMessage) else None)
     if needed is not None and cap and len(chunks) > 1:
         start, end = chunks[-1]
         if start >= needed and 2 * sum(sizes[start:end]) < cap:
