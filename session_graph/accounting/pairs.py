@@ -31,8 +31,9 @@ def keep_calls(keep_from: int, n: int, calls: Callable[[int], Sequence[str]], an
         open_calls: dict[str, int] = {}
         for i in range(keep_from):
             answered = answer(i)
-            if answered is not None:
+            if answered is not None:  # a result makes no call
                 open_calls.pop(answered, None)
+                continue
             for call in calls(i):
                 open_calls.setdefault(call, i)
         if not open_calls:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
@@ -16,10 +17,13 @@ from session_graph.resize.prune_walk import walk_prune
 from session_graph.resize.state import ResizeContext, SessionState
 
 
-def _ids(window: list[Any], skip: int) -> tuple[Any, Any]:
+def call_ids(window: list[Any], skip: int) -> tuple[Any, Any]:
     """The call ids message ``i`` makes and the one it answers (``pairs.keep_calls``' readers)."""
-    def calls(i: int) -> list[str]:
-        return [c["id"] for c in getattr(window[i + skip], "tool_calls", None) or () if c.get("id")]
+    def calls(i: int) -> Sequence[str]:
+        message = window[i + skip]
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            return ()  # most messages: no attribute lookup past the type (a missing one is slow on pydantic)
+        return [c["id"] for c in message.tool_calls if c.get("id")]
 
     def answer(i: int) -> str | None:
         message = window[i + skip]
@@ -67,7 +71,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
                 break
         else:
             pinned_from = len(window) if window else None
-    calls, answer = _ids(window, 0)
+    calls, answer = call_ids(window, 0)
     plan = plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
@@ -99,7 +103,7 @@ def _walk(window: list[Any], skip: int, totals: Any, system_tokens: int, ctx: Re
         return ctx.tokens(window[i + skip])
 
     system_chars = ctx.size(window[0]) if skip else 0
-    calls, answer = _ids(window, skip)
+    calls, answer = call_ids(window, skip)
     plan = walk_prune(
         len(window) - skip, role, size, tokens if full_room else None,
         totals.chars - system_chars, totals.tokens - system_tokens if full_room else 0,
