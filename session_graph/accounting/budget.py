@@ -3,7 +3,8 @@
 The one place these are computed (the policy, the prune, the folds and the view all call
 here). Nothing here touches a model, a graph or a session; the nodes glue these results to
 one state update. Units come from ``window.unit_starts``: a tool call and its results are
-never separated.
+never separated; a result stored late (after another run's turn) is paired with its call by
+``tool_call_id`` (``pairs``) when the caller gives the ids (``calls``, ``answer``).
 
 - ``window_room``: what the window may spend under a token budget, once the system prompt,
   the summary or memo message *as held* (not its whole reserve) and the reply priming are paid.
