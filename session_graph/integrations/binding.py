@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
+from session_graph._base.forks import renew_after_fork
 from session_graph.errors import ConfigurationError, MemoUpdateError
 from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
@@ -87,6 +88,19 @@ _LOCKS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple[str, An
 _LOCKS_GUARD = threading.Lock()
 
 
+class _ForkedLocks:
+    """A forked child's step locks anew (``_base/forks.py``): a parent thread mid-step is not there."""
+
+    def _after_fork(self) -> None:
+        global _LOCKS_GUARD
+        _LOCKS_GUARD = threading.Lock()
+        for locks in list(_LOCKS.values()):
+            locks.clear()  # the next step on a key makes its lock anew
+
+
+renew_after_fork(_FORKED := _ForkedLocks())
+
+
 def _locks_of(owner: SessionManager | Session) -> weakref.WeakValueDictionary[tuple[str, Any], Any]:
     """The step locks of every binding over ``owner`` (a manager, or a fixed session), by key and loop."""
     with _LOCKS_GUARD:
@@ -133,6 +147,11 @@ class SessionBinding:
         self._thread: str | None = None
         self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
         self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
+        self._guard = threading.Lock()
+        renew_after_fork(self)
+
+    def _after_fork(self) -> None:
+        """A forked child: a new guard of the thread check (a parent thread holding it is not there)."""
         self._guard = threading.Lock()
 
     # -- which session -----------------------------------------------------------------------
