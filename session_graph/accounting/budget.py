@@ -3,7 +3,8 @@
 The one place these are computed (the policy, the prune, the folds and the view all call
 here). Nothing here touches a model, a graph or a session; the nodes glue these results to
 one state update. Units come from ``window.unit_starts``: a tool call and its results are
-never separated.
+never separated; a result stored late (after another run's turn) is paired with its call by
+``tool_call_id`` (``pairs``) when the caller gives the ids (``calls``, ``answer``).
 
 - ``window_room``: what the window may spend under a token budget, once the system prompt,
   the summary or memo message *as held* (not its whole reserve) and the reply priming are paid.
@@ -19,9 +20,10 @@ never separated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from session_graph.accounting.pairs import call_reach, keep_calls
 from session_graph.accounting.window import BOUNDARY_ROLES, unit_starts
 
 __all__ = ["BudgetPlan", "PrunePlan", "plan_budget", "plan_chunks", "plan_prune", "window_room"]
@@ -97,6 +99,8 @@ def plan_prune(
     full_chars: int = 0,
     full_tokens: int = 0,
     full_messages: int = 0,
+    calls: Callable[[int], Sequence[str]] | None = None,
+    answer: Callable[[int], str | None] | None = None,
 ) -> PrunePlan:
     """Keep the newest whole units that fit the limits, starting at a turn where it can.
 
@@ -112,6 +116,9 @@ def plan_prune(
         full_chars: the full char limit the headroom is taken from (0: same as ``chars``).
         full_tokens: the full token room the headroom is taken from (0: same as ``max_tokens``).
         full_messages: the full message limit ``messages`` is taken from (0: same as ``messages``).
+        calls, answer: the tool call ids message ``i`` makes and the one it answers; given, a
+            result stored late (after another run's turn) is never kept without its call
+            (``pairs.keep_calls`` moves the cut back to the call).
 
     The newest unit is always kept, even when it alone breaks a limit. The headroom cut is
     moved forward to the next turn (user or system message) so the window opens on a turn.
@@ -153,16 +160,26 @@ def plan_prune(
         keep_from = pinned_from  # type: ignore[assignment]
         while keep_from > 0 and roles[keep_from] == "tool":  # keep the call with its results
             keep_from -= 1
+    if calls is not None and answer is not None:
+        keep_from = keep_calls(keep_from, n, calls, answer)
     kept = sizes[keep_from:]
     return PrunePlan(keep_from, sum(kept), len(kept), pinned)
 
 
-def plan_chunks(roles: Sequence[str], sizes: Sequence[int], max_size: int) -> list[tuple[int, int]]:
+def plan_chunks(
+    roles: Sequence[str],
+    sizes: Sequence[int],
+    max_size: int,
+    calls: Callable[[int], Sequence[str]] | None = None,
+    answer: Callable[[int], str | None] | None = None,
+) -> list[tuple[int, int]]:
     """Split messages into [start, end) chunks of whole units, each under ``max_size``.
 
     ``sizes`` are tokens or chars, in the unit of ``max_size``. A unit larger than
     ``max_size`` becomes a chunk of its own; ``max_size`` 0 gives one chunk. Offsets are
-    relative to the sequences given.
+    relative to the sequences given. With ``calls`` and ``answer`` (as ``plan_prune``'s), a
+    chunk never ends between a tool call and a result stored late (after another run's
+    turn): the fold that folds the call folds its result (the chunk may pass ``max_size``).
     """
     n = len(roles)
     if n == 0:
@@ -170,12 +187,16 @@ def plan_chunks(roles: Sequence[str], sizes: Sequence[int], max_size: int) -> li
     if not max_size:
         return [(0, n)]
     starts = unit_starts(roles)
+    reach = call_reach(n, calls, answer) if calls is not None and answer is not None else {}
     chunks: list[tuple[int, int]] = []
-    chunk_start, chunk_size = 0, 0
+    chunk_start, chunk_size, held, seen = 0, 0, -1, 0  # held: the last late result a call before here waits for
     for index, start in enumerate(starts):
         end = starts[index + 1] if index + 1 < len(starts) else n
         unit_size = sum(sizes[start:end])
-        if start > chunk_start and chunk_size + unit_size >= max_size:
+        if reach:
+            held = max([held, *(reach[i] for i in range(seen, start) if i in reach)])
+            seen = start
+        if start > chunk_start and chunk_size + unit_size >= max_size and held < start:
             chunks.append((chunk_start, start))
             chunk_start, chunk_size = start, 0
         chunk_size += unit_size

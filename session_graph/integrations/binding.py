@@ -26,17 +26,19 @@ import time
 from typing import Any, Literal, TypedDict
 import weakref
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
+from session_graph._base.forks import renew_after_fork
 from session_graph.errors import ConfigurationError, MemoUpdateError
 from session_graph.integrations.pruned import before_resize, only_pruned
+from session_graph.integrations.turn_messages import is_view_artifact
 from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
 from session_graph.stores.manager import SessionManager
 
-__all__ = ["BindingOptions", "OnMemoryError", "SessionBinding", "current_turn", "is_view_artifact"]
+__all__ = ["BindingOptions", "OnMemoryError", "SessionBinding"]
 
 log = logging.getLogger(__name__)
 
@@ -60,24 +62,6 @@ class BindingOptions(TypedDict, total=False):
     share_across_threads: bool
 
 
-def is_view_artifact(message: Any) -> bool:
-    """A message a view made, never recorded: ours (the summary or memo message, a synthetic
-    tool result) or the summary LangChain's ``SummarizationMiddleware`` puts in the agent's state
-    in place of messages the session already holds in full (recorded, it would read as the
-    user's)."""
-    marks = getattr(message, "response_metadata", {}).get("session_graph") or {}
-    return bool(marks.get("context") or marks.get("synthetic")) or (
-        getattr(message, "additional_kwargs", {}).get("lc_source") == "summarization")
-
-
-def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The messages from the newest user message on (all of them when there is none)."""
-    for index in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[index], HumanMessage):
-            return list(messages[index:])
-    return list(messages)
-
-
 @dataclass(frozen=True, slots=True)
 class _Op:
     kind: Literal["session", "judge", "resize", "fold", "save", "write"]
@@ -86,6 +70,19 @@ class _Op:
 
 _LOCKS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple[str, Any], Any]] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
+
+
+class _ForkedLocks:
+    """A forked child's step locks anew (``_base/forks.py``): a parent thread mid-step is not there."""
+
+    def _after_fork(self) -> None:
+        global _LOCKS_GUARD
+        _LOCKS_GUARD = threading.Lock()
+        for locks in list(_LOCKS.values()):
+            locks.clear()  # the next step on a key makes its lock anew
+
+
+renew_after_fork(_FORKED := _ForkedLocks())
 
 
 def _locks_of(owner: SessionManager | Session) -> weakref.WeakValueDictionary[tuple[str, Any], Any]:
@@ -134,6 +131,11 @@ class SessionBinding:
         self._thread: str | None = None
         self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
         self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
+        self._guard = threading.Lock()
+        renew_after_fork(self)
+
+    def _after_fork(self) -> None:
+        """A forked child: a new guard of the thread check (a parent thread holding it is not there)."""
         self._guard = threading.Lock()
 
     # -- which session -----------------------------------------------------------------------

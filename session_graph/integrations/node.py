@@ -21,8 +21,9 @@ from typing import Any, Unpack
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Overwrite
 
-from session_graph.integrations.binding import BindingOptions, SessionBinding, current_turn
+from session_graph.integrations.binding import BindingOptions, SessionBinding
 from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, recall_view
+from session_graph.integrations.turn_messages import current_turn
 from session_graph.resize.graph import build_resize_graph
 from session_graph.session import Session
 

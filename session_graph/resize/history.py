@@ -17,12 +17,26 @@ from typing import Any, overload
 
 from langchain_core.messages import BaseMessage
 
+from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 
 __all__ = ["LazyHistory", "Spliced", "is_loaded", "prefix"]
 
 Loader = Callable[[], "list[BaseMessage]"]
 """Returns the messages at positions ``1 .. start - 1`` (the middle), oldest first."""
+
+
+class _ForkLock:
+    """A lock a forked child gets anew (``_base/forks.py``; a history is a sequence, unhashable)."""
+
+    __slots__ = ("__weakref__", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        renew_after_fork(self)
+
+    def _after_fork(self) -> None:
+        self.lock = threading.Lock()
 
 
 class LazyHistory(MutableSequence[BaseMessage]):
@@ -51,7 +65,7 @@ class LazyHistory(MutableSequence[BaseMessage]):
         self._ids = ids
         self._on_load = on_load
         self._items: list[BaseMessage] | None = None
-        self._lock = threading.Lock()
+        self._lock = _ForkLock()  # a child forked while a thread reads the middle reads it itself
 
     # -- what is held without reading the store ------------------------------------------------
     @property
@@ -116,7 +130,7 @@ class LazyHistory(MutableSequence[BaseMessage]):
         items = self._items
         if items is not None:
             return items
-        with self._lock:
+        with self._lock.lock:
             if self._items is None:
                 middle = self._loader() if self._loader is not None else []
                 if len(middle) != self._start - 1:

@@ -12,9 +12,10 @@ with ``plan_prune``. ``tests/resize/test_prune_walk.py`` checks both agree on ra
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from session_graph.accounting.budget import KEEP_AT_LEAST, PrunePlan
+from session_graph.accounting.pairs import keep_calls
 from session_graph.accounting.window import BOUNDARY_ROLES
 
 __all__ = ["walk_prune"]
@@ -34,6 +35,8 @@ def walk_prune(
     keep_turn: bool,
     full_chars: int,
     full_tokens: int,
+    calls: Callable[[int], Sequence[str]] | None = None,
+    answer: Callable[[int], str | None] | None = None,
 ) -> PrunePlan | None:
     """``plan_prune``'s plan (no pinned cursor) for ``n`` messages read by index, from their totals.
 
@@ -41,7 +44,7 @@ def walk_prune(
         n: messages in the window (the system prompt left out).
         role, size, tokens: one message's role, size and tokens (tokens None: no token budget).
         total_chars, total_tokens: the sums of ``size`` and ``tokens`` over the ``n`` messages.
-        chars, messages, max_tokens, keep_turn, full_chars, full_tokens: as ``plan_prune``'s.
+        chars, messages, max_tokens, keep_turn, full_chars, full_tokens, calls, answer: as ``plan_prune``'s.
 
     Returns:
         The plan, or None when only the whole window can tell it (plan with ``plan_prune``).
@@ -92,5 +95,9 @@ def walk_prune(
         if newest_user is not None and newest_user < keep:
             kc += sum(size(k) for k in range(newest_user, keep))
             keep = newest_user
+    if calls is not None and answer is not None:  # a late result keeps its call (reads the dropped prefix)
+        back = keep_calls(keep, n, calls, answer)
+        kc += sum(size(k) for k in range(back, keep))
+        keep = back
     return PrunePlan(keep, kc, n - keep, False)
 

@@ -112,11 +112,6 @@ def test_a_result_stored_after_another_runs_turn_is_shown_with_its_call() -> Non
     assert history[2] == {"role": "tool", "tool_call_id": "cA", "content": "A's result"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a prune's units are by role (accounting/budget.unit_starts: a result belongs to the message "
-    "before it), so a result stored late rides with another run's reply and survives a prune that "
-    "drops its call: the window holds it orphaned and the view drops it. Fix: units by call id "
-    "(a late result goes with its call, dropped or kept together)."))
 def test_a_prune_never_keeps_a_late_result_without_its_call() -> None:
     session = Session().use_lite(messages=5)
     session.append_message(HumanMessage(content="first", id="h1"))

@@ -16,7 +16,7 @@ from session_graph.compression.backoff import fold_suspended
 from session_graph.compression.pieces import fold_batches
 from session_graph.compression.transcript import transcript_line
 from session_graph.messages import role_of
-from session_graph.resize.nodes.lite_prune import prune_plan
+from session_graph.resize.nodes.lite_prune import call_ids, prune_plan
 from session_graph.resize.state import ResizeContext, SessionState
 from session_graph.retrieval.tokenize import is_cjk
 
@@ -72,7 +72,7 @@ def chunk_plan(
     """
     measure, cap = chunk_size(state, ctx)
     sizes = [measure(m) for m in messages]
-    chunks = plan_chunks([role_of(m) for m in messages], sizes, cap)
+    chunks = plan_chunks([role_of(m) for m in messages], sizes, cap, *call_ids(messages, 0))
     if needed is not None and cap and len(chunks) > 1:
         start, end = chunks[-1]
         if start >= needed and 2 * sum(sizes[start:end]) < cap:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
@@ -13,6 +15,21 @@ from session_graph.messages import role_of
 from session_graph.resize.ledger import system_prompt
 from session_graph.resize.prune_walk import walk_prune
 from session_graph.resize.state import ResizeContext, SessionState
+
+
+def call_ids(window: list[Any], skip: int) -> tuple[Any, Any]:
+    """The call ids message ``i`` makes and the one it answers (``pairs.keep_calls``' readers)."""
+    def calls(i: int) -> Sequence[str]:
+        message = window[i + skip]
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            return ()  # most messages: no attribute lookup past the type (a missing one is slow on pydantic)
+        return [c["id"] for c in message.tool_calls if c.get("id")]
+
+    def answer(i: int) -> str | None:
+        message = window[i + skip]
+        return message.tool_call_id if isinstance(message, ToolMessage) else None
+
+    return calls, answer
 
 
 def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) -> PrunePlan:
@@ -54,6 +71,7 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
                 break
         else:
             pinned_from = len(window) if window else None
+    calls, answer = call_ids(window, 0)
     plan = plan_prune(
         [role_of(m) for m in window],
         [ctx.size(m) for m in window],
@@ -66,6 +84,8 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
         full_chars=limits.chars,
         full_tokens=full_room,
         full_messages=limits.messages,
+        calls=calls,
+        answer=answer,
     )
     return PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 
@@ -83,11 +103,12 @@ def _walk(window: list[Any], skip: int, totals: Any, system_tokens: int, ctx: Re
         return ctx.tokens(window[i + skip])
 
     system_chars = ctx.size(window[0]) if skip else 0
+    calls, answer = call_ids(window, skip)
     plan = walk_prune(
         len(window) - skip, role, size, tokens if full_room else None,
         totals.chars - system_chars, totals.tokens - system_tokens if full_room else 0,
         chars=limits.prune_chars, messages=limits.prune_messages, max_tokens=head_room, keep_turn=bool(full_room),
-        full_chars=limits.chars, full_tokens=full_room,
+        full_chars=limits.chars, full_tokens=full_room, calls=calls, answer=answer,
     )
     return None if plan is None else PrunePlan(plan.keep_from + skip, plan.kept_chars, plan.kept_count, plan.pinned)
 

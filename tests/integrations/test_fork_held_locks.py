@@ -1,0 +1,93 @@
+"""A process forked while another thread holds a lazy history's lock or an agent binding's step
+lock goes on in the child without waiting for a thread that does not exist there
+(``os.register_at_fork`` through ``_base/forks.py``, as the JSONL store's locks do)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import os
+from pathlib import Path
+import signal
+import sys
+import threading
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+import pytest
+
+from session_graph import Session, SessionManager
+from session_graph.integrations import binding as binding_module
+from session_graph.integrations.binding import SessionBinding
+from session_graph.resize.history import LazyHistory
+from session_graph.stores import JsonlStore
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="POSIX fork")
+
+
+def fork_while_held(hold: Any, child: Callable[[], None]) -> int:
+    """Fork while a thread holds ``hold``; the child runs ``child`` (15 s at most), the parent
+    returns the child's exit status."""
+    taken, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with hold:
+            taken.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert taken.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: only this thread exists; a lock the holder had stays locked here
+        signal.alarm(15)  # a deadlock ends the child (the parent sees the signal), never the test run
+        code = 1
+        try:
+            child()
+            code = 0
+        finally:
+            os._exit(code)
+    done.set()
+    thread.join()
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+def ok(status: int) -> bool:
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_a_child_forked_while_a_lazy_history_is_read_reads_it() -> None:
+    messages = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(4)]
+    history = LazyHistory(messages[0], 3, [messages[3]], lambda: messages[1:3])
+
+    def child() -> None:
+        assert [m.id for m in history] == ["m0", "m1", "m2", "m3"]
+
+    assert ok(fork_while_held(history._lock.lock, child))
+    assert not history.loaded and [m.id for m in history] == ["m0", "m1", "m2", "m3"]  # the parent's own lock works
+
+
+CONFIG = {"configurable": {"thread_id": "t"}}
+HELD: dict[str, Callable[[SessionBinding], Any]] = {
+    "the key's step lock": lambda binding: binding._lock("t", "thread", threading.RLock),
+    "the step locks' guard": lambda binding: binding_module._LOCKS_GUARD,
+    "the thread check's guard": lambda binding: binding._guard,
+}
+
+
+@pytest.mark.parametrize("held", sorted(HELD))
+def test_a_child_forked_while_a_binding_lock_is_held_steps(tmp_path: Path, held: str) -> None:
+    manager = SessionManager(JsonlStore(tmp_path))
+    binding = SessionBinding(manager=manager)
+    if held == "the thread check's guard":
+        binding = SessionBinding(Session("fixed"))
+    binding.step([HumanMessage(content="before the fork", id="h0")], CONFIG, save=True)
+
+    def child() -> None:
+        session = binding.step([HumanMessage(content="in the child", id="h1")], CONFIG, save=True)
+        assert [m.id for m in session.full_chat_history] == ["h0", "h1"]
+
+    assert ok(fork_while_held(HELD[held](binding), child))
+    session = binding.step([HumanMessage(content="parent again", id="h2")], CONFIG, save=True)  # the parent's locks work
+    stored = ["h0", "h2"] if binding.fixed is not None else ["h0", "h1", "h2"]  # a store merges the child's turn
+    assert [m.id for m in session.full_chat_history] == stored
