@@ -280,7 +280,8 @@ class SessionBinding:
         if self._live.get(key) is not session:  # the same one on most steps: no new weak reference
             self._live[key] = session
         self.record(session, messages)
-        resized = False
+        resized = False  # an edit in place (a tool's memo edit) read before a resize, whose prune moves the revision too
+        edited = self.manager is not None and save is not True and save is not False and self._edited(session, self.manager.unsaved(session))
         if resize and (yield _Op("judge", session)):
             if self._shared_fold(session):  # another process may fold this session now: one fold, under its lease
                 resized = bool((yield _Op("fold", key)))  # the same session object, merged in place
@@ -290,7 +291,7 @@ class SessionBinding:
                 resized = held is None or self.manager.unsaved(session) > save or not only_pruned(session, held)  # type: ignore[union-attr,operator]
         if self.manager is not None and save is not False:
             unsaved = self.manager.unsaved(session)
-            needed = save is True or resized or unsaved > int(save) or self._edited(session, unsaved)
+            needed = save is True or resized or unsaved > int(save) or edited
             if needed:
                 yield _Op("save" if durable else "write", session)
         return session
