@@ -13,10 +13,11 @@ message of its own in the window) is written at once.
 from __future__ import annotations
 
 from typing import Any
+import weakref
 
 from session_graph.session import Session
 
-__all__ = ["Before", "before_resize", "only_pruned"]
+__all__ = ["Before", "Carried", "before_resize", "carried", "carry", "only_pruned"]
 
 _NOTE = "last_resize"  # the memo's note of the last resize, which a prune rewrites
 _KEPT = ("memo_cursor", "memo_ahead", "archived_through", "usage", "archives", "fold_records")
@@ -45,3 +46,22 @@ def only_pruned(session: Session, before: Before) -> bool:
     current = state.memo
     return current.keys() - {_NOTE} == memo.keys() - {_NOTE} and all(
         current[key] is memo[key] or current[key] == memo[key] for key in current if key != _NOTE)
+
+
+Carried = weakref.WeakKeyDictionary[Session, tuple[int, int]]  # session -> (its saved revision, the prunes' moves since)
+
+
+def carry(table: Carried, session: Session, entry: Any, moves: int) -> None:
+    """Note that prunes left for the next write moved ``session``'s revision ``moves`` times since
+    its save at ``entry.revision`` (a manager's cache entry): the binding's check for a tool's edit
+    in place must not count them (``SessionBinding._edited``); the next save moves the base."""
+    if entry is None or entry.session is not session or entry.revision < 0:
+        return
+    base, before = table.get(session, (-1, 0))
+    table[session] = (entry.revision, (before if base == entry.revision else 0) + moves)
+
+
+def carried(table: Carried, session: Session, revision: int) -> int:
+    """The revision moves of prunes carried since ``session`` was saved at ``revision``."""
+    base, moves = table.get(session, (-1, 0))
+    return moves if base == revision >= 0 else 0

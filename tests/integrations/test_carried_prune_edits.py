@@ -56,7 +56,7 @@ def test_a_carried_prune_is_not_an_edit_at_the_next_model_call(tmp_path: Path) -
 
 
 def test_a_tool_edit_after_a_carried_prune_is_written_once(tmp_path: Path) -> None:
-    manager, binding, writes = hooked(tmp_path)
+    _, binding, writes = hooked(tmp_path)
     turn: list = [HumanMessage(content="q", id="h0")]
     binding.step(turn, CONFIG, save=len(turn))
     tool_round(turn, 0, 0)
