@@ -72,3 +72,28 @@ def test_a_tool_edit_after_a_carried_prune_is_written_once(tmp_path: Path) -> No
     tool_round(turn, 0, 2)
     binding.step(turn, CONFIG, save=len(turn))  # prunes again, nothing edited
     assert writes == ["t1"]
+
+
+def test_a_resize_that_edits_the_memo_in_place_is_written_at_once(tmp_path: Path) -> None:
+    """Only a lite prune waits for the next write (``pruned.py``): a prune node (an override) that
+    also notes something in the memo, in place, is written by its own step."""
+    def prune_and_note(state):  # type: ignore[no-untyped-def]
+        state.memo.setdefault("facts", []).append("noted by the prune")
+        return {"current_chat_history": state.current_chat_history[-2:], "memo": state.memo}
+
+    def make(key: str) -> Session:
+        session = Session(key).use_lite(messages=2).override_node("lite_prune", prune_and_note)
+        session.memo["facts"] = ["stored"]  # the key is there: only its list grows, in place
+        return session
+
+    manager = SessionManager(tmp_path)
+    manager.session_factory = make
+    binding, writes = SessionBinding(manager=manager), counted(manager)
+    turn: list = [HumanMessage(content="q", id="h0")]
+    binding.step(turn, CONFIG, save=len(turn))
+    del writes[:]
+    tool_round(turn, 0, 0)
+    session = binding.step(turn, CONFIG, save=len(turn))
+    assert session.memo["facts"] == ["stored", "noted by the prune"]
+    assert writes == ["t1"]
+    assert SessionManager(tmp_path).get("t1").memo.get("facts") == ["stored", "noted by the prune"]
