@@ -12,6 +12,7 @@ message of its own in the window) is written at once.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any
 import weakref
 
@@ -26,9 +27,9 @@ Before = tuple[list[Any], dict[str, Any], tuple[Any, ...]]
 
 
 def before_resize(session: Session) -> Before:
-    """What :func:`only_pruned` compares against: O(window), references only."""
-    state = session.state
-    return list(state.current_chat_history), dict(state.memo), tuple(getattr(state, name) for name in _KEPT)
+    """What :func:`only_pruned` compares against: O(window) references and a copy of the memo."""
+    state = session.state  # the memo copied at depth: a resize may edit a value in place (a list it appends to)
+    return list(state.current_chat_history), deepcopy({k: v for k, v in state.memo.items() if k != _NOTE}), tuple(getattr(state, name) for name in _KEPT)
 
 
 def only_pruned(session: Session, before: Before) -> bool:
@@ -44,8 +45,7 @@ def only_pruned(session: Session, before: Before) -> bool:
     if tuple(getattr(state, name) for name in _KEPT) != kept:
         return False
     current = state.memo
-    return current.keys() - {_NOTE} == memo.keys() - {_NOTE} and all(
-        current[key] is memo[key] or current[key] == memo[key] for key in current if key != _NOTE)
+    return current.keys() - {_NOTE} == memo.keys() and all(current[key] == memo[key] for key in memo)
 
 
 Carried = weakref.WeakKeyDictionary[Session, tuple[int, int]]  # session -> (its saved revision, the prunes' moves since)
