@@ -4,6 +4,7 @@ A pre-model hook's turn (``save=len(turn)``, no reply step) has several such cal
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -97,3 +98,33 @@ def test_a_resize_that_edits_the_memo_in_place_is_written_at_once(tmp_path: Path
     assert session.memo["facts"] == ["stored", "noted by the prune"]
     assert writes == ["t1"]
     assert SessionManager(tmp_path).get("t1").memo.get("facts") == ["stored", "noted by the prune"]
+
+
+def test_async_steps_carry_the_prune_too(tmp_path: Path) -> None:
+    manager, binding, _ = hooked(tmp_path)
+    writes: list[str] = []
+    real = manager.asave
+
+    async def asave(session, *, durable: bool = True) -> None:
+        before = manager.store.version(manager.tenant, session.id)
+        await real(session, durable=durable)
+        if manager.store.version(manager.tenant, session.id) != before:
+            writes.append(session.id)
+
+    manager.asave = asave  # type: ignore[method-assign]
+
+    async def run() -> None:
+        turn: list = [HumanMessage(content="q", id="h0")]
+        await binding.astep(turn, CONFIG, save=len(turn))
+        del writes[:]
+        for k in range(3):
+            tool_round(turn, 0, k)
+            await binding.astep(turn, CONFIG, save=len(turn))
+        assert writes == []  # three carried prunes, no edit
+        manager.get("t1").memo["facts"] = ["a tool's edit"]
+        tool_round(turn, 0, 3)
+        await binding.astep(turn, CONFIG, save=len(turn))
+        assert writes == ["t1"]
+
+    asyncio.run(run())
+    assert SessionManager(tmp_path).get("t1").memo.get("facts") == ["a tool's edit"]
