@@ -32,7 +32,7 @@ from langgraph.config import get_config
 
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import ConfigurationError, MemoUpdateError
-from session_graph.integrations.pruned import before_resize, only_pruned
+from session_graph.integrations.pruned import Carried, before_resize, carried, carry, only_pruned
 from session_graph.integrations.turn_messages import is_view_artifact
 from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
@@ -130,6 +130,7 @@ class SessionBinding:
         self.fold_wait = FOLD_WAIT  # seconds a step waits for another process's fold lease (then folds without it)
         self._thread: str | None = None
         self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
+        self._carried: Carried = weakref.WeakKeyDictionary()  # prunes the next write carries (pruned.carry)
         self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
         self._guard = threading.Lock()
         renew_after_fork(self)
@@ -287,8 +288,11 @@ class SessionBinding:
                 resized = bool((yield _Op("fold", key)))  # the same session object, merged in place
             else:
                 held = before_resize(session) if self.manager is not None and type(save) is int and save > 0 else None
+                start = session.revision if held is not None else 0
                 yield _Op("resize", session)  # a prune with the unsaved messages still held: the next write carries it
                 resized = held is None or self.manager.unsaved(session) > save or not only_pruned(session, held)  # type: ignore[union-attr,operator]
+                if not resized:  # its revision moves are no edit (_edited) until the store's revision moves
+                    carry(self._carried, session, self.manager.cache.get(session.id), session.revision - start)  # type: ignore[union-attr]
         if self.manager is not None and save is not False:
             unsaved = self.manager.unsaved(session)
             needed = save is True or resized or unsaved > int(save) or edited
@@ -301,7 +305,7 @@ class SessionBinding:
         memo or metadata a tool edited in place mid-turn): the agent's state holds the messages,
         nothing holds that edit but the store."""
         entry = self.manager.cache.get(session.id)  # type: ignore[union-attr]
-        return entry is not None and entry.session is session and session.revision - entry.revision > unsaved
+        return entry is not None and entry.session is session and session.revision - entry.revision - carried(self._carried, session, entry.revision) > unsaved
 
     def _shared_fold(self, session: Session) -> bool:
         """Whether a resize of ``session`` folds under the store's fold lease: it calls a memo or

@@ -12,11 +12,13 @@ message of its own in the window) is written at once.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any
+import weakref
 
 from session_graph.session import Session
 
-__all__ = ["Before", "before_resize", "only_pruned"]
+__all__ = ["Before", "Carried", "before_resize", "carried", "carry", "only_pruned"]
 
 _NOTE = "last_resize"  # the memo's note of the last resize, which a prune rewrites
 _KEPT = ("memo_cursor", "memo_ahead", "archived_through", "usage", "archives", "fold_records")
@@ -25,9 +27,9 @@ Before = tuple[list[Any], dict[str, Any], tuple[Any, ...]]
 
 
 def before_resize(session: Session) -> Before:
-    """What :func:`only_pruned` compares against: O(window), references only."""
-    state = session.state
-    return list(state.current_chat_history), dict(state.memo), tuple(getattr(state, name) for name in _KEPT)
+    """What :func:`only_pruned` compares against: O(window) references and a copy of the memo."""
+    state = session.state  # the memo copied at depth: a resize may edit a value in place (a list it appends to)
+    return list(state.current_chat_history), deepcopy({k: v for k, v in state.memo.items() if k != _NOTE}), tuple(getattr(state, name) for name in _KEPT)
 
 
 def only_pruned(session: Session, before: Before) -> bool:
@@ -43,5 +45,23 @@ def only_pruned(session: Session, before: Before) -> bool:
     if tuple(getattr(state, name) for name in _KEPT) != kept:
         return False
     current = state.memo
-    return current.keys() - {_NOTE} == memo.keys() - {_NOTE} and all(
-        current[key] is memo[key] or current[key] == memo[key] for key in current if key != _NOTE)
+    return current.keys() - {_NOTE} == memo.keys() and all(current[key] == memo[key] for key in memo)
+
+
+Carried = weakref.WeakKeyDictionary[Session, tuple[int, int]]  # session -> (its saved revision, the prunes' moves since)
+
+
+def carry(table: Carried, session: Session, entry: Any, moves: int) -> None:
+    """Note that prunes left for the next write moved ``session``'s revision ``moves`` times since
+    its save at ``entry.revision`` (a manager's cache entry): the binding's check for a tool's edit
+    in place must not count them (``SessionBinding._edited``); the next save moves the base."""
+    if entry is None or entry.session is not session or entry.revision < 0:
+        return
+    base, before = table.get(session, (-1, 0))
+    table[session] = (entry.revision, (before if base == entry.revision else 0) + moves)
+
+
+def carried(table: Carried, session: Session, revision: int) -> int:
+    """The revision moves of prunes carried since ``session`` was saved at ``revision``."""
+    base, moves = table.get(session, (-1, 0))
+    return moves if base == revision >= 0 else 0
