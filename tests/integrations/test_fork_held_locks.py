@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 import os
 from pathlib import Path
-import signal
 import sys
 import threading
 from typing import Any
 
+from fork_util import fork_while_held, ok
 from langchain_core.messages import HumanMessage
 import pytest
 
@@ -22,38 +22,6 @@ from session_graph.resize.history import LazyHistory
 from session_graph.stores import JsonlStore
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="POSIX fork")
-
-
-def fork_while_held(hold: Any, child: Callable[[], None]) -> int:
-    """Fork while a thread holds ``hold``; the child runs ``child`` (15 s at most), the parent
-    returns the child's exit status."""
-    taken, done = threading.Event(), threading.Event()
-
-    def holder() -> None:
-        with hold:
-            taken.set()
-            done.wait(30)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    assert taken.wait(10)
-    pid = os.fork()
-    if pid == 0:  # the child: only this thread exists; a lock the holder had stays locked here
-        signal.alarm(15)  # a deadlock ends the child (the parent sees the signal), never the test run
-        code = 1
-        try:
-            child()
-            code = 0
-        finally:
-            os._exit(code)
-    done.set()
-    thread.join()
-    _, status = os.waitpid(pid, 0)
-    return status
-
-
-def ok(status: int) -> bool:
-    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def test_a_child_forked_while_a_lazy_history_is_read_reads_it() -> None:

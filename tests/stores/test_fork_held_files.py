@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-import signal
 import sys
-import threading
 
+from fork_util import fork_while_held
 import pytest
 
 from session_graph import SessionManager
@@ -22,34 +21,6 @@ def turn(manager: SessionManager, text: str) -> None:
     session = manager.get_or_create("k")
     session.append_message({"role": "user", "content": text})
     manager.save(session)
-
-
-def fork_while_held(store: JsonlStore, hold: threading.Lock, child: object) -> int:
-    """Fork while a thread holds ``hold``; the child runs ``child`` (20 s at most), the parent
-    returns the child's exit status."""
-    taken, done = threading.Event(), threading.Event()
-
-    def holder() -> None:
-        with hold:
-            taken.set()
-            done.wait(30)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    assert taken.wait(10)
-    pid = os.fork()
-    if pid == 0:  # the child: only this thread exists; a lock the holder had stays locked here
-        signal.alarm(15)  # a deadlock ends the child (the parent sees the signal), never the test run
-        code = 1
-        try:
-            child()  # type: ignore[operator]
-            code = 0
-        finally:
-            os._exit(code)
-    done.set()
-    thread.join()
-    _, status = os.waitpid(pid, 0)
-    return status
 
 
 LOCKS = {
@@ -66,7 +37,7 @@ def test_a_child_forked_while_a_store_lock_is_held_can_write(tmp_path: Path, loc
     store = JsonlStore(tmp_path)
     manager = SessionManager(store)
     turn(manager, "before the fork")
-    status = fork_while_held(store, LOCKS[lock](store, manager), lambda: turn(manager, "in the child"))
+    status = fork_while_held(LOCKS[lock](store, manager), lambda: turn(manager, "in the child"))
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
     texts = [m.content for m in SessionManager(JsonlStore(tmp_path)).get("k").full_chat_history]
     assert texts == ["before the fork", "in the child"]
