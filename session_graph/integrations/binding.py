@@ -32,7 +32,7 @@ from langgraph.config import get_config
 
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import ConfigurationError, MemoUpdateError
-from session_graph.integrations.pruned import Carried, before_resize, carried, carry, only_pruned
+from session_graph.integrations.pruned import before_resize, edited_since_save, only_pruned
 from session_graph.integrations.turn_messages import is_view_artifact
 from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
@@ -130,7 +130,6 @@ class SessionBinding:
         self.fold_wait = FOLD_WAIT  # seconds a step waits for another process's fold lease (then folds without it)
         self._thread: str | None = None
         self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
-        self._carried: Carried = weakref.WeakKeyDictionary()  # prunes the next write carries (pruned.carry)
         self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
         self._guard = threading.Lock()
         renew_after_fork(self)
@@ -281,31 +280,20 @@ class SessionBinding:
         if self._live.get(key) is not session:  # the same one on most steps: no new weak reference
             self._live[key] = session
         self.record(session, messages)
-        resized = False  # an edit in place (a tool's memo edit) read before a resize, whose prune moves the revision too
-        edited = self.manager is not None and save is not True and save is not False and self._edited(session, self.manager.unsaved(session))
+        resized = False
         if resize and (yield _Op("judge", session)):
             if self._shared_fold(session):  # another process may fold this session now: one fold, under its lease
                 resized = bool((yield _Op("fold", key)))  # the same session object, merged in place
             else:
                 held = before_resize(session) if self.manager is not None and type(save) is int and save > 0 else None
-                start = session.revision if held is not None else 0
                 yield _Op("resize", session)  # a prune with the unsaved messages still held: the next write carries it
                 resized = held is None or self.manager.unsaved(session) > save or not only_pruned(session, held)  # type: ignore[union-attr,operator]
-                if not resized:  # its revision moves are no edit (_edited) until the store's revision moves
-                    carry(self._carried, session, self.manager.cache.get(session.id), session.revision - start)  # type: ignore[union-attr]
         if self.manager is not None and save is not False:
             unsaved = self.manager.unsaved(session)
-            needed = save is True or resized or unsaved > int(save) or edited
+            needed = save is True or resized or unsaved > int(save) or edited_since_save(self.manager, session)
             if needed:
                 yield _Op("save" if durable else "write", session)
         return session
-
-    def _edited(self, session: Session, unsaved: int) -> bool:
-        """Whether ``session`` changed since its last save beyond its ``unsaved`` new messages (a
-        memo or metadata a tool edited in place mid-turn): the agent's state holds the messages,
-        nothing holds that edit but the store."""
-        entry = self.manager.cache.get(session.id)  # type: ignore[union-attr]
-        return entry is not None and entry.session is session and session.revision - entry.revision - carried(self._carried, session, entry.revision) > unsaved
 
     def _shared_fold(self, session: Session) -> bool:
         """Whether a resize of ``session`` folds under the store's fold lease: it calls a memo or

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from copy import deepcopy
 from typing import Any
-import weakref
 
 from session_graph.session import Session
 
-__all__ = ["Before", "Carried", "before_resize", "carried", "carry", "only_pruned"]
+__all__ = ["Before", "before_resize", "edited_since_save", "only_pruned"]
 
 _NOTE = "last_resize"  # the memo's note of the last resize, which a prune rewrites
 _KEPT = ("memo_cursor", "memo_ahead", "archived_through", "usage", "archives", "fold_records")
@@ -48,20 +47,19 @@ def only_pruned(session: Session, before: Before) -> bool:
     return current.keys() - {_NOTE} == memo.keys() and all(current[key] == memo[key] for key in memo)
 
 
-Carried = weakref.WeakKeyDictionary[Session, tuple[int, int]]  # session -> (its saved revision, the prunes' moves since)
-
-
-def carry(table: Carried, session: Session, entry: Any, moves: int) -> None:
-    """Note that prunes left for the next write moved ``session``'s revision ``moves`` times since
-    its save at ``entry.revision`` (a manager's cache entry): the binding's check for a tool's edit
-    in place must not count them (``SessionBinding._edited``); the next save moves the base."""
-    if entry is None or entry.session is not session or entry.revision < 0:
-        return
-    base, before = table.get(session, (-1, 0))
-    table[session] = (entry.revision, (before if base == entry.revision else 0) + moves)
-
-
-def carried(table: Carried, session: Session, revision: int) -> int:
-    """The revision moves of prunes carried since ``session`` was saved at ``revision``."""
-    base, moves = table.get(session, (-1, 0))
-    return moves if base == revision >= 0 else 0
+def edited_since_save(manager: Any, session: Session) -> bool:
+    """Whether the memo, metadata or settings of ``session`` differ from what its last save wrote
+    (a tool's edit in place mid-turn, which nothing but the store holds: the agent's state holds
+    the messages): compared by value with the save's document (``Entry.base``, a detached copy),
+    the memo without its ``last_resize`` note, which a prune the next write carries rewrites. A
+    session never saved counts as edited."""
+    entry = manager.cache.get(session.id)
+    if entry is None or entry.session is not session:
+        return False
+    base, state = entry.base, session.state
+    if not entry.version:
+        return True
+    saved, memo = base.get("memo") or {}, state.memo
+    if memo != saved and {k: v for k, v in memo.items() if k != _NOTE} != {k: v for k, v in saved.items() if k != _NOTE}:
+        return True
+    return base.get("metadata") != session.metadata or base.get("settings") != state.settings.saved()
