@@ -18,8 +18,10 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph.accounting.window import WindowTotals
+from session_graph._base.flow import adrive, drive
 from session_graph.compression.backoff import FOLD_FAILURE, cleared, failed
 from session_graph.errors import HandlerResultError, MemoUpdateError
+from session_graph.resize.direct import Plan, execute
 from session_graph.resize.policy import Decision
 from session_graph.resize.state import ResizeContext, SessionState
 
@@ -60,7 +62,7 @@ class ResizeOutcome:
 
 
 def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: ResizeContext,
-                    decision: Decision | None = None) -> ResizeOutcome:
+                    decision: Decision | None = None, direct: Plan | None = None) -> ResizeOutcome:
     """Run a sync resize graph on ``state`` and build the state to commit.
 
     The graph streams each node's update (``stream_mode="updates"``) and the run's final state
@@ -68,21 +70,29 @@ def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: Res
     that is what ``invoke`` returns, without LangGraph reading all the state's channels after
     every step (12% of a pruning resize). ``decision``: the judge's, made before the run (the
     graph is then one compiled to start at its route), or None for the graph's judge to decide.
+    ``direct``: the graph's plan when the run needs no Pregel (``direct.select``): the same graph
+    is then run node by node, without LangGraph's loop.
     """
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
     with _own_run():
+        if direct is not None:
+            drive(execute(direct, out, context, _limit(state)))
+            return _outcome(state, out, appended_before)
         for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
             _apply(out, step)
     return _outcome(state, out, appended_before)
 
 
 async def run_resize(graph: CompiledStateGraph, state: SessionState, context: ResizeContext,
-                     decision: Decision | None = None) -> ResizeOutcome:
+                     decision: Decision | None = None, direct: Plan | None = None) -> ResizeOutcome:
     """Run an async resize graph on ``state`` and build the state to commit (as ``run_resize_sync``)."""
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
     with _own_run():
+        if direct is not None:
+            await adrive(execute(direct, out, context, _limit(state)))
+            return _outcome(state, out, appended_before)
         async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
             _apply(out, step)
     return _outcome(state, out, appended_before)
@@ -120,11 +130,15 @@ _WORKERS = min(32, (os.cpu_count() or 1) + 4)
 read from ``os.cpu_count()`` (a system call, ~7 us) on every run."""
 
 
+def _limit(state: SessionState) -> int:
+    """The run's recursion limit: at most one memo chunk per message the memo has not folded, and room for the rest."""
+    return len(state.full_chat_history) - state.memo_cursor + 25
+
+
 def _config(state: SessionState, *, sync: bool) -> Any:
-    pending = len(state.full_chat_history) - state.memo_cursor  # at most one memo chunk per pending message
     if sync:
-        return {"recursion_limit": pending + 25, "max_concurrency": _WORKERS}
-    return {"recursion_limit": pending + 25}
+        return {"recursion_limit": _limit(state), "max_concurrency": _WORKERS}
+    return {"recursion_limit": _limit(state)}
 
 
 _RUNTIME_KEY = "__pregel_runtime"

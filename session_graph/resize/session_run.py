@@ -24,6 +24,7 @@ from session_graph._base.edits import EditWatch
 from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.errors import MessageError, SessionGraphError
+from session_graph.resize.direct import select
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.nodes.judge import judge_state
@@ -211,7 +212,7 @@ class SessionCore:
             state, context, decision = run
             with self._traced_failure(state, context, force):
                 graph = handlers.runner(state.settings.resolved(), sync=True, start=None if decision is None else decision["type"])
-                outcome = run_resize_sync(graph, state, context, decision)
+                outcome = run_resize_sync(graph, state, context, decision, select(graph, handlers, sync=True))
             return self._commit(handlers, state, context, outcome, force)
 
     async def resize(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
@@ -223,7 +224,7 @@ class SessionCore:
             state, context, decision = run
             with self._traced_failure(state, context, force):
                 graph = handlers.runner(state.settings.resolved(), sync=False, start=None if decision is None else decision["type"])
-                outcome = await run_resize(graph, state, context, decision)
+                outcome = await run_resize(graph, state, context, decision, select(graph, handlers, sync=False))
             return self._commit(handlers, state, context, outcome, force)
 
     def _prepare(self, handlers: Handlers, force: Force) -> tuple[SessionState, ResizeContext, Decision | None] | None:

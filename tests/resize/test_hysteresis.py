@@ -121,9 +121,13 @@ def test_a_cut_inside_a_long_turn_keeps_that_turn_instead_of_almost_nothing() ->
 def test_a_resize_with_nothing_to_do_never_enters_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     from langgraph.graph.state import CompiledStateGraph
 
+    from session_graph.resize import run as run_module
+
     runs: list[int] = []
     real = CompiledStateGraph.stream
     monkeypatch.setattr(CompiledStateGraph, "stream", lambda self, *a, **k: runs.append(1) or real(self, *a, **k))
+    direct = run_module.execute  # a plain unobserved run goes through the graph without Pregel (resize/direct.py)
+    monkeypatch.setattr(run_module, "execute", lambda *a, **k: runs.append(1) or direct(*a, **k))
     session = session_for("lite", None)
     for message in tool_turn(0):
         session.append_message(message)

@@ -1,0 +1,195 @@
+"""A resize run without Pregel: the compiled resize graph interpreted node by node.
+
+LangGraph's Pregel loop (checkpoint, channels, tasks, a callback manager per run and per node)
+costs ~85-90% of a lite prune that drops a few messages. When nothing needs that machinery, a
+run is executed here instead, on THE SAME compiled graph: its builder's nodes (the callables
+``graph.py`` added, wrapped by ``trace_recording.traced`` and, for a user's node,
+``node_checks``), its edges and conditional branches (``graph.py`` stays the only place edges
+live), the run's ``Runtime`` holding the ``ResizeContext``. Every state field is a last-value
+channel, so a node sees ``SessionState(**values)`` and its dict update replaces the fields it
+names (keys that are not fields are dropped, as LangGraph drops them); a branch reads the state
+after its node's update; the recursion limit stops the run as Pregel's does (the limit reached:
+``GraphRecursionError``, same message); a node's error propagates unchanged, with a note
+naming the task (Pregel's note also holds a task id, which this run has none of).
+
+The rule, ``select``: a run is direct when it is unobserved and plain, else Pregel:
+- no user code runs in a node: no node override, no resize handler, no policy, memo, summary or
+  attachment handler on the compiled graph (a user's code may call ``interrupt()``,
+  ``get_config()``, ``get_store()`` or a stream writer, which need Pregel's run);
+- no callbacks: the enclosing run's callbacks, LangSmith tracing (env or context), global debug
+  or verbose, configure hooks: whatever ``CallbackManager.configure`` would hand the run, and the
+  session's chat model's own callbacks (it would see its run as a child of a node's run);
+- ``SESSION_GRAPH_RESIZE_EXECUTOR=pregel`` is not set (a switch for debugging and tests).
+What a caller gets is the same either way: ``resize()``'s window, the state committed, the trace
+record (route, model calls, sizes), the events, the errors; the run is a root run in both.
+Sync and async are one flow (``_base/flow.py``): a sync graph's nodes are driven by ``drive``,
+an async graph's by ``adrive``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+import os
+from typing import Any, Protocol
+import weakref
+
+from langchain_core.callbacks import CallbackManager
+from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.errors import ErrorCode, GraphRecursionError, InvalidUpdateError, create_error_message
+from langgraph.graph import END, START
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from session_graph._base.flow import Call, Flow
+from session_graph.resize.state import ResizeContext, SessionState
+
+__all__ = ["FORCE_PREGEL_ENV", "Plan", "Plugged", "execute", "plan_of", "select", "unobserved"]
+
+FORCE_PREGEL_ENV = "SESSION_GRAPH_RESIZE_EXECUTOR"
+"""Set to ``pregel`` to run every resize through LangGraph's Pregel loop (debugging, tests)."""
+_FIELDS = frozenset(f.name for f in fields(SessionState))
+
+
+class Plugged(Protocol):
+    """What ``select`` reads of a session's handlers (``resize.handlers.Handlers``)."""
+
+    policy: Any
+    overrides: Mapping[str, Any]
+    resize: Mapping[str, Any]
+    memo_update: Any
+    summary: Any
+    attachment_summary: Any
+    model: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A compiled resize graph as the direct run reads it: its nodes, first node and next-node rules."""
+
+    nodes: Mapping[str, Callable[..., Any]]
+    first: str
+    edges: Mapping[str, str]
+    branches: Mapping[str, tuple[Callable[..., Any], Mapping[Any, str] | None]]
+
+
+_PLANS: weakref.WeakKeyDictionary[CompiledStateGraph, Plan | None] = weakref.WeakKeyDictionary()
+
+
+def plan_of(graph: CompiledStateGraph, *, sync: bool) -> Plan | None:
+    """The plan of ``graph`` (worked out once per compiled graph), or None when its shape is not a
+    chain of single next nodes (several edges out of a node, waiting edges...): Pregel runs that."""
+    try:
+        return _PLANS[graph]
+    except KeyError:
+        pass
+    plan = _read(graph, sync)
+    _PLANS[graph] = plan
+    return plan
+
+
+def _read(graph: CompiledStateGraph, sync: bool) -> Plan | None:
+    builder = graph.builder
+    if getattr(builder, "waiting_edges", None):
+        return None
+    nodes: dict[str, Callable[..., Any]] = {}
+    for name, spec in builder.nodes.items():
+        runnable = spec.runnable
+        fn = getattr(runnable, "func" if sync else "afunc", None) or getattr(runnable, "func", None)
+        special = ("defer", "retry_policy", "cache_policy", "timeout", "is_error_handler", "error_handler_node")
+        if fn is None or any(getattr(spec, attr, None) for attr in special):
+            return None
+        nodes[name] = fn
+    edges: dict[str, str] = {}
+    for source, target in builder.edges:
+        if source in edges:
+            return None
+        edges[source] = target
+    branches: dict[str, tuple[Callable[..., Any], Mapping[Any, str] | None]] = {}
+    for source, specs in builder.branches.items():
+        if len(specs) != 1 or source in edges or source == START:
+            return None
+        (spec,) = specs.values()
+        route = getattr(spec.path, "func", None)
+        if route is None:
+            return None
+        branches[source] = (route, spec.ends)
+    first = edges.get(START)
+    if first is None or any(name not in edges and name not in branches for name in nodes):
+        return None
+    return Plan(nodes, first, edges, branches)
+
+
+def select(graph: CompiledStateGraph, handlers: Plugged, *, sync: bool) -> Plan | None:
+    """The plan of a run that may go without Pregel (the module docstring's rule), else None."""
+    if os.environ.get(FORCE_PREGEL_ENV, "").lower() == "pregel":
+        return None
+    plan = plan_of(graph, sync=sync)
+    if plan is None or not _plain(plan.nodes, handlers) or not unobserved():
+        return None
+    return plan
+
+
+def _plain(nodes: Mapping[str, Any], handlers: Plugged) -> bool:
+    """No user code in any node of the graph (the model aside, which is invoked as a Runnable)."""
+    if any(name in nodes for name in handlers.overrides) or any(name in nodes for name in handlers.resize):
+        return False
+    users = (("judge", handlers.policy), ("memo_update", handlers.memo_update), ("deep_chunk", handlers.memo_update),
+             ("summary_fold", handlers.summary), ("attachment_summary", handlers.attachment_summary))
+    if any(fn is not None and name in nodes for name, fn in users):
+        return False
+    return handlers.model is None or not _model_observed(handlers.model, 4)
+
+
+def _model_observed(runnable: Any, depth: int) -> bool:
+    """Whether a chat model (or a binding, retry or fallback around it) carries callbacks of its own."""
+    if runnable is None or depth < 0:
+        return False
+    if getattr(runnable, "callbacks", None) or getattr(runnable, "verbose", False) is True:
+        return True
+    config = getattr(runnable, "config", None)
+    if isinstance(config, Mapping) and config.get("callbacks"):
+        return True
+    inner = [getattr(runnable, name, None) for name in ("bound", "runnable", "default")]
+    inner += list(getattr(runnable, "fallbacks", None) or ())
+    return any(_model_observed(r, depth - 1) for r in inner if r is not None and r is not runnable)
+
+
+def unobserved() -> bool:
+    """No callback would see the run: what ``CallbackManager.configure`` makes of the enclosing
+    run's callbacks (and tracing env, context, debug and hooks) has no handler."""
+    ambient = var_child_runnable_config.get()
+    callbacks = ambient.get("callbacks") if ambient else None
+    manager = CallbackManager.configure(inheritable_callbacks=callbacks)
+    return not manager.handlers and not manager.inheritable_handlers
+
+
+def execute(plan: Plan, values: dict[str, Any], context: ResizeContext, recursion_limit: int) -> Flow[None]:
+    """Run ``plan`` on ``values`` (the run's input, updated in place as the channels would be)."""
+    runtime = Runtime(context=context)
+    node, steps = plan.first, 0
+    while node != END:
+        name = node
+        try:
+            update = yield Call(plan.nodes[name], (SessionState(**values), runtime))
+            if update is not None:
+                if not isinstance(update, dict):
+                    raise InvalidUpdateError(create_error_message(
+                        message=f"Expected dict, got {update}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE))
+                values.update((k, v) for k, v in update.items() if k in _FIELDS)
+            branch = plan.branches.get(name)
+            if branch is None:
+                node = plan.edges[name]
+            else:
+                route, ends = branch
+                chosen = route(SessionState(**values))
+                node = chosen if ends is None else ends[chosen]
+        except Exception as error:
+            error.add_note(f"During task with name '{name}'")
+            raise
+        steps += 1
+        if steps >= recursion_limit:
+            raise GraphRecursionError(create_error_message(
+                message=(f"Recursion limit of {recursion_limit} reached without hitting a stop condition. You can "
+                         "increase the limit by setting the `recursion_limit` config key."),
+                error_code=ErrorCode.GRAPH_RECURSION_LIMIT))
