@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+import inspect
 import os
 from typing import Any, Protocol
 import weakref
@@ -99,7 +100,10 @@ def _read(graph: CompiledStateGraph, sync: bool) -> Plan | None:
         special = ("defer", "retry_policy", "cache_policy", "timeout", "is_error_handler", "error_handler_node")
         if fn is None or any(getattr(spec, attr, None) for attr in special):
             return None
-        nodes[name] = fn
+        accepts = set(getattr(runnable, "func_accepts", {}))
+        if accepts - {"runtime"}:  # a node that asks for its config, writer or store: Pregel's to give
+            return None
+        nodes[name] = fn if accepts else _state_only(fn)
     edges: dict[str, str] = {}
     for source, target in builder.edges:
         if source in edges:
@@ -118,6 +122,16 @@ def _read(graph: CompiledStateGraph, sync: bool) -> Plan | None:
     if first is None or any(name not in edges and name not in branches for name in nodes):
         return None
     return Plan(nodes, first, edges, branches)
+
+
+def _state_only(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A node that takes the state only, called as the run calls every node (``(state, runtime)``)."""
+    if inspect.iscoroutinefunction(fn):
+        async def called_async(state: SessionState, runtime: Any) -> Any:
+            return await fn(state)
+
+        return called_async
+    return lambda state, runtime: fn(state)
 
 
 def select(graph: CompiledStateGraph, handlers: Plugged, *, sync: bool) -> Plan | None:
