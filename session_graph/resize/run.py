@@ -17,8 +17,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph.state import CompiledStateGraph
 
-from session_graph.accounting.window import WindowTotals
 from session_graph._base.flow import adrive, drive
+from session_graph.accounting.window import WindowTotals
 from session_graph.compression.backoff import FOLD_FAILURE, cleared, failed
 from session_graph.errors import HandlerResultError, MemoUpdateError
 from session_graph.resize.direct import Plan, execute

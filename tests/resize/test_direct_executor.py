@@ -17,8 +17,8 @@ import dataclasses
 import json
 import random
 import re
-from unittest.mock import MagicMock
 from typing import Any
+from unittest.mock import MagicMock
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -28,7 +28,8 @@ from langgraph.graph.state import CompiledStateGraph
 import pytest
 
 from session_graph import Session
-from session_graph.resize import direct, run as run_module, session_run
+from session_graph.resize import direct, session_run
+from session_graph.resize import run as run_module
 from session_graph.resize.direct import FORCE_PREGEL_ENV, plan_of
 from tests.conftest import BrokenModel, fake_model, memo_reply
 
@@ -175,7 +176,7 @@ def run_steps(session: Session, steps: list[tuple[str, Any]], *, use_async: bool
 
 
 def snapshot(session: Session) -> dict[str, Any]:
-    state = session._state  # noqa: SLF001 - the whole state is what must match
+    state = session._state
     records = [dataclasses.replace(r, at="", node_ms=tuple(0.0 for _ in r.node_ms), total_ms=0.0, error=_ids_aside(r.error))
                for r in session.trace]
     return {
