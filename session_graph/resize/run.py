@@ -1,5 +1,10 @@
 """One resize run: invoke the graph on a snapshot of the state and build the state to commit.
 
+The graph runs through LangGraph's Pregel loop, or node by node without it when the session
+found the run plain and unobserved (``direct.select``: no user code in a node, no callbacks or
+tracing; ``SESSION_GRAPH_RESIZE_EXECUTOR=pregel`` forces Pregel); both read the same compiled
+graph and give the caller the same window, state, trace record and errors.
+
 The session commits the result in one step, so a failure anywhere before that leaves it
 as it was. Messages appended while the graph awaited a model join both histories.
 """
