@@ -74,10 +74,10 @@ class Plan:
     branches: Mapping[str, tuple[Callable[..., Any], Mapping[Any, str] | None]]
 
 
-_PLANS: weakref.WeakKeyDictionary[CompiledStateGraph, Plan | None] = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary[CompiledStateGraph[Any, Any, Any, Any], Plan | None] = weakref.WeakKeyDictionary()
 
 
-def plan_of(graph: CompiledStateGraph, *, sync: bool) -> Plan | None:
+def plan_of(graph: CompiledStateGraph[Any, Any, Any, Any], *, sync: bool) -> Plan | None:
     """The plan of ``graph`` (worked out once per compiled graph), or None when its shape is not a
     chain of single next nodes (several edges out of a node, waiting edges...): Pregel runs that."""
     try:
@@ -89,7 +89,7 @@ def plan_of(graph: CompiledStateGraph, *, sync: bool) -> Plan | None:
     return plan
 
 
-def _read(graph: CompiledStateGraph, sync: bool) -> Plan | None:
+def _read(graph: CompiledStateGraph[Any, Any, Any, Any], sync: bool) -> Plan | None:
     builder = graph.builder
     if getattr(builder, "waiting_edges", None):
         return None
@@ -113,11 +113,11 @@ def _read(graph: CompiledStateGraph, sync: bool) -> Plan | None:
     for source, specs in builder.branches.items():
         if len(specs) != 1 or source in edges or source == START:
             return None
-        (spec,) = specs.values()
-        route = getattr(spec.path, "func", None)
+        (branch,) = specs.values()
+        route = getattr(branch.path, "func", None)
         if route is None:
             return None
-        branches[source] = (route, spec.ends)
+        branches[source] = (route, branch.ends if isinstance(branch.ends, Mapping) else None)
     first = edges.get(START)
     if first is None or any(name not in edges and name not in branches for name in nodes):
         return None
@@ -134,7 +134,7 @@ def _state_only(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda state, runtime: fn(state)
 
 
-def select(graph: CompiledStateGraph, handlers: Plugged, *, sync: bool) -> Plan | None:
+def select(graph: CompiledStateGraph[Any, Any, Any, Any], handlers: Plugged, *, sync: bool) -> Plan | None:
     """The plan of a run that may go without Pregel (the module docstring's rule), else None."""
     if os.environ.get(FORCE_PREGEL_ENV, "").lower() == "pregel":
         return None
