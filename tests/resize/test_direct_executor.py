@@ -20,6 +20,7 @@ import re
 from typing import Any
 from unittest.mock import MagicMock
 
+from conftest import BrokenModel, fake_model, memo_reply
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
@@ -31,7 +32,6 @@ from session_graph import Session
 from session_graph.resize import direct, session_run
 from session_graph.resize import run as run_module
 from session_graph.resize.direct import FORCE_PREGEL_ENV, plan_of
-from tests.conftest import BrokenModel, fake_model, memo_reply
 
 SEEDS = range(36)
 
