@@ -14,11 +14,13 @@ import pytest
 from session_graph import Session
 from session_graph.integrations import SessionMiddleware
 from session_graph.resize import session_run
+from session_graph.resize.direct import FORCE_PREGEL_ENV
 
 
 @pytest.fixture
 def chosen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each resize's ``select`` chose the direct executor."""
+    monkeypatch.delenv(FORCE_PREGEL_ENV, raising=False)  # the suite may run with Pregel forced: these tests read the default choice
     picks: list[bool] = []
     real = session_run.select
 
