@@ -189,9 +189,10 @@ _PLAIN_SYSTEMS: dict[str, SystemMessage] = {}  # the last few texts' plain syste
 
 def plain_system(text: str) -> SystemMessage:
     """A system message of ``text`` and nothing else (no id, name or metadata), made once per text:
-    what the middleware counts the recalled text with on every model call (only counted, never
-    sent: the model gets a message of its own). Reused only while it is still exactly that; at
-    most 16 texts are held."""
+    what the middleware counts the recalled text with on every model call, and the merged system
+    message it hands the model (the same text on most calls of a thread). Reused only while it
+    is still exactly that (one a model or middleware changed in place is made anew); at most 16
+    texts are held."""
     message = _PLAIN_SYSTEMS.get(text)
     if (message is not None and message.content == text and not message.id and not message.name
             and not message.additional_kwargs and not message.response_metadata):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import fields
 import logging
 from typing import Any, NotRequired, Unpack
 import uuid
@@ -191,8 +192,24 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         parts = [request.system_message.text] if request.system_message is not None else []
         parts += [message.text for message in view[:lead]]
         parts += [recalled] if recalled else []
-        system = SystemMessage(content="\n\n".join(p for p in parts if p)) if parts else None
-        return request.override(messages=list(view[lead:]), system_message=system)
+        system = plain_system("\n\n".join(p for p in parts if p)) if parts else None  # one message per text, reused
+        return _override(request, messages=list(view[lead:]), system_message=system)
+
+
+def _override(request: ModelRequest, **changes: Any) -> ModelRequest:
+    """``request.override(**changes)``: a new request, the old one left as it was. A
+    ``ModelRequest`` itself (not a subclass, which may override ``override``) is copied field by
+    field without ``dataclasses.replace``, whose ``__init__`` sets each field through the
+    deprecation warning of ``ModelRequest.__setattr__`` (nine filtered warnings a model call)."""
+    if type(request) is not ModelRequest or not changes.keys() <= _FIELDS:
+        return request.override(**changes)
+    copied = object.__new__(ModelRequest)
+    copied.__dict__.update(request.__dict__)
+    copied.__dict__.update(changes)
+    return copied
+
+
+_FIELDS = frozenset(field.name for field in fields(ModelRequest))
 
 
 def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ModelResponse | ExtendedModelResponse:
