@@ -134,8 +134,7 @@ class SessionBinding:
         renew_after_fork(self)
 
     def _after_fork(self) -> None:
-        """A forked child: a new guard of the thread check (a parent thread holding it is not there),
-        and no remembered step lock (the child makes its locks anew)."""
+        """A forked child: a new guard of the thread check (a parent thread holding it is not there), no remembered lock."""
         self._guard = threading.Lock()
         self._recent = None
 
@@ -277,8 +276,7 @@ class SessionBinding:
             return lock
 
     def _thread_lock(self, key: str) -> Any:
-        """The threads' lock of ``key`` (``_lock``), remembered for the next step: the steps of a
-        turn (about five) use one key, and each would otherwise look it up under the global guard."""
+        """The threads' lock of ``key`` (``_lock``), remembered: a turn's ~5 steps use one key (no global guard each)."""
         recent = self._recent
         if recent is not None and recent[0] == key:
             return recent[1]

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import re
+import threading
 from typing import Any
+import weakref
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
+from session_graph._base.edits import fingerprint
 from session_graph.errors import ConfigurationError
 from session_graph.llm.quote import quote
 from session_graph.retrieval.hits import SearchHit
@@ -166,7 +169,17 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     query = newest_user_text(session)
     if not query.strip():
         return ""
-    window = {m.id for m in session.current_chat_history}
+    current = session.current_chat_history
+    # what decides the recall: the question, the evicted messages (those before the window's
+    # first, which is the same object), the memo's text (what it already says is left out) and
+    # the settings; messages appended to the window since (a tool call and its results: the
+    # turn's next model call) are never recalled, so the last answer stands: one search a turn
+    inputs = (recall, query, len(session.full_chat_history) - len(current), fingerprint(session.memo), session.settings.saved())
+    with _RECALLED_GUARD:
+        last = _RECALLED.get(session)
+    if last is not None and last[0] is session.state and last[1] is current[0] and last[2] == inputs:
+        return last[3]
+    window = {m.id for m in current}
     memo = _strings(session.memo) if session.memo else []
     try:
         hits = session.search(query, k=recall.k + len(window), around=recall.around)
@@ -176,7 +189,15 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
               and not _in_memo(h.text, memo)][: recall.k]
     chosen = [h if not h.neighbours else _without_window(h, window) for h in chosen]
     body = format_hits(chosen, recall.chars - len(RECALL_HEADER), with_key=False)
-    return RECALL_HEADER + body if body else ""
+    text = RECALL_HEADER + body if body else ""
+    with _RECALLED_GUARD:
+        _RECALLED[session] = (session.state, current[0], inputs, text)
+    return text
+
+
+_RECALLED: weakref.WeakKeyDictionary[Session, tuple[Any, Any, tuple[Any, ...], str]] = weakref.WeakKeyDictionary()
+"""Each session's last automatic recall and what it was made from (``recall_text``)."""
+_RECALLED_GUARD = threading.Lock()
 
 
 def _without_window(hit: SearchHit, window: set[str | None]) -> SearchHit:
