@@ -201,15 +201,16 @@ def _override(request: ModelRequest, **changes: Any) -> ModelRequest:
     ``ModelRequest`` itself (not a subclass, which may override ``override``) is copied field by
     field without ``dataclasses.replace``, whose ``__init__`` sets each field through the
     deprecation warning of ``ModelRequest.__setattr__`` (nine filtered warnings a model call)."""
-    if type(request) is not ModelRequest or not changes.keys() <= _FIELDS:
+    if type(request) is not ModelRequest or not changes.keys() <= _NAMES:
         return request.override(**changes)
     copied = object.__new__(ModelRequest)
-    copied.__dict__.update(request.__dict__)
-    copied.__dict__.update(changes)
+    held = request.__dict__  # its fields only, as replace() copies them (nothing cached beside them)
+    copied.__dict__.update({name: changes[name] if name in changes else held[name] for name in _FIELDS})
     return copied
 
 
-_FIELDS = frozenset(field.name for field in fields(ModelRequest))
+_FIELDS = tuple(field.name for field in fields(ModelRequest))
+_NAMES = frozenset(_FIELDS)
 
 
 def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ModelResponse | ExtendedModelResponse:
