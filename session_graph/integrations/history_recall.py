@@ -33,7 +33,7 @@ from session_graph.llm.quote import quote
 from session_graph.retrieval.hits import SearchHit
 from session_graph.session import Session
 
-__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "newest_user_text", "plain_system", "recall_text",
+__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "known_recall", "newest_user_text", "plain_system", "recall_text",
            "recall_view"]
 
 RECALL_HEADER = ("Earlier messages of this conversation that may be relevant (not in the window above; each text a "
@@ -160,25 +160,11 @@ def newest_user_text(session: Session) -> str:
 
 def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     """The recalled evicted messages for the newest user message, as context text ("" for none)."""
-    if recall is None or not recall.k or not recall.chars:
-        return ""
-    if session.settings.resolved().mode == "lite" and not recall.lite:
-        return ""
-    if len(session.full_chat_history) <= len(session.current_chat_history):
-        return ""  # nothing was evicted: nothing to recall (and no index to build)
-    query = newest_user_text(session)
-    if not query.strip():
-        return ""
-    current = session.current_chat_history
-    # what decides the recall: the question, the evicted messages (those before the window's
-    # first, which is the same object), the memo's text (what it already says is left out) and
-    # the settings; messages appended to the window since (a tool call and its results: the
-    # turn's next model call) are never recalled, so the last answer stands: one search a turn
-    inputs = (recall, query, len(session.full_chat_history) - len(current), fingerprint(session.memo), session.settings.saved())
-    with _RECALLED_GUARD:
-        last = _RECALLED.get(session)
-    if last is not None and last[0] is session.state and last[1] is current[0] and last[2] == inputs:
-        return last[3]
+    known = known_recall(session, recall)
+    if known is not None:
+        return known
+    assert recall is not None  # known_recall answers "" without one
+    current, query = session.current_chat_history, newest_user_text(session)
     window = {m.id for m in current}
     memo = _strings(session.memo) if session.memo else []
     try:
@@ -191,8 +177,35 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     body = format_hits(chosen, recall.chars - len(RECALL_HEADER), with_key=False)
     text = RECALL_HEADER + body if body else ""
     with _RECALLED_GUARD:
-        _RECALLED[session] = (session.state, current[0], inputs, text)
+        _RECALLED[session] = (session.state, current[0], _inputs(session, recall, query), text)
     return text
+
+
+def known_recall(session: Session, recall: HistoryRecall | None) -> str | None:
+    """``recall_text``'s answer when it needs no search (None when it does): "" when recall is
+    off, nothing was evicted or there is no question; the last search's answer while what decides
+    it is unchanged: the question, the evicted messages (those before the window's first, the
+    same object), the memo's text (what it already says is left out) and the settings. Messages
+    appended to the window since (a tool call and its results: the turn's next model call) are
+    never recalled, so the answer stands: one search a turn."""
+    if recall is None or not recall.k or not recall.chars:
+        return ""
+    if session.settings.resolved().mode == "lite" and not recall.lite:
+        return ""
+    if len(session.full_chat_history) <= len(session.current_chat_history):
+        return ""  # nothing was evicted: nothing to recall (and no index to build)
+    query = newest_user_text(session)
+    if not query.strip():
+        return ""
+    with _RECALLED_GUARD:
+        last = _RECALLED.get(session)
+    if last is not None and last[0] is session.state and last[1] is session.current_chat_history[0] and last[2] == _inputs(session, recall, query):
+        return last[3]
+    return None
+
+
+def _inputs(session: Session, recall: HistoryRecall, query: str) -> tuple[Any, ...]:
+    return (recall, query, len(session.full_chat_history) - len(session.current_chat_history), fingerprint(session.memo), session.settings.saved())
 
 
 _RECALLED: weakref.WeakKeyDictionary[Session, tuple[Any, Any, tuple[Any, ...], str]] = weakref.WeakKeyDictionary()

@@ -40,6 +40,7 @@ from session_graph.integrations.history_recall import (
     DEFAULT_RECALL,
     HistoryRecall,
     history_tools,
+    known_recall,
     newest_user_text,
     plain_system,
     recall_text,
@@ -130,7 +131,9 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         state = request.state["messages"]
         point = save_point(state)
         session = await self.binding.astep(state, session=self._continued(request, point), **point)
-        recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
+        recalled = self._known(session)  # no search to make: no thread hop
+        if recalled is None:
+            recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
         await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
@@ -160,6 +163,11 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         """Inside a turn (no new input: tool results), the session its earlier model call used,
         taken without a store look-up while the manager still caches it; None at a turn's start."""
         return None if point.get("durable") else self.binding.live(str(request.state.get("session_key") or ""))
+
+    def _known(self, session: Session) -> str | None:
+        """``_recalled``'s answer when it makes no search (no memory recall; history recall off or
+        answered by the turn's earlier search), else None."""
+        return known_recall(session, self.history) if self.memory is None or not self.recall_k else None
 
     def _recalled(self, session: Session, request: ModelRequest | None = None) -> str:
         """The memories and evicted messages recalled for the newest user message, as prompt text

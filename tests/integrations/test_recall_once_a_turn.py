@@ -4,13 +4,18 @@ a further eviction or new settings search again."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from agents_util import lookup, model
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 import pytest
 from recall_util import fold_away
 
 from session_graph import Session
+from session_graph.integrations import SessionMiddleware
+import session_graph.integrations.middleware as middleware_module
 from session_graph.integrations.history_recall import RECALL_HEADER, HistoryRecall, recall_text
 
 FACT = "My passport number ends in 4417 and it expires in June."
@@ -73,3 +78,22 @@ def test_what_decides_the_recall_searches_again(change: str, monkeypatch: pytest
     assert len(queries) == 2
     if change == "memo":
         assert "4417" in first and "4417" not in again  # what the memo already says is not recalled
+
+
+def test_an_async_agent_searches_once_a_turn_and_hops_to_a_thread_only_to_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _folded()
+    session.set_settings("session.limit", {"messages": 12})  # room for the turn: no resize between its model calls
+    queries = _counted(session, monkeypatch)
+    hops: list[Any] = []
+    real = asyncio.to_thread
+
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(fn, "__name__", fn))
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(middleware_module.asyncio, "to_thread", counted)
+    fake = model()
+    agent = create_agent(fake, tools=[lookup], middleware=[SessionMiddleware(session)])
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage(content="When does my passport expire?")]}))
+    assert len(fake.prompts) == 2 and all("4417" in prompt[0].text for prompt in fake.prompts)  # both calls see the recall
+    assert len(queries) == 1 and hops.count("_recalled") == 1  # the second call's answer was known: no search, no hop
