@@ -15,8 +15,8 @@ from recall_util import fold_away
 
 from session_graph import Session
 from session_graph.integrations import SessionMiddleware
-import session_graph.integrations.middleware as middleware_module
 from session_graph.integrations.history_recall import RECALL_HEADER, HistoryRecall, recall_text
+import session_graph.integrations.middleware as middleware_module
 
 FACT = "My passport number ends in 4417 and it expires in June."
 
