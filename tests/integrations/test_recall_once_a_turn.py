@@ -14,9 +14,10 @@ import pytest
 from recall_util import fold_away
 
 from session_graph import Session
-from session_graph.integrations import SessionMiddleware
+from session_graph.integrations import SessionMiddleware, session_node, session_pre_model_hook
 from session_graph.integrations.history_recall import RECALL_HEADER, HistoryRecall, recall_text
 import session_graph.integrations.middleware as middleware_module
+import session_graph.integrations.node as node_module
 
 FACT = "My passport number ends in 4417 and it expires in June."
 
@@ -97,3 +98,24 @@ def test_an_async_agent_searches_once_a_turn_and_hops_to_a_thread_only_to_search
     asyncio.run(agent.ainvoke({"messages": [HumanMessage(content="When does my passport expire?")]}))
     assert len(fake.prompts) == 2 and all("4417" in prompt[0].text for prompt in fake.prompts)  # both calls see the recall
     assert len(queries) == 1 and hops.count("_recalled") == 1  # the second call's answer was known: no search, no hop
+
+
+@pytest.mark.parametrize("plug", ["node", "pre_model_hook"])
+def test_the_async_node_and_hook_hop_to_a_thread_only_to_search(plug: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    hops: list[Any] = []
+    real = asyncio.to_thread
+
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(fn)
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(node_module.asyncio, "to_thread", counted)
+    make = session_node if plug == "node" else session_pre_model_hook
+    quiet = make(Session().use_lite(messages=50))  # lite: recall off, nothing to search
+    asyncio.run(quiet.ainvoke({"messages": [HumanMessage(content="hi", id="h1")]}))
+    assert hops == []
+    folded = _folded()
+    recalling = make(folded)
+    out = asyncio.run(recalling.ainvoke({"messages": [HumanMessage(content="When does my passport expire?", id="h9")]}))
+    shown = out["messages"].value if plug == "node" else out["llm_input_messages"]
+    assert len(hops) == 1 and any("4417" in m.text for m in shown)  # a search: in a thread, as before
