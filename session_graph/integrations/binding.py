@@ -19,11 +19,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Generator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 import logging
 import threading
 import time
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NamedTuple, TypedDict
 import weakref
 
 from langchain_core.messages import BaseMessage
@@ -62,8 +61,7 @@ class BindingOptions(TypedDict, total=False):
     share_across_threads: bool
 
 
-@dataclass(frozen=True, slots=True)
-class _Op:
+class _Op(NamedTuple):  # a tuple: made several times a step, without a frozen dataclass's per-field setattr
     kind: Literal["session", "judge", "resize", "fold", "save", "write"]
     target: Any
 
@@ -132,11 +130,13 @@ class SessionBinding:
         self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
         self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
         self._guard = threading.Lock()
+        self._recent: tuple[str, Any] | None = None  # the last key's thread lock (a strong reference: it stays in _locks)
         renew_after_fork(self)
 
     def _after_fork(self) -> None:
-        """A forked child: a new guard of the thread check (a parent thread holding it is not there)."""
+        """A forked child: a new guard of the thread check (a parent thread holding it is not there), no remembered lock."""
         self._guard = threading.Lock()
+        self._recent = None
 
     # -- which session -----------------------------------------------------------------------
     def key(self, config: RunnableConfig | None = None) -> str:
@@ -182,7 +182,7 @@ class SessionBinding:
         """
         added = 0
         for message in messages:
-            if isinstance(message, BaseMessage) and (is_view_artifact(message) or (message.id and message in session)):
+            if isinstance(message, BaseMessage) and ((message.id and message in session) or is_view_artifact(message)):
                 continue
             session.append_message(message)
             added += 1
@@ -203,15 +203,22 @@ class SessionBinding:
         (no look-up in the store; a save merges what another process wrote meanwhile).
         """
         key = self.key(config)
-        with self._lock(key, "thread", threading.RLock), self._holding(key):  # taken before the session is read: see _lock
-            flow = self._flow(key, messages, resize, save, durable, session)
-            reply: Any = None
-            while True:
-                try:
-                    op = flow.send(reply)
-                except StopIteration as stop:
-                    return stop.value
-                reply = self._do(op)
+        cache = self.manager.cache if self.manager is not None else None
+        with self._thread_lock(key):  # taken before the session is read: see _lock
+            if cache is not None:
+                cache.hold(key)  # see _holding
+            try:
+                flow = self._flow(key, messages, resize, save, durable, session)
+                reply: Any = None
+                while True:
+                    try:
+                        op = flow.send(reply)
+                    except StopIteration as stop:
+                        return stop.value
+                    reply = self._do(op)
+            finally:
+                if cache is not None:
+                    cache.release(key)
 
     async def astep(
         self, messages: Sequence[Any], config: RunnableConfig | None = None, *, resize: bool = True,
@@ -225,7 +232,7 @@ class SessionBinding:
         lock = self._lock(key, asyncio.get_running_loop(), asyncio.Lock) if locked else None
         if lock is not None:
             await lock.acquire()  # before the session is read: see _lock
-        threads = self._lock(key, "thread", threading.RLock)  # a thread's step on the key (invoke beside ainvoke)
+        threads = self._thread_lock(key)  # a thread's step on the key (invoke beside ainvoke)
         try:
             while not threads.acquire(blocking=False):  # never blocks the event loop: polled
                 await asyncio.sleep(STEP_POLL)
@@ -267,6 +274,15 @@ class SessionBinding:
             if lock is None:
                 lock = self._locks[(key, owner)] = make()
             return lock
+
+    def _thread_lock(self, key: str) -> Any:
+        """The threads' lock of ``key`` (``_lock``), remembered: a turn's ~5 steps use one key (no global guard each)."""
+        recent = self._recent
+        if recent is not None and recent[0] == key:
+            return recent[1]
+        lock = self._lock(key, "thread", threading.RLock)
+        self._recent = (key, lock)
+        return lock
 
     def _holding(self, key: str) -> AbstractContextManager[None]:
         """The step's session stays in the manager's cache while the step uses it (steps of

@@ -20,17 +20,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import re
+import threading
 from typing import Any
+import weakref
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
+from session_graph._base.edits import fingerprint
 from session_graph.errors import ConfigurationError
 from session_graph.llm.quote import quote
 from session_graph.retrieval.hits import SearchHit
 from session_graph.session import Session
 
-__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "newest_user_text", "plain_system", "recall_text",
+__all__ = ["DEFAULT_RECALL", "RECALL_HEADER", "HistoryRecall", "format_hits", "history_tools", "known_recall", "newest_user_text", "plain_system", "recall_text",
            "recall_view"]
 
 RECALL_HEADER = ("Earlier messages of this conversation that may be relevant (not in the window above; each text a "
@@ -157,16 +160,12 @@ def newest_user_text(session: Session) -> str:
 
 def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     """The recalled evicted messages for the newest user message, as context text ("" for none)."""
-    if recall is None or not recall.k or not recall.chars:
-        return ""
-    if session.settings.resolved().mode == "lite" and not recall.lite:
-        return ""
-    if len(session.full_chat_history) <= len(session.current_chat_history):
-        return ""  # nothing was evicted: nothing to recall (and no index to build)
-    query = newest_user_text(session)
-    if not query.strip():
-        return ""
-    window = {m.id for m in session.current_chat_history}
+    known = known_recall(session, recall)
+    if known is not None:
+        return known
+    assert recall is not None  # known_recall answers "" without one
+    current, query = session.current_chat_history, newest_user_text(session)
+    window = {m.id for m in current}
     memo = _strings(session.memo) if session.memo else []
     try:
         hits = session.search(query, k=recall.k + len(window), around=recall.around)
@@ -176,7 +175,42 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
               and not _in_memo(h.text, memo)][: recall.k]
     chosen = [h if not h.neighbours else _without_window(h, window) for h in chosen]
     body = format_hits(chosen, recall.chars - len(RECALL_HEADER), with_key=False)
-    return RECALL_HEADER + body if body else ""
+    text = RECALL_HEADER + body if body else ""
+    with _RECALLED_GUARD:
+        _RECALLED[session] = (session.state, current[0], _inputs(session, recall, query), text)
+    return text
+
+
+def known_recall(session: Session, recall: HistoryRecall | None) -> str | None:
+    """``recall_text``'s answer when it needs no search (None when it does): "" when recall is
+    off, nothing was evicted or there is no question; the last search's answer while what decides
+    it is unchanged: the question, the evicted messages (those before the window's first, the
+    same object), the memo's text (what it already says is left out) and the settings. Messages
+    appended to the window since (a tool call and its results: the turn's next model call) are
+    never recalled, so the answer stands: one search a turn."""
+    if recall is None or not recall.k or not recall.chars:
+        return ""
+    if session.settings.resolved().mode == "lite" and not recall.lite:
+        return ""
+    if len(session.full_chat_history) <= len(session.current_chat_history):
+        return ""  # nothing was evicted: nothing to recall (and no index to build)
+    query = newest_user_text(session)
+    if not query.strip():
+        return ""
+    with _RECALLED_GUARD:
+        last = _RECALLED.get(session)
+    if last is not None and last[0] is session.state and last[1] is session.current_chat_history[0] and last[2] == _inputs(session, recall, query):
+        return last[3]
+    return None
+
+
+def _inputs(session: Session, recall: HistoryRecall, query: str) -> tuple[Any, ...]:
+    return (recall, query, len(session.full_chat_history) - len(session.current_chat_history), fingerprint(session.memo), session.settings.saved())
+
+
+_RECALLED: weakref.WeakKeyDictionary[Session, tuple[Any, Any, tuple[Any, ...], str]] = weakref.WeakKeyDictionary()
+"""Each session's last automatic recall and what it was made from (``recall_text``)."""
+_RECALLED_GUARD = threading.Lock()
 
 
 def _without_window(hit: SearchHit, window: set[str | None]) -> SearchHit:
@@ -189,9 +223,10 @@ _PLAIN_SYSTEMS: dict[str, SystemMessage] = {}  # the last few texts' plain syste
 
 def plain_system(text: str) -> SystemMessage:
     """A system message of ``text`` and nothing else (no id, name or metadata), made once per text:
-    what the middleware counts the recalled text with on every model call (only counted, never
-    sent: the model gets a message of its own). Reused only while it is still exactly that; at
-    most 16 texts are held."""
+    what the middleware counts the recalled text with on every model call, and the merged system
+    message it hands the model (the same text on most calls of a thread). Reused only while it
+    is still exactly that (one a model or middleware changed in place is made anew); at most 16
+    texts are held."""
     message = _PLAIN_SYSTEMS.get(text)
     if (message is not None and message.content == text and not message.id and not message.name
             and not message.additional_kwargs and not message.response_metadata):

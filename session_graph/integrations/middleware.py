@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import fields
 import logging
 from typing import Any, NotRequired, Unpack
 import uuid
@@ -39,6 +40,7 @@ from session_graph.integrations.history_recall import (
     DEFAULT_RECALL,
     HistoryRecall,
     history_tools,
+    known_recall,
     newest_user_text,
     plain_system,
     recall_text,
@@ -129,7 +131,9 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         state = request.state["messages"]
         point = save_point(state)
         session = await self.binding.astep(state, session=self._continued(request, point), **point)
-        recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
+        recalled = self._known(session)  # no search to make: no thread hop
+        if recalled is None:
+            recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         replies = _replies(response)
         await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
@@ -159,6 +163,11 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         """Inside a turn (no new input: tool results), the session its earlier model call used,
         taken without a store look-up while the manager still caches it; None at a turn's start."""
         return None if point.get("durable") else self.binding.live(str(request.state.get("session_key") or ""))
+
+    def _known(self, session: Session) -> str | None:
+        """``_recalled``'s answer when it makes no search (no memory recall; history recall off or
+        answered by the turn's earlier search), else None."""
+        return known_recall(session, self.history) if self.memory is None or not self.recall_k else None
 
     def _recalled(self, session: Session, request: ModelRequest | None = None) -> str:
         """The memories and evicted messages recalled for the newest user message, as prompt text
@@ -191,8 +200,25 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         parts = [request.system_message.text] if request.system_message is not None else []
         parts += [message.text for message in view[:lead]]
         parts += [recalled] if recalled else []
-        system = SystemMessage(content="\n\n".join(p for p in parts if p)) if parts else None
-        return request.override(messages=list(view[lead:]), system_message=system)
+        system = plain_system("\n\n".join(p for p in parts if p)) if parts else None  # one message per text, reused
+        return _override(request, messages=list(view[lead:]), system_message=system)
+
+
+def _override(request: ModelRequest, **changes: Any) -> ModelRequest:
+    """``request.override(**changes)``: a new request, the old one left as it was. A
+    ``ModelRequest`` itself (not a subclass, which may override ``override``) is copied field by
+    field without ``dataclasses.replace``, whose ``__init__`` sets each field through the
+    deprecation warning of ``ModelRequest.__setattr__`` (nine filtered warnings a model call)."""
+    if type(request) is not ModelRequest or not changes.keys() <= _NAMES:
+        return request.override(**changes)
+    copied = object.__new__(ModelRequest)
+    held = request.__dict__  # its fields only, as replace() copies them (nothing cached beside them)
+    copied.__dict__.update({name: changes[name] if name in changes else held[name] for name in _FIELDS})
+    return copied
+
+
+_FIELDS = tuple(field.name for field in fields(ModelRequest))
+_NAMES = frozenset(_FIELDS)
 
 
 def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ModelResponse | ExtendedModelResponse:

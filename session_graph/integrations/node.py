@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Overwrite
 
 from session_graph.integrations.binding import BindingOptions, SessionBinding
-from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, recall_view
+from session_graph.integrations.history_recall import DEFAULT_RECALL, HistoryRecall, known_recall, recall_view
 from session_graph.integrations.turn_messages import current_turn
 from session_graph.resize.graph import build_resize_graph
 from session_graph.session import Session
@@ -68,6 +68,8 @@ def session_node(
     async def asession_step(state: dict[str, Any], config: RunnableConfig) -> Any:
         _ = resize_graph
         current = await binding.astep(state[messages_key], config, save=True)
+        if known_recall(current, history) is not None:  # no search to make: no thread hop
+            return update(current)
         return await asyncio.to_thread(update, current)  # recall searches the history: never on the event loop
 
     return RunnableLambda(session_step, afunc=asession_step, name="session_step")
@@ -93,6 +95,8 @@ def session_pre_model_hook(session: Session | None = None, *, history: HistoryRe
     async def apre_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         turn = current_turn(state["messages"])
         current = await binding.astep(state["messages"], config, save=len(turn))
+        if known_recall(current, history) is not None:  # no search to make: no thread hop
+            return update(current, turn)
         return await asyncio.to_thread(update, current, turn)  # recall searches the history: never on the event loop
 
     return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")

@@ -12,9 +12,9 @@ message of its own in the window) is written at once.
 
 from __future__ import annotations
 
-from copy import deepcopy
 from typing import Any
 
+from session_graph._base.edits import detached
 from session_graph.session import Session
 
 __all__ = ["Before", "before_resize", "edited_since_save", "only_pruned"]
@@ -26,9 +26,9 @@ Before = tuple[list[Any], dict[str, Any], tuple[Any, ...]]
 
 
 def before_resize(session: Session) -> Before:
-    """What :func:`only_pruned` compares against: O(window) references and a copy of the memo."""
+    """What :func:`only_pruned` compares against: O(window) references and a detached copy of the memo (``_base/edits``: a JSON round trip, ~3x cheaper than ``deepcopy``)."""
     state = session.state  # the memo copied at depth: a resize may edit a value in place (a list it appends to)
-    return list(state.current_chat_history), deepcopy({k: v for k, v in state.memo.items() if k != _NOTE}), tuple(getattr(state, name) for name in _KEPT)
+    return list(state.current_chat_history), detached({k: v for k, v in state.memo.items() if k != _NOTE}), tuple(getattr(state, name) for name in _KEPT)
 
 
 def only_pruned(session: Session, before: Before) -> bool:

@@ -99,16 +99,24 @@ class SessionCache:
     def holding(self, key: str) -> Iterator[None]:
         """Keep ``key``'s entry from eviction while a step uses its session (another key's step,
         in another thread, would otherwise evict it under the step: its save then refused)."""
-        with self._lock:
-            self._held[key] = self._held.get(key, 0) + 1
+        self.hold(key)
         try:
             yield
         finally:
-            with self._lock:
-                if self._held[key] == 1:
-                    del self._held[key]
-                else:
-                    self._held[key] -= 1
+            self.release(key)
+
+    def hold(self, key: str) -> None:
+        """``holding``'s start, for a caller that pairs it with ``release`` itself (an agent step: no context manager's generator)."""
+        with self._lock:
+            self._held[key] = self._held.get(key, 0) + 1
+
+    def release(self, key: str) -> None:
+        """``holding``'s end: ``key`` may be evicted again once no step holds it."""
+        with self._lock:
+            if self._held[key] == 1:
+                del self._held[key]
+            else:
+                self._held[key] -= 1
 
     def remember(self, key: str, entry: Entry) -> None:
         """Keep ``entry`` as the newest; evict the oldest entries without unsaved changes (and not
