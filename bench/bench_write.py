@@ -1,6 +1,6 @@
 """One write of an agent turn (the JSONL store's appended save) against its floor, optionally A/B with another tree.
 
-Run: ``PYTHONPATH=. python3 bench/bench_write.py [--baseline DIR] [--size 10000] [--rounds 9]``
+Run: ``PYTHONPATH=. python3 bench/bench_write.py [--baseline DIR] [--size 10000] [--rounds 60] [--batch 10]``
 (DIR: another checkout's root, e.g. ``/tmp/base_main``; each tree's ``session_graph`` modules are
 imported afresh and swapped into ``sys.modules`` before its batch, as ``bench_turn_causes``
 does, so both trees are timed in one process).
@@ -159,8 +159,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", help="another checkout's root (the directory holding its session_graph/)")
     parser.add_argument("--size", type=int, default=10000)
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--batch", type=int, default=40, help="turns per batch")
+    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=10, help="turns per batch")
     args = parser.parse_args()
     roots = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
     with tempfile.TemporaryDirectory() as folder:

@@ -141,11 +141,12 @@ class JsonlStore(StoreBase):
         and the log stay open across saves)."""
         return self._held.locked(self._paths(tenant, key)[2], key, self.root)
 
-    def _append(self, held: Held, log: Path, data: bytes, sync: bool, inode: Any = False) -> int:
+    def _append(self, held: Held, log: Path, data: bytes, sync: bool, inode: Any = False, size: int | None = None) -> int:
         """Append ``data`` (records and their state line) to the log in one write, one fsync when
-        ``sync`` and the store syncs; the log's size after it. ``inode``: the log's, as a ``stat``
-        under this lock read it (``log_status``; False: read it here)."""
-        return held.append(log, data, log_status(log)[1] if inode is False else inode, self.fsync and sync)
+        ``sync`` and the store syncs; the log's size after it. ``inode`` and ``size``: the log's, as
+        a ``stat`` under this lock read them (``log_status``; False: the inode read here; ``size``
+        None: the size after the write asked of the file)."""
+        return held.append(log, data, log_status(log)[1] if inode is False else inode, self.fsync and sync, size)
 
     # -- protocol ------------------------------------------------------------------------------
     defers_sync = True  # update(..., sync=False) writes without an fsync (a later synced write flushes it)
@@ -232,7 +233,7 @@ class JsonlStore(StoreBase):
             added = trace_added(old.get("trace"), expect.fields["trace"]) if "trace" in expect.fields else None
             lines.append(state_line(encoded, written, changed, [expect.dropped, ids], added))  # only what grown changed
             position += len(lines[-1])
-            size = self._append(held, log, b"".join(lines), sync, inode)  # as update: one write, one fsync
+            size = self._append(held, log, b"".join(lines), sync, inode, size)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             if document["offsets"] != old.get("offsets") or "offsets" not in encoded.fields:  # one per 1,000 records
