@@ -236,7 +236,7 @@ class JsonlStore(StoreBase):
             size = self._append(held, log, b"".join(lines), sync, inode, size)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
-            if document["offsets"] != old.get("offsets") or "offsets" not in encoded.fields:  # one per 1,000 records
+            if len(document["offsets"]) != len(old["offsets"]) or "offsets" not in encoded.fields:  # grown (one per 1,000 records): offsets_of's copy, appended to
                 encoded.fields["offsets"] = dumps(document["offsets"])
             encoded.fields["bytes"] = dumps(size)
             if size - on_disk < _META_LAG and ("trace" not in expect.fields or added is not None):  # else the trace: written now

@@ -30,7 +30,6 @@ the inode check is exact.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
 import contextlib
 import os
 from pathlib import Path
@@ -42,7 +41,7 @@ from session_graph._base.files import lock_file, unlock_file
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 
-__all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "log_status"]
+__all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "Locked", "log_status"]
 
 LIMIT = 64
 """How many sessions' files a store keeps open (two descriptors each)."""
@@ -161,28 +160,10 @@ class HeldFiles:
                         held.mutex.release()
             return entry
 
-    @contextlib.contextmanager
-    def locked(self, path: Path, key: str, root: Path) -> Iterator[Held]:
+    def locked(self, path: Path, key: str, root: Path) -> Locked:
         """The session's held files, with its lock file locked (threads of this process and other
         processes alike) until the block ends."""
-        while True:
-            entry = self._entry(path)
-            entry.mutex.acquire()
-            if not entry.closed:
-                break
-            entry.mutex.release()  # dropped from the cache meanwhile: take the one there now
-        try:
-            self._lock(entry, path, key, root)
-            try:
-                yield entry
-            finally:
-                unlock_file(entry.lock)
-        finally:
-            with self._guard:
-                dropped = self._entries.get(path) is not entry
-            if dropped:  # forgotten (its session deleted) or replaced while in use: closed by its holder
-                entry.close()
-            entry.mutex.release()
+        return Locked(self, path, key, root)
 
     @staticmethod
     def _lock(entry: Held, path: Path, key: str, root: Path) -> None:
@@ -228,6 +209,48 @@ class HeldFiles:
             if entry.mutex.acquire(blocking=False):
                 entry.close()
                 entry.mutex.release()
+
+
+class Locked:
+    """``HeldFiles.locked``'s block: a class, not a generator (one of each per write)."""
+
+    __slots__ = ("entry", "files", "key", "path", "root")
+
+    def __init__(self, files: HeldFiles, path: Path, key: str, root: Path) -> None:
+        self.files, self.path, self.key, self.root = files, path, key, root
+        self.entry: Held | None = None
+
+    def __enter__(self) -> Held:
+        files, path = self.files, self.path
+        while True:
+            entry = files._entry(path)
+            entry.mutex.acquire()
+            if not entry.closed:
+                break
+            entry.mutex.release()  # dropped from the cache meanwhile: take the one there now
+        try:
+            files._lock(entry, path, self.key, self.root)
+        except BaseException:
+            self._release(entry)
+            raise
+        self.entry = entry
+        return entry
+
+    def __exit__(self, *exc: object) -> None:
+        entry, self.entry = self.entry, None
+        assert entry is not None
+        try:
+            unlock_file(entry.lock)
+        finally:
+            self._release(entry)
+
+    def _release(self, entry: Held) -> None:
+        files = self.files
+        with files._guard:
+            dropped = files._entries.get(self.path) is not entry
+        if dropped:  # forgotten (its session deleted) or replaced while in use: closed by its holder
+            entry.close()
+        entry.mutex.release()
 
 
 def _close_all(entries: OrderedDict[Path, Held]) -> None:
