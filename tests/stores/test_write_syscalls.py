@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import AIMessage
 import pytest
 
 from session_graph import SessionManager
@@ -102,3 +103,20 @@ def test_held_files_from_before_a_fork_are_not_the_childs(tmp_path: Path) -> Non
     finally:
         jsonl_handles._FORKS[0] -= 1
     held.close()
+
+
+def test_a_value_orjson_refuses_is_written_by_the_json_fallback_on_the_append_path(tmp_path: Path) -> None:
+    """The write path encodes each value in one C call (``FAST_DUMPS``) and falls back to
+    ``dumps`` (``json``) where orjson refuses it: an int past 64 bits in a message appended, and
+    in the metadata of a full save, read back as written."""
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "one")
+    session = manager.get_or_create("k")
+    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "m": -(2**65)}))
+    manager.save(session)
+    session.metadata["big"] = 2**64
+    turn(manager, "two")
+    loaded = SessionManager(JsonlStore(tmp_path)).get("k")
+    assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
+    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "m": -(2**65)}
+    assert loaded.metadata == {"big": 2**64}
