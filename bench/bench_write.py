@@ -69,10 +69,12 @@ def use(modules: dict[str, Any]) -> None:
 class Tree:
     """One tree's manager, session and floor file; ``step`` runs one turn's writes."""
 
-    def __init__(self, modules: dict[str, Any], folder: Path, size: int) -> None:
+    def __init__(self, modules: dict[str, Any], folder: Path, size: int, store: str = "jsonl") -> None:
         self.modules = modules
         use(modules)
-        self.manager = modules["session_graph"].SessionManager(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = modules["session_graph.stores"].SqliteStore(folder / "sessions.db") if store == "sqlite" else folder
+        self.manager = modules["session_graph"].SessionManager(target)
         session = self.manager.get_or_create("bench").use_lite(messages=40)
         for i in range(size // 2):
             session.append_message(HumanMessage(content=f"{i} {QUESTION}"))
@@ -80,7 +82,7 @@ class Tree:
         session.resize()
         self.manager.save(session)
         self.session, self.turn = session, 0
-        self.log = next(folder.rglob("*.jsonl"))
+        self.log = next(folder.rglob("*.jsonl")) if store == "jsonl" else folder / "sessions.db-wal"
         self.floor = os.open(folder / "floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def _save(self, durable: bool, spent: dict[str, list[float]], kind: str) -> None:
@@ -161,10 +163,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--batch", type=int, default=10, help="turns per batch")
+    parser.add_argument("--store", choices=("jsonl", "sqlite"), default="jsonl",
+                        help="sqlite: the floor is the bytes the WAL grew by (0 once it wraps)")
     args = parser.parse_args()
     roots = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
     with tempfile.TemporaryDirectory() as folder:
-        trees = {name: Tree(load(root), Path(folder) / name.replace(" ", "_"), args.size) for name, root in roots.items()}
+        trees = {name: Tree(load(root), Path(folder) / name.replace(" ", "_"), args.size, args.store) for name, root in roots.items()}
         means: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
         for round_ in range(args.rounds):
             for name in (list(trees) if round_ % 2 else list(reversed(trees))):
@@ -177,7 +181,7 @@ def main() -> None:
                     if values:
                         means[name].setdefault(kind, []).append(sum(values) / len(values) * 1e6)
         load_now = os.getloadavg()[0]
-        print(f"one write of an agent turn at {args.size:,} messages (JSONL, fsync on), CPU us per write, medians of "
+        print(f"one write of an agent turn at {args.size:,} messages ({'SQLite, WAL' if args.store == 'sqlite' else 'JSONL, fsync on'}), CPU us per write, medians of "
               f"{args.rounds} rounds of {args.batch} turns per tree, trees alternated (load {load_now:.1f}):")
         for kind in KINDS:
             row = []

@@ -20,7 +20,8 @@ import pytest
 
 from session_graph import SessionManager
 from session_graph._base.files import encode_name
-from session_graph.stores import JsonlStore, jsonl_handles
+from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
+from session_graph.stores.sql_steps import json_text
 
 CALLS = ("stat", "fstat", "lstat", "open", "close", "write", "fsync", "lseek", "getpid", "read", "replace", "utime")
 
@@ -120,3 +121,21 @@ def test_a_value_orjson_refuses_is_written_by_the_json_fallback_on_the_append_pa
     assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
     assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "m": -(2**65)}
     assert loaded.metadata == {"big": 2**64}
+
+
+def test_the_sql_store_writes_its_json_with_orjson_and_json_where_orjson_refuses(tmp_path: Path) -> None:
+    """``json_text``: a state document and messages in orjson's text (read back as written), and
+    json's where orjson refuses a value (an int past 64 bits)."""
+    manager = SessionManager(SqliteStore(tmp_path / "s.db"))
+    turn(manager, "one")
+    session = manager.get_or_create("k")
+    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}))
+    session.metadata["big"] = 2**64
+    manager.save(session)
+    turn(manager, "two")
+    loaded = SessionManager(SqliteStore(tmp_path / "s.db")).get("k")
+    assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
+    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}
+    assert loaded.metadata == {"big": 2**64}
+    assert json_text({"a": [1, "é"], 2: None}) == json.dumps({"a": [1, "é"], "2": None}, ensure_ascii=False, separators=(",", ":"))
+    assert json_text(2**70) == str(2**70)
