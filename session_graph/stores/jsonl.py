@@ -142,10 +142,8 @@ class JsonlStore(StoreBase):
         return self._held.locked(self._paths(tenant, key)[2], key, self.root)
 
     def _append(self, held: Held, log: Path, data: bytes, sync: bool, inode: Any = False, size: int | None = None) -> int:
-        """Append ``data`` (records and their state line) to the log in one write, one fsync when
-        ``sync`` and the store syncs; the log's size after it. ``inode`` and ``size``: the log's, as
-        a ``stat`` under this lock read them (``log_status``; False: the inode read here; ``size``
-        None: the size after the write asked of the file)."""
+        """Append ``data`` to the log in one write (one fsync when ``sync`` and the store syncs); the
+        size after it. ``inode``, ``size``: a ``stat`` under this lock's (False: read here; None: asked after)."""
         return held.append(log, data, log_status(log)[1] if inode is False else inode, self.fsync and sync, size)
 
     # -- protocol ------------------------------------------------------------------------------
@@ -153,8 +151,8 @@ class JsonlStore(StoreBase):
 
     def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None, sync: bool = True) -> int:
         """Run ``fn`` on the stored session under the session's file lock and write its change (see ``SessionStore.update``)."""
-        log, meta, _ = self._paths(tenant, key)
-        with self._holding(tenant, key) as held:
+        log, meta, lock = self._paths(tenant, key)
+        with self._held.locked(lock, key, self.root) as held:  # _holding's, the paths looked up once
             old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == log_size(log)
             if not mine:
@@ -214,8 +212,8 @@ class JsonlStore(StoreBase):
         version; None, writing nothing, unless the log ends with the state this store wrote
         last and it is the one ``expect`` describes (the caller then saves in full, merging
         what another writer stored)."""
-        log, meta, _ = self._paths(tenant, key)
-        with self._holding(tenant, key) as held:
+        log, meta, lock = self._paths(tenant, key)
+        with self._held.locked(lock, key, self.root) as held:  # _holding's, the paths looked up once
             old, written, on_disk = self._written.get(meta)
             size, inode = log_status(log)
             if old is None or written is None or int(old.get("bytes", -1)) != size or not expect.matches(old):
