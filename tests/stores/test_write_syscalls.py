@@ -3,7 +3,8 @@ the lock (``flock`` twice), the checks that the held lock file, the meta file an
 the files at their paths (one ``stat`` each), the write, and the ``fsync`` when durable. What the
 calls it no longer makes guarded is still caught: the log's size after the write (``lseek``) by
 the next write's ``stat`` when a line came behind the store's back, the fork (``getpid``) by the
-fork count the held files carry."""
+fork count the held files carry. And the write path's encoding in one C call per value (orjson,
+JSONL and SQL stores alike) falls back to ``json`` where orjson refuses a value."""
 
 from __future__ import annotations
 
