@@ -141,19 +141,18 @@ class JsonlStore(StoreBase):
         and the log stay open across saves)."""
         return self._held.locked(self._paths(tenant, key)[2], key, self.root)
 
-    def _append(self, held: Held, log: Path, data: bytes, sync: bool, inode: Any = False) -> int:
-        """Append ``data`` (records and their state line) to the log in one write, one fsync when
-        ``sync`` and the store syncs; the log's size after it. ``inode``: the log's, as a ``stat``
-        under this lock read it (``log_status``; False: read it here)."""
-        return held.append(log, data, log_status(log)[1] if inode is False else inode, self.fsync and sync)
+    def _append(self, held: Held, log: Path, data: bytes, sync: bool, inode: Any = False, size: int | None = None) -> int:
+        """Append ``data`` to the log in one write (one fsync when ``sync`` and the store syncs); the
+        size after it. ``inode``, ``size``: a ``stat`` under this lock's (False: read here; None: asked after)."""
+        return held.append(log, data, log_status(log)[1] if inode is False else inode, self.fsync and sync, size)
 
     # -- protocol ------------------------------------------------------------------------------
     defers_sync = True  # update(..., sync=False) writes without an fsync (a later synced write flushes it)
 
     def update(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None, sync: bool = True) -> int:
         """Run ``fn`` on the stored session under the session's file lock and write its change (see ``SessionStore.update``)."""
-        log, meta, _ = self._paths(tenant, key)
-        with self._holding(tenant, key) as held:
+        log, meta, lock = self._paths(tenant, key)
+        with self._held.locked(lock, key, self.root) as held:  # _holding's, the paths looked up once
             old, written, on_disk = self._written.get(meta)  # the document this store wrote last, if nobody wrote since
             mine = old is not None and int(old.get("bytes", -1)) == log_size(log)
             if not mine:
@@ -213,8 +212,8 @@ class JsonlStore(StoreBase):
         version; None, writing nothing, unless the log ends with the state this store wrote
         last and it is the one ``expect`` describes (the caller then saves in full, merging
         what another writer stored)."""
-        log, meta, _ = self._paths(tenant, key)
-        with self._holding(tenant, key) as held:
+        log, meta, lock = self._paths(tenant, key)
+        with self._held.locked(lock, key, self.root) as held:  # _holding's, the paths looked up once
             old, written, on_disk = self._written.get(meta)
             size, inode = log_status(log)
             if old is None or written is None or int(old.get("bytes", -1)) != size or not expect.matches(old):
@@ -232,10 +231,10 @@ class JsonlStore(StoreBase):
             added = trace_added(old.get("trace"), expect.fields["trace"]) if "trace" in expect.fields else None
             lines.append(state_line(encoded, written, changed, [expect.dropped, ids], added))  # only what grown changed
             position += len(lines[-1])
-            size = self._append(held, log, b"".join(lines), sync, inode)  # as update: one write, one fsync
+            size = self._append(held, log, b"".join(lines), sync, inode, size)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
-            if document["offsets"] != old.get("offsets") or "offsets" not in encoded.fields:  # one per 1,000 records
+            if len(document["offsets"]) != len(old["offsets"]) or "offsets" not in encoded.fields:  # grown (one per 1,000 records): offsets_of's copy, appended to
                 encoded.fields["offsets"] = dumps(document["offsets"])
             encoded.fields["bytes"] = dumps(size)
             if size - on_disk < _META_LAG and ("trace" not in expect.fields or added is not None):  # else the trace: written now

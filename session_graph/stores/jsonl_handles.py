@@ -14,9 +14,14 @@ trusted blindly:
   opened again. A process forked from this one opens its own (the parent's would share locks):
   right after a fork the child drops what it inherited and gets new mutexes
   (``os.register_at_fork``), so a thread of the parent that held one at the fork, which does not
-  exist in the child, cannot make the child wait forever.
+  exist in the child, cannot make the child wait forever; a held file also notes the fork count
+  it was opened under (``forks``), so one made before a fork is never the child's (no ``getpid``
+  per write: a system call).
 - the log: used only while it is the file at the path, told by the inode the caller's ``stat``
   under the lock read (another process may delete a log and write a new one); else opened again.
+  Its size after a write is the size that ``stat`` read plus the bytes written when the caller
+  passes it (every writer appends under the lock; a foreign append is seen by the next write's
+  ``stat``, whose size then differs from the state's), else asked of the file (``lseek``).
 
 An open file of a file kept open cannot be reused by a new file (its inode stays allocated), so
 the inode check is exact.
@@ -25,7 +30,6 @@ the inode check is exact.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
 import contextlib
 import os
 from pathlib import Path
@@ -37,7 +41,7 @@ from session_graph._base.files import lock_file, unlock_file
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 
-__all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "log_status"]
+__all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "Locked", "log_status"]
 
 LIMIT = 64
 """How many sessions' files a store keeps open (two descriptors each)."""
@@ -45,7 +49,16 @@ LIMIT = 64
 HOLD_LOG = os.name != "nt"
 """Whether a log stays open between saves: not on Windows, where an open file cannot be removed
 (no ``FILE_SHARE_DELETE``), so another process could not delete or clear the session meanwhile."""
+_FORKS = [0]  # children forked since import, in this process's line (os.register_at_fork)
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere no fork
+    os.register_at_fork(after_in_child=_forked)
 
 
 def log_status(path: Path) -> tuple[int, tuple[int, int] | None]:
@@ -60,7 +73,7 @@ def log_status(path: Path) -> tuple[int, tuple[int, int] | None]:
 class Held:
     """One session's held files: its lock file (and the mutex in front of it) and its log."""
 
-    __slots__ = ("closed", "lock", "lock_inode", "log", "log_inode", "mutex", "pid")
+    __slots__ = ("closed", "forks", "lock", "lock_inode", "log", "log_inode", "mutex")
 
     def __init__(self) -> None:
         self.mutex = threading.Lock()
@@ -69,11 +82,12 @@ class Held:
         self.log: int | None = None
         self.log_inode: tuple[int, int] | None = None
         self.closed = False
-        self.pid = os.getpid()
+        self.forks = _FORKS[0]  # a Held from before a fork is the parent's (as a pid would tell, without the system call)
 
-    def append(self, path: Path, data: bytes, inode: tuple[int, int] | None, sync: bool) -> int:
-        """Append ``data`` to the log at ``path`` (whose ``(st_dev, st_ino)`` the caller read under
-        the lock, None: no log yet) in one write, flushed to disk when ``sync``; the log's size after it."""
+    def append(self, path: Path, data: bytes, inode: tuple[int, int] | None, sync: bool, size: int | None = None) -> int:
+        """Append ``data`` to the log at ``path`` (whose ``(st_dev, st_ino)`` and ``size`` the
+        caller read under the lock, None: no log yet; ``size`` None: asked of the file after the
+        write) in one write, flushed to disk when ``sync``; the log's size after it."""
         if self.log is not None and (inode is None or inode != self.log_inode):
             self.close_log()  # another file at the path now (or none): not ours to write
         if self.log is None:
@@ -86,7 +100,7 @@ class Held:
                 view = view[os.write(self.log, view):]
             if sync:
                 os.fsync(self.log)
-            return os.lseek(self.log, 0, os.SEEK_CUR)
+            return os.lseek(self.log, 0, os.SEEK_CUR) if size is None or inode is None else size + len(data)
         except OSError:
             self.close_log()
             raise
@@ -133,7 +147,7 @@ class HeldFiles:
     def _entry(self, path: Path) -> Held:
         with self._guard:
             entry = self._entries.get(path)
-            if entry is None or entry.pid != os.getpid():  # a forked child never shares the parent's files
+            if entry is None or entry.forks != _FORKS[0]:  # a forked child never shares the parent's files
                 entry = self._entries[path] = Held()
             else:
                 self._entries.move_to_end(path)
@@ -146,28 +160,10 @@ class HeldFiles:
                         held.mutex.release()
             return entry
 
-    @contextlib.contextmanager
-    def locked(self, path: Path, key: str, root: Path) -> Iterator[Held]:
+    def locked(self, path: Path, key: str, root: Path) -> Locked:
         """The session's held files, with its lock file locked (threads of this process and other
         processes alike) until the block ends."""
-        while True:
-            entry = self._entry(path)
-            entry.mutex.acquire()
-            if not entry.closed:
-                break
-            entry.mutex.release()  # dropped from the cache meanwhile: take the one there now
-        try:
-            self._lock(entry, path, key, root)
-            try:
-                yield entry
-            finally:
-                unlock_file(entry.lock)
-        finally:
-            with self._guard:
-                dropped = self._entries.get(path) is not entry
-            if dropped:  # forgotten (its session deleted) or replaced while in use: closed by its holder
-                entry.close()
-            entry.mutex.release()
+        return Locked(self, path, key, root)
 
     @staticmethod
     def _lock(entry: Held, path: Path, key: str, root: Path) -> None:
@@ -213,6 +209,48 @@ class HeldFiles:
             if entry.mutex.acquire(blocking=False):
                 entry.close()
                 entry.mutex.release()
+
+
+class Locked:
+    """``HeldFiles.locked``'s block: a class, not a generator (one of each per write)."""
+
+    __slots__ = ("entry", "files", "key", "path", "root")
+
+    def __init__(self, files: HeldFiles, path: Path, key: str, root: Path) -> None:
+        self.files, self.path, self.key, self.root = files, path, key, root
+        self.entry: Held | None = None
+
+    def __enter__(self) -> Held:
+        files, path = self.files, self.path
+        while True:
+            entry = files._entry(path)
+            entry.mutex.acquire()
+            if not entry.closed:
+                break
+            entry.mutex.release()  # dropped from the cache meanwhile: take the one there now
+        try:
+            files._lock(entry, path, self.key, self.root)
+        except BaseException:
+            self._release(entry)
+            raise
+        self.entry = entry
+        return entry
+
+    def __exit__(self, *exc: object) -> None:
+        entry, self.entry = self.entry, None
+        assert entry is not None
+        try:
+            unlock_file(entry.lock)
+        finally:
+            self._release(entry)
+
+    def _release(self, entry: Held) -> None:
+        files = self.files
+        with files._guard:
+            dropped = files._entries.get(self.path) is not entry
+        if dropped:  # forgotten (its session deleted) or replaced while in use: closed by its holder
+            entry.close()
+        entry.mutex.release()
 
 
 def _close_all(entries: OrderedDict[Path, Held]) -> None:

@@ -30,7 +30,7 @@ from session_graph._base.files import last_newline
 from session_graph._base.gc import paused_gc
 from session_graph._base.paths import inside
 from session_graph.errors import StoreError
-from session_graph.stores.jsonl_state import InFlight, dumps, is_state_line
+from session_graph.stores.jsonl_state import FAST_DUMPS, InFlight, dumps, is_state_line
 from session_graph.stores.records import LineRecords
 
 logger = logging.getLogger(__name__)
@@ -355,7 +355,11 @@ def record_line(record: dict[str, Any], seq: int) -> bytes:
     spells it (``_ID``, ``_IDS`` and ``_SEQ`` find the id and the seq in the bytes), each value
     encoded by orjson (the message dict in one C call; compact inside, as any JSON reader takes it)."""
     if len(record) == 4 and tuple(record) == _STANDARD:  # message_record's: one format, no per-field loop
-        return _LINE % (dumps(record["id"]), dumps(record["ts"]), dumps(record["role"]), dumps(record["message"]), seq)
+        try:  # each value in one C call (what dumps does first, without its frame)
+            return _LINE % (FAST_DUMPS(record["id"]), FAST_DUMPS(record["ts"]), FAST_DUMPS(record["role"]),
+                            FAST_DUMPS(record["message"]), seq)
+        except TypeError:  # a value orjson refuses: dumps' fallback
+            return _LINE % (dumps(record["id"]), dumps(record["ts"]), dumps(record["role"]), dumps(record["message"]), seq)
     fields = [json.dumps(name, ensure_ascii=False).encode() + b": " + dumps(value) for name, value in record.items() if name != "seq"]
     return b"{" + b", ".join([*fields, b'"seq": %d' % seq]) + b"}\n"
 

@@ -22,6 +22,7 @@ only its new records, as ``"trace+"``: ``stores.jsonl_trace``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 import json
 import os
 from pathlib import Path
@@ -38,6 +39,7 @@ from session_graph.errors import StoreError
 from session_graph.stores.jsonl_trace import TRACE_ADDED, LazyTrace, grow_trace
 
 __all__ = [
+    "FAST_DUMPS",
     "STATE_PREFIX",
     "Appending",
     "InFlight",
@@ -60,6 +62,12 @@ _LOCAL = frozenset({"trace", "offsets", "bytes", "state_lines"})
 """Fields only the meta file carries: the trace (diagnostics; an appended save's new records go as ``"trace+"``), the offsets and the byte count
 (both rebuilt from the log when the meta file is behind it), and the mark that the log holds
 state lines up to this document (so a writer that did not write it may write what changed only)."""
+
+
+FAST_DUMPS: Callable[[Any], bytes] = (partial(orjson.dumps, option=orjson.OPT_NON_STR_KEYS) if orjson is not None
+                                     else lambda value: dumps(value))
+"""``dumps`` in one C call, no Python frame, for the write path's many small values; raises
+``TypeError`` where orjson refuses the value (the caller then calls ``dumps``): the same bytes."""
 
 
 def dumps(value: Any) -> bytes:
@@ -139,10 +147,16 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
             if value is not trace:
                 fields.pop("trace", None)
             continue
-        fields[name] = dumps(value)
+        try:
+            fields[name] = FAST_DUMPS(value)
+        except TypeError:
+            fields[name] = dumps(value)
         if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
             document[name] = loads(fields[name])
-    fields["window"] = dumps(window)
+    try:
+        fields["window"] = FAST_DUMPS(window)
+    except TypeError:
+        fields["window"] = dumps(window)
     return document, Written(fields, window, changed.get("trace", trace))
 
 

@@ -62,7 +62,6 @@ class TermsWriter:
         if path is None:
             self._paths = self._paths if len(self._paths) < 4096 else {}
             path = self._paths[log_path] = terms_path(log_path)
-        end = start + sum(map(len, lines))
         try:
             if start == 0:  # a new (or emptied) log: a header-only terms file, caught up like any other
                 with open(path, "wb") as handle:
@@ -72,6 +71,7 @@ class TermsWriter:
                 self._pending[log_path] = (tenant, key)
             if self.batch_bytes is None:
                 return  # indexed by the next search or at close, from the terms file's end
+            end = start + sum(map(len, lines))
             known = self._ends.get(path)  # no stat while the batch is not due: a file another writer
             if known is not None and end - known[1] < self.batch_bytes:  # moved on is only further ahead
                 return

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import functools
-import json
 from pathlib import Path
 import sqlite3
 import threading
@@ -41,6 +40,7 @@ from session_graph.stores.records import PackedRecords, PackedRows, RowRecords
 from session_graph.stores.search_sql import SQLITE_SEARCH, SqlSearch, SqlSearchDialect
 from session_graph.stores.sql_steps import Exec as _Exec
 from session_graph.stores.sql_steps import Flow
+from session_graph.stores.sql_steps import json_text as _text
 from session_graph.stores.sql_steps import loads as _loads
 from session_graph.stores.sql_steps import stored_json as _json
 
@@ -193,7 +193,7 @@ class SqlStore(StoreBase):
         for record in change.records:
             text = message_text(record_message(record, self._where)).replace("\x00", "")  # search text; the data keeps it
             rows.append((tenant, key, count, record.get("id"), record.get("ts", ""), record.get("role", ""),
-                         text, json.dumps(record["message"], ensure_ascii=False)))
+                         text, _text(record["message"])))
             count += 1
         if rows:
             yield _Exec(self._q("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
@@ -204,7 +204,7 @@ class SqlStore(StoreBase):
         yield self._x(
             "UPDATE sg_sessions SET state = ?, version = ?, message_count = ?, created_at = ?, updated_at = ?"
             " WHERE tenant = ? AND key = ?",
-            (json.dumps(document, ensure_ascii=False), version + 1, count, created_at, state.get("updated_at", ""), tenant, key),
+            (_text(document), version + 1, count, created_at, state.get("updated_at", ""), tenant, key),
         )
         return version + 1
 

@@ -1,0 +1,142 @@
+"""An appended JSONL write makes the system calls its guarantees need and no others (issue 25):
+the lock (``flock`` twice), the checks that the held lock file, the meta file and the log are
+the files at their paths (one ``stat`` each), the write, and the ``fsync`` when durable. What the
+calls it no longer makes guarded is still caught: the log's size after the write (``lseek``) by
+the next write's ``stat`` when a line came behind the store's back, the fork (``getpid``) by the
+fork count the held files carry. And the write path's encoding in one C call per value (orjson,
+JSONL and SQL stores alike) falls back to ``json`` where orjson refuses a value."""
+
+from __future__ import annotations
+
+from collections import Counter
+import fcntl
+import gc
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage
+import pytest
+
+from session_graph import SessionManager
+from session_graph._base.files import encode_name
+from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
+from session_graph.stores.sql_steps import json_text
+
+CALLS = ("stat", "fstat", "lstat", "open", "close", "write", "fsync", "lseek", "getpid", "read", "replace", "utime")
+
+
+def turn(manager: SessionManager, text: str, durable: bool = True) -> None:
+    session = manager.get_or_create("k")
+    session.append_message({"role": "user", "content": text})
+    manager.save(session, durable=durable)
+
+
+def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    calls: Counter[str] = Counter()
+    for name in CALLS:
+        real = getattr(os, name)
+
+        def call(*args: Any, real: Any = real, name: str = name, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(os, name, call)
+    real_flock = fcntl.flock
+
+    def flock(*args: Any) -> Any:
+        calls["flock"] += 1
+        return real_flock(*args)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    return calls
+
+
+@pytest.mark.skipif(not jsonl_handles.HOLD_LOG, reason="the log is held open between writes")
+@pytest.mark.parametrize("durable", [True, False])
+def test_an_appended_write_is_the_lock_three_stats_the_write_and_its_fsync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool) -> None:
+    store = JsonlStore(tmp_path)
+    manager = SessionManager(store)
+    turn(manager, "one")
+    turn(manager, "two")
+    session = manager.get_or_create("k")
+    session.append_message({"role": "user", "content": "three"})
+    gc.collect()  # a store an earlier test dropped closes its files now, not inside the count
+    calls = counted(monkeypatch)
+    manager.save(session, durable=durable)  # the write alone
+    monkeypatch.undo()
+    assert calls == Counter({"flock": 2, "stat": 3, "write": 1, **({"fsync": 1} if durable else {})})
+    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
+    written = store._written.get(log.with_name(encode_name("k") + ".meta.json"))[0]
+    assert written is not None and written["bytes"] == log.stat().st_size  # the size after it, without asking the file
+
+
+def test_a_line_appended_behind_the_stores_back_is_seen_by_the_next_write(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    manager = SessionManager(store)
+    turn(manager, "one")
+    turn(manager, "two")
+    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
+    theirs = {"seq": 2, "id": "theirs", "ts": "2026-11-22T00:00:00Z", "role": "user",
+              "message": {"type": "human", "data": {"content": "theirs", "type": "human", "id": "theirs"}}}
+    with open(log, "a") as handle:  # another writer, no lock taken: the store's size is now behind the file's
+        handle.write(json.dumps(theirs) + "\n")
+    turn(manager, "three")  # not appended on top of the state it wrote: the file's size is not that state's
+    written = store._written.get(log.with_name(encode_name("k") + ".meta.json"))[0]
+    assert written is not None and written["bytes"] == log.stat().st_size
+    loaded = SessionManager(JsonlStore(tmp_path)).get("k")
+    assert [m.content for m in loaded.full_chat_history] == ["one", "two", "theirs", "three"]
+    window = JsonlStore(tmp_path).read("default", "k", window=True)  # seeks through the offsets: they hold
+    assert window is not None and [r["message"]["data"]["content"] for r in window.records][-1] == "three"
+
+
+def test_held_files_from_before_a_fork_are_not_the_childs(tmp_path: Path) -> None:
+    """The child drops what it inherited (``_after_fork``); were that skipped, the fork count the
+    held files carry still tells them from the child's: a new ``Held`` is made."""
+    held = jsonl_handles.HeldFiles()
+    path = tmp_path / "k.lock"
+    first = held._entry(path)
+    assert held._entry(path) is first
+    jsonl_handles._forked()  # what os.register_at_fork runs in a child, without the drop
+    try:
+        assert held._entry(path) is not first
+    finally:
+        jsonl_handles._FORKS[0] -= 1
+    held.close()
+
+
+def test_a_value_orjson_refuses_is_written_by_the_json_fallback_on_the_append_path(tmp_path: Path) -> None:
+    """The write path encodes each value in one C call (``FAST_DUMPS``) and falls back to
+    ``dumps`` (``json``) where orjson refuses it: an int past 64 bits in a message appended, and
+    in the metadata of a full save, read back as written."""
+    manager = SessionManager(JsonlStore(tmp_path))
+    turn(manager, "one")
+    session = manager.get_or_create("k")
+    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "m": -(2**65)}))
+    manager.save(session)
+    session.metadata["big"] = 2**64
+    turn(manager, "two")
+    loaded = SessionManager(JsonlStore(tmp_path)).get("k")
+    assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
+    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "m": -(2**65)}
+    assert loaded.metadata == {"big": 2**64}
+
+
+def test_the_sql_store_writes_its_json_with_orjson_and_json_where_orjson_refuses(tmp_path: Path) -> None:
+    """``json_text``: a state document and messages in orjson's text (read back as written), and
+    json's where orjson refuses a value (an int past 64 bits)."""
+    manager = SessionManager(SqliteStore(tmp_path / "s.db"))
+    turn(manager, "one")
+    session = manager.get_or_create("k")
+    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}))
+    session.metadata["big"] = 2**64
+    manager.save(session)
+    turn(manager, "two")
+    loaded = SessionManager(SqliteStore(tmp_path / "s.db")).get("k")
+    assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
+    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}
+    assert loaded.metadata == {"big": 2**64}
+    assert json_text({"a": [1, "é"], 2: None}) == json.dumps({"a": [1, "é"], "2": None}, ensure_ascii=False, separators=(",", ":"))
+    assert json_text(2**70) == str(2**70)
