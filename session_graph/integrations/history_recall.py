@@ -165,6 +165,7 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
         return known
     assert recall is not None  # known_recall answers "" without one
     current, query = session.current_chat_history, newest_user_text(session)
+    made_from = (session.state, current[0], _inputs(session, recall, query))  # before the search: a change during it (another run's step) is no match
     window = {m.id for m in current}
     memo = _strings(session.memo) if session.memo else []
     try:
@@ -177,7 +178,7 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     body = format_hits(chosen, recall.chars - len(RECALL_HEADER), with_key=False)
     text = RECALL_HEADER + body if body else ""
     with _RECALLED_GUARD:
-        _RECALLED[session] = (session.state, current[0], _inputs(session, recall, query), text)
+        _RECALLED[session] = (*made_from, text)
     return text
 
 
