@@ -28,6 +28,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from session_graph._base.edits import fingerprint
+from session_graph._base.forks import renew_after_fork
 from session_graph.errors import ConfigurationError
 from session_graph.llm.quote import quote
 from session_graph.retrieval.hits import SearchHit
@@ -165,6 +166,7 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
         return known
     assert recall is not None  # known_recall answers "" without one
     current, query = session.current_chat_history, newest_user_text(session)
+    made_from = (session.state, current[0], _inputs(session, recall, query))  # before the search: a change during it (another run's step) is no match
     window = {m.id for m in current}
     memo = _strings(session.memo) if session.memo else []
     try:
@@ -177,7 +179,7 @@ def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     body = format_hits(chosen, recall.chars - len(RECALL_HEADER), with_key=False)
     text = RECALL_HEADER + body if body else ""
     with _RECALLED_GUARD:
-        _RECALLED[session] = (session.state, current[0], _inputs(session, recall, query), text)
+        _RECALLED[session] = (*made_from, text)
     return text
 
 
@@ -211,6 +213,17 @@ def _inputs(session: Session, recall: HistoryRecall, query: str) -> tuple[Any, .
 _RECALLED: weakref.WeakKeyDictionary[Session, tuple[Any, Any, tuple[Any, ...], str]] = weakref.WeakKeyDictionary()
 """Each session's last automatic recall and what it was made from (``recall_text``)."""
 _RECALLED_GUARD = threading.Lock()
+
+
+class _ForkedGuard:
+    """A forked child's guard anew (``_base/forks.py``): a parent thread holding it is not there."""
+
+    def _after_fork(self) -> None:
+        global _RECALLED_GUARD
+        _RECALLED_GUARD = threading.Lock()
+
+
+renew_after_fork(_FORKED := _ForkedGuard())
 
 
 def _without_window(hit: SearchHit, window: set[str | None]) -> SearchHit:

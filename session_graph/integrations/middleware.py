@@ -211,9 +211,13 @@ def _override(request: ModelRequest, **changes: Any) -> ModelRequest:
     deprecation warning of ``ModelRequest.__setattr__`` (nine filtered warnings a model call)."""
     if type(request) is not ModelRequest or not changes.keys() <= _NAMES:
         return request.override(**changes)
+    try:
+        held = request.__dict__  # its fields only, as replace() copies them (nothing cached beside them)
+        values = {name: changes[name] if name in changes else held[name] for name in _FIELDS}
+    except (AttributeError, KeyError):  # a field its instance does not hold (a class default, slots): override reads it
+        return request.override(**changes)
     copied = object.__new__(ModelRequest)
-    held = request.__dict__  # its fields only, as replace() copies them (nothing cached beside them)
-    copied.__dict__.update({name: changes[name] if name in changes else held[name] for name in _FIELDS})
+    copied.__dict__.update(values)
     return copied
 
 

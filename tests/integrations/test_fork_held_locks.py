@@ -14,10 +14,13 @@ from typing import Any
 from fork_util import fork_while_held, ok
 from langchain_core.messages import HumanMessage
 import pytest
+from recall_util import fold_away
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import binding as binding_module
+from session_graph.integrations import history_recall
 from session_graph.integrations.binding import SessionBinding
+from session_graph.integrations.history_recall import HistoryRecall, recall_text
 from session_graph.resize.history import LazyHistory
 from session_graph.stores import JsonlStore
 
@@ -59,3 +62,17 @@ def test_a_child_forked_while_a_binding_lock_is_held_steps(tmp_path: Path, held:
     session = binding.step([HumanMessage(content="parent again", id="h2")], CONFIG, save=True)  # the parent's locks work
     stored = ["h0", "h2"] if binding.fixed is not None else ["h0", "h1", "h2"]  # a store merges the child's turn
     assert [m.id for m in session.full_chat_history] == stored
+
+
+def test_a_child_forked_while_a_recall_is_remembered_recalls() -> None:
+    """The automatic recall's memo of its last search (``history_recall``) has a guard of its own:
+    a child forked while another thread holds it recalls without waiting for that thread."""
+    memo = Session(memo_update_handler=lambda memo, messages, attachments, settings: {"topics": ["travel"]})
+    opening = [{"role": "user", "content": "My passport number ends in 4417."}, {"role": "assistant", "content": "Noted."}]
+    session = fold_away(memo.configure(mode="memo"), opening, "What does my passport number end in?", 8, talk="small talk {i} about the weather")
+
+    def child() -> None:
+        assert "4417" in recall_text(session, HistoryRecall())
+
+    assert ok(fork_while_held(history_recall._RECALLED_GUARD, child))
+    assert "4417" in recall_text(session, HistoryRecall())  # the parent's guard works

@@ -41,3 +41,13 @@ def test_a_subclass_or_an_unknown_change_goes_through_override() -> None:
     mine = Mine(model=request.model, messages=request.messages, system_message=request.system_message, state={"messages": []})
     assert _override(mine, messages=[]).model_settings["seen"] is True
     assert _override(request, system_prompt="plain").system_message.content == "plain"  # override's own conversion
+
+
+def test_a_field_the_instance_does_not_hold_goes_through_override(monkeypatch) -> None:
+    """A newer langchain may add a field whose default stays on the class (its ``__init__`` sets it
+    only when given): the copy must not fail every model call where ``override`` reads the default."""
+    request = _request()
+    monkeypatch.setattr(ModelRequest, "model_settings", {"from": "class"}, raising=False)
+    del request.__dict__["model_settings"]  # as a field left at its class default
+    copied = _override(request, messages=[])
+    assert copied.messages == [] and copied.model_settings == {"from": "class"} and copied.system_message.content == "be brief"

@@ -119,3 +119,32 @@ def test_the_async_node_and_hook_hop_to_a_thread_only_to_search(plug: str, monke
     out = asyncio.run(recalling.ainvoke({"messages": [HumanMessage(content="When does my passport expire?", id="h9")]}))
     shown = out["messages"].value if plug == "node" else out["llm_input_messages"]
     assert len(hops) == 1 and any("4417" in m.text for m in shown)  # a search: in a thread, as before
+
+
+@pytest.mark.parametrize("change", ["memo", "settings"])
+def test_a_change_made_while_the_search_runs_is_not_taken_as_searched(change: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall runs outside the step's lock (in a thread, beside another run's step on the session):
+    what decides the answer is taken before the search, so a memo or settings change made during
+    it makes the next model call search again instead of reusing an answer made without it."""
+    session = _folded()
+    search = session.search
+    queries: list[str] = []
+
+    def racing(query: str, *args: Any, **kwargs: Any) -> Any:
+        queries.append(query)
+        hits = search(query, *args, **kwargs)
+        if len(queries) == 1:  # another run's step, mid-search: the fact folded into the memo, or new settings
+            if change == "memo":
+                session.memo["facts"] = [FACT]
+            else:
+                session.set_settings("session.limit", {"messages": 8})
+        return hits
+
+    monkeypatch.setattr(session, "search", racing)
+    recall = HistoryRecall()
+    first = recall_text(session, recall)
+    assert "4417" in first  # made before the change
+    again = recall_text(session, recall)
+    assert len(queries) == 2  # searched again: the first answer was made from what is no longer so
+    if change == "memo":
+        assert "4417" not in again  # what the memo says now is left out

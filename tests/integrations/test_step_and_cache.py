@@ -173,3 +173,26 @@ def test_an_async_step_waits_for_a_sync_step_on_the_same_key(tmp_path: Path, mon
     assert not overlapped  # the async step waited for the sync one
     stored = SessionManager(manager.store, tenant=manager.tenant).get("k")
     assert stored is not None and sorted(m.id for m in stored.full_chat_history) == ["s1", "x1"]
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_a_step_that_fails_leaves_its_key_evictable(driver: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step holds its key in the cache (``hold``/``release``, no context manager): a step that
+    raises must release it, or the key stays pinned (never evicted) for the process's life."""
+    manager = _manager(tmp_path, "jsonl")
+    binding = SessionBinding(manager=manager)
+    config = {"configurable": {"thread_id": "a"}}
+    binding.step([HumanMessage(content="hi", id="a-1")], config, resize=False, save=True)  # stored: evictable
+
+    def failing(self: Session, force: object = False) -> None:
+        raise RuntimeError("policy failed (simulated)")
+
+    monkeypatch.setattr(Session, "judge_resize", failing)
+    monkeypatch.setattr(Session, "async_judge_resize", failing)
+    with pytest.raises(RuntimeError, match="simulated"):
+        if driver == "sync":
+            binding.step([], config)
+        else:
+            asyncio.run(binding.astep([], config))
+    _other_user(manager, "b")  # remembered: the oldest saved entry not held goes
+    assert "a" not in manager.cache and "b" in manager.cache
