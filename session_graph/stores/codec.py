@@ -59,10 +59,17 @@ Middle = tuple[Callable[[int], "list[BaseMessage]"], "Callable[[int], list[str |
 reads only their ids (None when the store cannot)."""
 
 
-def _gap(records: Sequence[dict[str, Any]]) -> int:
-    """Where a window read resumes after record 0 (1: the records are contiguous)."""
+def _gap(records: Sequence[dict[str, Any]], state: dict[str, Any]) -> int:
+    """Where a window read resumes after record 0 (1: the records are contiguous, or a full read).
+
+    A window read resumes at the state's ``window_start``; a full read whose numbering has a gap
+    (a line removed from the log by hand, a damaged one quarantined) is no window read: taken for
+    one, its history waited for messages that are not there, and no load of the session could
+    ever succeed."""
     if len(records) >= 2 and records[0].get("seq") == 0 and isinstance(records[1].get("seq"), int):
-        return int(records[1]["seq"])
+        start = int(records[1]["seq"])
+        if start == int(state.get("window_start", 0) or 0):
+            return start
     return 1
 
 
@@ -274,7 +281,7 @@ def _snapshot_state(
     arrived: dict[str, str] | None = None, own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
-    start = _gap(snapshot.records) if not held else 1
+    start = _gap(snapshot.records, state) if not held else 1
     full = messages_of(snapshot.records, where, held, progress, arrived, own)
     if start > 1:
         if middle is None:
