@@ -57,3 +57,17 @@ def test_a_log_with_its_second_line_edited_by_hand_loads_and_saves_on(tmp_path: 
             session.append_message({"role": "user", "content": "after the edit"})
             manager.save(session)
     assert _texts(tmp_path) == ["q0", "q1", "a1", "q2", "a2", "after the edit"]
+
+
+def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_message(tmp_path: Path) -> None:
+    """An editor (Notepad) that saves the log as UTF-8 with a BOM: the first line was taken for a
+    damaged one and quarantined, so the session lost its first message."""
+    log = _stored(tmp_path)
+    log.write_bytes(b"\xef\xbb\xbf" + log.read_bytes())
+    assert _texts(tmp_path) == ["q0", "a0", "q1", "a1", "q2", "a2"]
+    assert not (tmp_path / "default" / "k.quarantine.jsonl").exists()
+    with SessionManager(tmp_path) as manager:
+        session = manager.get_or_create("k")
+        session.append_message({"role": "user", "content": "after"})
+        manager.save(session)
+    assert _texts(tmp_path)[-2:] == ["a2", "after"]
