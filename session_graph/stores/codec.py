@@ -9,6 +9,7 @@ writer) are not lost on load: they join the history and the window.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import json
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # the session module does not depend on stores; only this hin
 
 log = logging.getLogger(__name__)
 
-__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document", "window_start"]
+__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document", "unencodable", "window_start"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -325,4 +326,21 @@ def _snapshot_state(
             fold_records=records,
         ),
         dict(state.get("metadata") or {}),
+    )
+
+
+def unencodable(session: Any, error: UnicodeEncodeError) -> StoreError:
+    """The error for a save that met text no UTF-8 encodes (a lone surrogate), naming where it is:
+    messages are checked when appended, so it is in what a user edits in place, the memo or the
+    metadata (read only here, on the failure: the save path pays nothing for it)."""
+    culprit = "the session's state"
+    for name, value in (("memo", session.memo), ("metadata", session.metadata)):
+        try:
+            json.dumps(value, ensure_ascii=False, default=str).encode()
+        except UnicodeEncodeError:
+            culprit = f"the session's {name}"
+            break
+    return StoreError(
+        f"session {session.id!r} cannot be saved: {culprit} holds a lone surrogate ({error.object[error.start:error.end]!r}), "
+        "which is not valid UTF-8; replace it (text decoded with errors='replace') and save again. Nothing was written."
     )
