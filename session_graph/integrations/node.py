@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any, Unpack
+import uuid
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Overwrite
 
@@ -133,13 +134,29 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
         ended = not (isinstance(last, AIMessage) and last.tool_calls)
         return {"save": True if ended else len(current_turn(messages)), "durable": False}
 
+    def own_id(messages: list[Any], config: RunnableConfig) -> tuple[list[Any], dict[str, Any]]:
+        """The reply with an id of its own when the session holds its id for another message (a
+        cache or model that repeats ids: taken for the stored message, it was never recorded;
+        as the middleware's ``_new_ids``), and the state update that swaps it in."""
+        reply = messages[-1] if messages else None
+        session = binding.live(binding.key(config)) if isinstance(reply, AIMessage) and reply.id else None
+        if session is None or reply not in session:
+            return messages, {}
+        last = session.full_chat_history[-1]
+        if last.id == reply.id and last.content == reply.content and getattr(last, "tool_calls", None) == reply.tool_calls:
+            return messages, {}  # this very reply, recorded by a run of this hook that did not finish (a resume)
+        copy = reply.model_copy(update={"id": uuid.uuid4().hex})
+        return [*messages[:-1], copy], {"messages": [RemoveMessage(id=reply.id), copy]}
+
     def post_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        binding.step(state["messages"], config, resize=False, **after(state["messages"]))
-        return {}
+        messages, update = own_id(state["messages"], config)
+        binding.step(messages, config, resize=False, **after(messages))
+        return update
 
     async def apost_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        await binding.astep(state["messages"], config, resize=False, **after(state["messages"]))
-        return {}
+        messages, update = own_id(state["messages"], config)
+        await binding.astep(messages, config, resize=False, **after(messages))
+        return update
 
     return (RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook"),
             RunnableLambda(post_model_hook, afunc=apost_model_hook, name="post_model_hook"))

@@ -30,11 +30,11 @@ def _stored(path: Path) -> list[tuple[str, str]]:
         return [(m.type, m.text[:9]) for m in session.full_chat_history] if session is not None else []
 
 
-def _agent(manager: SessionManager, checkpointer: Any, **kwargs: Any) -> Any:
+def _agent(manager: SessionManager, checkpointer: Any, replies: Any = None, **kwargs: Any) -> Any:
     from langgraph.prebuilt import create_react_agent
 
     pre, post = session_model_hooks(manager=manager)
-    return create_react_agent(model(**kwargs), [lookup], pre_model_hook=pre, post_model_hook=post, checkpointer=checkpointer)
+    return create_react_agent(model(replies, **kwargs), [lookup], pre_model_hook=pre, post_model_hook=post, checkpointer=checkpointer)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
@@ -76,3 +76,18 @@ def test_the_post_model_hook_leaves_the_agent_s_state_as_it_was(tmp_path: Path) 
         out = agent.invoke({"messages": [HumanMessage(content="q1")]}, config)
         assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai"]  # one turn: the pre-model hook's Overwrite
         assert len(manager.get("t").full_chat_history) == 8  # nothing recorded twice
+
+
+def test_a_reply_repeating_an_earlier_reply_s_id_is_recorded(tmp_path: Path) -> None:
+    """A cache or model that repeats ids: the second answer was taken for the first and never
+    recorded; the post-model hook gives it an id of its own, in the store and the state."""
+    from langchain_core.messages import AIMessage
+
+    replies = iter([AIMessage(content="first answer", id="lc_run--same-0"), AIMessage(content="second answer", id="lc_run--same-0")])
+    with SessionManager(tmp_path) as manager:
+        agent = _agent(manager, InMemorySaver(), replies)
+        config = {"configurable": {"thread_id": "t"}}
+        agent.invoke({"messages": [HumanMessage(content="q0")]}, config)
+        out = agent.invoke({"messages": [HumanMessage(content="q1")]}, config)
+        assert out["messages"][-1].text == "second answer" and out["messages"][-1].id != "lc_run--same-0"
+    assert _stored(tmp_path) == [("human", "q0"), ("ai", "first ans"), ("human", "q1"), ("ai", "second an")]
