@@ -180,8 +180,8 @@ def _dispose(pool: Any, where: str) -> None:
     ("Event loop is closed"). Nothing needs them: ``asyncio.run`` cancelled the pool's tasks
     as it ended its loop. What is left is the idle connections, each a socket and a server
     session, closed here at the libpq level (``pgconn.finish()``: no loop), and the pool marked
-    closed. psycopg_pool keeps these in private fields (``_pool``, ``_closed``, as in
-    psycopg_pool 3.2 and 3.3, the range the extra allows); should they change, the connections are left to the process's exit, said once.
+    closed. psycopg_pool keeps these in private fields (``_pool``, ``_closed``, as read
+    in psycopg_pool 3.3; the extra allows 3.2 to <4); should they change, the connections are left to the process's exit, said once.
     """
     if pool.closed:
         return
