@@ -89,7 +89,12 @@ class PostgresStore(SqlStore):
 
     def _async_pool(self) -> Any:
         """The async pool of the running event loop, made on first use; the pools of loops that
-        have ended are closed here first (``_dispose``)."""
+        have ended are closed here first (``_dispose``).
+
+        It is opened full (``max_size`` connections, waited for): a pool that grows connects in a
+        task of its own, and psycopg_pool's connecting task takes the cancellation ``asyncio.run``
+        sends as it ends for a failed attempt and retries, so ``asyncio.run`` waited for it
+        forever: a program that used the store concurrently hung at its exit, one run in three."""
         from psycopg_pool import AsyncConnectionPool
 
         loop = asyncio.get_running_loop()
@@ -98,7 +103,7 @@ class PostgresStore(SqlStore):
                 _dispose(self._apools.pop(ended), self._where)
             pool = self._apools.get(loop)
             if pool is None:
-                pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
+                pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=self._max_size, max_size=self._max_size, kwargs=self._kwargs,
                                                                 check=AsyncConnectionPool.check_connection, open=False,
                                                                 name="session_graph-async")
             self._apool = pool
@@ -110,7 +115,7 @@ class PostgresStore(SqlStore):
         pool = self._async_pool()
         if pool.closed:
             with self._errors():  # closed by hand: a StoreError, as the sync methods after close() (not PoolClosed)
-                await pool.open()
+                await pool.open(wait=True, timeout=self._kwargs["connect_timeout"])
 
     # -- native async twins -----------------------------------------------------------------------
     async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:

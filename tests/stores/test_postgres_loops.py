@@ -100,3 +100,30 @@ def test_async_use_after_aclose_fails_on_any_loop() -> None:
 
     with pytest.raises(StoreError, match="closed"):
         asyncio.run(use())  # a new loop does not reopen a closed store
+
+
+_BURSTS = """
+import asyncio, sys
+from session_graph.stores import PostgresStore
+
+async def burst(store):
+    await asyncio.gather(*(store.alist("t-exit") for _ in range(8)))  # more than the pool's 4: it would grow
+
+for _ in range(5):
+    store = PostgresStore(sys.argv[1])
+    asyncio.run(burst(store))  # ends with no aclose(): the loop's end must not wait on the pool
+    asyncio.run(burst(store))
+    store.close()
+print("done")
+"""
+
+
+def test_a_loop_that_ends_with_the_pool_open_does_not_hang() -> None:
+    """``asyncio.run`` ending while the pool grew in the background waited forever for psycopg_pool's
+    connecting task (it takes the cancellation for a failed attempt); the pool is opened full."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _BURSTS, postgres_dsn()], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]
