@@ -281,6 +281,11 @@ def _check_value(value: Any, path: str, depth: int) -> None:
                 for name, child in item.items():
                     if type(name) is not str and not isinstance(name, str):
                         raise MessageError(f"{at} has a key {name!r} that is not a string; JSON keys must be strings.")
+                    if not name.isascii() and _SURROGATE.search(name):  # a key is written as text too
+                        raise MessageError(
+                            f"{at} has a key {name!r} holding a lone surrogate, which is not valid UTF-8 and cannot be "
+                            "stored; decode the text with errors='replace' (or fix its source) before appending."
+                        )
                     stack.append((child, at, name, level + 1))
             else:
                 stack.extend(zip(item, repeat(at), count(), repeat(level + 1)))

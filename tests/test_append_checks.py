@@ -3,6 +3,8 @@ refuse what the two-step path refused, with the same errors naming the culprit."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
@@ -58,6 +60,9 @@ def test_storable_equals_the_two_step_path() -> None:
     ({"a": {"s": {1, 2}}}, {}, "message.tool_calls[0].args.a.s is a set"),
     ({"a": [b"raw"]}, {}, "message.tool_calls[0].args.a[0] holds raw bytes"),
     ({"d": [[[]]]}, {"x": [float("inf")]}, "message.additional_kwargs.x[0] is inf"),
+    # a key is written as text too: accepted, it made every later save of the session fail (UnicodeEncodeError)
+    ({"a": {"k\ud800": 1}}, {}, "message.tool_calls[0].args.a has a key 'k\\ud800' holding a lone surrogate"),
+    ({}, {"x\udfff": 1}, "message.additional_kwargs has a key 'x\\udfff' holding a lone surrogate"),
 ])
 def test_a_nested_culprit_is_named_by_its_path(args: dict, extra: dict, culprit: str) -> None:
     """The check writes a path only for a container or an error: each culprit still gets its whole path."""
@@ -65,6 +70,19 @@ def test_a_nested_culprit_is_named_by_its_path(args: dict, extra: dict, culprit:
     with pytest.raises(MessageError) as error:
         Session().append_message(message)
     assert str(error.value).startswith(culprit)
+
+
+def test_a_refused_key_leaves_the_session_savable(tmp_path: Path) -> None:
+    from session_graph.stores import SessionManager
+
+    with SessionManager(tmp_path) as manager:
+        session = manager.get_or_create("k")
+        with pytest.raises(MessageError, match="lone surrogate"):
+            session.append_message(AIMessage(content="x", additional_kwargs={"k\ud800": 1}, id="bad"))
+        session.append_message({"role": "user", "content": "still saved"})
+        manager.save(session)
+    with SessionManager(tmp_path) as again:
+        assert [m.text for m in again.get("k").full_chat_history] == ["still saved"]
 
 
 def test_a_clean_nested_call_passes() -> None:

@@ -18,7 +18,17 @@ on ``(prefix, key)``, session_graph's on ``(tenant, key)``), and a btree entry i
 
 def check_id_length(value: str, argument: str) -> str:
     """``value`` as given, or an ``InvalidKeyError`` (a ``ConfigurationError``) naming
-    ``argument``, its length, the cap and the fix when it is longer than ``MAX_ID_LENGTH``."""
+    ``argument``, its length, the cap and the fix when it is longer than ``MAX_ID_LENGTH``, or
+    the character when it holds a lone surrogate (no UTF-8 encodes it: no file name, SQL text
+    or namespace label can hold it, and the store failed with a bare ``UnicodeEncodeError``)."""
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError as error:
+            raise InvalidKeyError(
+                f"{argument} {value[:40]!r} holds a lone surrogate ({value[error.start]!r}), which is not valid UTF-8 and cannot "
+                "be stored; decode the text with errors='replace' (or fix its source) before using it as an id."
+            ) from None
     if len(value) > MAX_ID_LENGTH:
         raise InvalidKeyError(
             f"{argument} is {len(value):,} characters long ({value[:40]!r}...); the cap is {MAX_ID_LENGTH} (it becomes a "

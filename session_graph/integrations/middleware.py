@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import fields
+import dataclasses
 import logging
 from typing import Any, NotRequired, Unpack
 import uuid
@@ -121,7 +121,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         point = save_point(state)
         session = self.binding.step(state, session=self._continued(request, point), **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
-        replies = _replies(response)
+        response, replies = _new_ids(session, response, _replies(response))
         self.binding.step(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
         return _flat(session, request, response, replies)
 
@@ -135,7 +135,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         if recalled is None:
             recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
-        replies = _replies(response)
+        response, replies = _new_ids(session, response, _replies(response))
         await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
         return _flat(session, request, response, replies)
 
@@ -221,7 +221,7 @@ def _override(request: ModelRequest, **changes: Any) -> ModelRequest:
     return copied
 
 
-_FIELDS = tuple(field.name for field in fields(ModelRequest))
+_FIELDS = tuple(field.name for field in dataclasses.fields(ModelRequest))
 _NAMES = frozenset(_FIELDS)
 
 
@@ -291,6 +291,24 @@ def _tool_point(request: Any) -> dict[str, Any]:
 def _replies(response: Any) -> list[BaseMessage]:
     messages = response.result if isinstance(response, ModelResponse) else [response]
     return [m for m in messages if isinstance(m, BaseMessage)]
+
+
+def _new_ids(session: Session, response: Any, replies: list[BaseMessage]) -> tuple[Any, list[BaseMessage]]:
+    """The response with each reply whose id the session already holds given an id of its own.
+
+    A reply is new, whatever its id: a model or a cache that repeats ids (LangChain's LLM cache
+    answers a repeated prompt with the first answer, id and all) made a reply that was taken for
+    the stored message and never recorded, and the cut of the state by id removed it with the
+    message it shared its id with. Renamed here, the store and the agent's state hold the same copy.
+    """
+    if not any(m.id and m in session for m in replies):
+        return response, replies
+    renamed = {id(m): m.model_copy(update={"id": uuid.uuid4().hex}) for m in replies if m.id and m in session}
+    if isinstance(response, ModelResponse):
+        response = dataclasses.replace(response, result=[renamed.get(id(m), m) for m in response.result])
+    elif id(response) in renamed:
+        response = renamed[id(response)]
+    return response, [renamed.get(id(m), m) for m in replies]
 
 
 def _answered(response: Any) -> bool:

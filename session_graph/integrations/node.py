@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any, Unpack
+import uuid
 
+from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Overwrite
 
@@ -27,7 +29,7 @@ from session_graph.integrations.turn_messages import current_turn
 from session_graph.resize.graph import build_resize_graph
 from session_graph.session import Session
 
-__all__ = ["session_node", "session_pre_model_hook"]
+__all__ = ["session_model_hooks", "session_node", "session_pre_model_hook"]
 
 
 def session_node(
@@ -81,22 +83,84 @@ def session_pre_model_hook(session: Session | None = None, *, history: HistoryRe
 
     It keeps the state to the current turn (``messages``: ``Overwrite``; the store holds the
     rest) and hands the model the session's view (``llm_input_messages``: system prompt, memo
-    or summary with the evicted messages ``history`` recalls, window within the budget).
+    or summary with the evicted messages ``history`` recalls, window within the budget). Before
+    the first model call of a turn it saves the input, durably (a model call that fails never
+    loses it).
+
+    A pre-model hook never sees the model's reply: the last reply of a turn is recorded by the
+    next turn's hook, from the agent's state, so without a checkpointer it is never recorded,
+    and with one it is in the store only once the next turn starts (a process that dies in
+    between keeps it only in a durable checkpointer). ``session_model_hooks`` gives this hook
+    with a ``post_model_hook`` that records and writes each reply as the model gives it.
+    """
+    return session_model_hooks(session, history=history, **options)[0]
+
+
+def session_model_hooks(session: Session | None = None, *, history: HistoryRecall | None = DEFAULT_RECALL,
+                        **options: Unpack[BindingOptions]) -> tuple[Any, Any]:
+    """``(pre_model_hook, post_model_hook)`` over one session binding, for ``create_react_agent``.
+
+    The pre-model hook is ``session_pre_model_hook``'s. The post-model hook records the model's
+    reply at once and writes it when it ends the turn (no tool calls; written without an fsync,
+    as the middleware writes an answer: it outlives the process, and the next turn's durable
+    save makes it durable against a power loss too); a reply that calls tools stays in the
+    agent's state and is written with its results. It changes nothing in the agent's state.
+
+    Example:
+        >>> from langgraph.prebuilt import create_react_agent  # doctest: +SKIP
+        >>> pre, post = session_model_hooks(Session())
+        >>> agent = create_react_agent(llm, tools, pre_model_hook=pre, post_model_hook=post)  # doctest: +SKIP
     """
     binding = SessionBinding(session, **options)
 
     def update(current: Session, turn: list[Any]) -> dict[str, Any]:
         return {"messages": Overwrite(turn), "llm_input_messages": recall_view(current, history)}
 
+    def before(turn: list[Any]) -> dict[str, Any]:
+        """The first model call of a turn saves its input durably; a later one leaves the write
+        to the reply's hook or the next turn (``save``: the turn is in the agent's state)."""
+        first = not any(isinstance(m, AIMessage) for m in turn)
+        return {"save": True, "durable": True} if first else {"save": len(turn)}
+
     def pre_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         turn = current_turn(state["messages"])
-        return update(binding.step(state["messages"], config, save=len(turn)), turn)
+        return update(binding.step(state["messages"], config, **before(turn)), turn)
 
     async def apre_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         turn = current_turn(state["messages"])
-        current = await binding.astep(state["messages"], config, save=len(turn))
+        current = await binding.astep(state["messages"], config, **before(turn))
         if known_recall(current, history) is not None:  # no search to make: no thread hop
             return update(current, turn)
         return await asyncio.to_thread(update, current, turn)  # recall searches the history: never on the event loop
 
-    return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")
+    def after(messages: list[Any]) -> dict[str, Any]:
+        last = messages[-1] if messages else None
+        ended = not (isinstance(last, AIMessage) and last.tool_calls)
+        return {"save": True if ended else len(current_turn(messages)), "durable": False}
+
+    def own_id(messages: list[Any], config: RunnableConfig) -> tuple[list[Any], dict[str, Any]]:
+        """The reply with an id of its own when the session holds its id for another message (a
+        cache or model that repeats ids: taken for the stored message, it was never recorded;
+        as the middleware's ``_new_ids``), and the state update that swaps it in."""
+        reply = messages[-1] if messages else None
+        session = binding.live(binding.key(config)) if isinstance(reply, AIMessage) and reply.id else None
+        if session is None or reply not in session:
+            return messages, {}
+        last = session.full_chat_history[-1]
+        if last.id == reply.id and last.content == reply.content and getattr(last, "tool_calls", None) == reply.tool_calls:
+            return messages, {}  # this very reply, recorded by a run of this hook that did not finish (a resume)
+        copy = reply.model_copy(update={"id": uuid.uuid4().hex})
+        return [*messages[:-1], copy], {"messages": [RemoveMessage(id=reply.id), copy]}
+
+    def post_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        messages, update = own_id(state["messages"], config)
+        binding.step(messages, config, resize=False, **after(messages))
+        return update
+
+    async def apost_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        messages, update = own_id(state["messages"], config)
+        await binding.astep(messages, config, resize=False, **after(messages))
+        return update
+
+    return (RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook"),
+            RunnableLambda(post_model_hook, afunc=apost_model_hook, name="post_model_hook"))

@@ -265,7 +265,8 @@ def memo_of(data: dict[str, Any]) -> dict[str, Any]:
 
 def summary_text(reply: Any) -> str:
     """The summary in a summary reply: its text without ``<think>`` sections, without a fence
-    wrapping the whole reply, or the string of a ``{"summary": "..."}`` object. Missing
+    wrapping the whole reply, or the string of a ``{"summary": "..."}`` object or of a JSON
+    string (the summary in escapes, as a quoting prompt showed it: ``llm.quote``). Missing
     sections are no reason to refuse it (the fold stores and shows what the model wrote);
     a reply cut at the output cap still carries what it says and is kept.
 
@@ -276,6 +277,14 @@ def summary_text(reply: Any) -> str:
     whole = re.fullmatch(r"(```|~~~)[^\n`]*\n(.*?)\n?\1", text, re.DOTALL)
     if whole:
         text = whole.group(2).strip()
+    quoted = re.fullmatch(r'(?:summary:\s*)?(".*")', text, re.DOTALL | re.IGNORECASE)
+    if quoted:  # the summary in escapes, as a prompt showed it (quoted)
+        try:
+            data = json.loads(quoted.group(1))
+        except ValueError:
+            data = None
+        if isinstance(data, str):
+            text = data.strip()
     if text.startswith("{") and text.endswith("}"):
         try:
             data = _load(text)

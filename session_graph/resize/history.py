@@ -135,8 +135,9 @@ class LazyHistory(MutableSequence[BaseMessage]):
                 middle = self._loader() if self._loader is not None else []
                 if len(middle) != self._start - 1:
                     raise StoreError(
-                        f"the stored history changed since this session was loaded (expected {self._start - 1} "
-                        f"messages before its window, read {len(middle)}); load the session again."
+                        f"the stored history does not hold the {self._start - 1} messages before this session's window "
+                        f"(read {len(middle)}): it changed since the session was loaded (load it again), or its file was "
+                        "edited by hand (a JSONL store: delete the session's .meta.json file, rebuilt from the log at the next load)."
                     )
                 self._items = [self._first, *middle, *self._tail]
                 self._loader = None

@@ -188,16 +188,31 @@ def truncate_message(message: BaseMessage, max_tokens: int, measure: Callable[[B
 
 def _reach(window: list[BaseMessage], measure: Callable[[BaseMessage], int], room: int) -> int:
     """Where the newest part of ``window`` a view could keep starts: whole units back to the
-    first that overflows ``room``, and back to the newest user message. O(that part)."""
+    first that overflows ``room``, and back to the newest user message. O(that part).
+
+    A unit is a tool call with its results by ``tool_call_id``, wherever they were stored: a
+    result stored late (after another run's turn) is shown after its call (``answered``), so its
+    tokens count where its call is, and not at all while its call is further back (the view
+    leaves it out with its call). Counted by position, it would end the reach early and the view
+    would keep less than fits.
+    """
     used, index, newest_user = 0, len(window) - 1, False
     start = len(window)
+    deferred: dict[str, int] = {}  # tokens of the results read whose call is further back
     while index >= 0:
         first = index
         while first > 0 and isinstance(window[first], ToolMessage):
             first -= 1
-        unit = window[first : index + 1]
-        used += sum(measure(m) for m in unit)
-        newest_user = newest_user or any(isinstance(m, HumanMessage) for m in unit)
+        head = window[first]
+        own = {c.get("id") or "" for c in head.tool_calls} if isinstance(head, AIMessage) and head.tool_calls else set()
+        for message in window[first : index + 1]:
+            if isinstance(message, ToolMessage) and message.tool_call_id not in own:
+                deferred[message.tool_call_id] = deferred.get(message.tool_call_id, 0) + measure(message)
+            else:
+                used += measure(message)
+        for call in own:
+            used += deferred.pop(call, 0)
+        newest_user = newest_user or isinstance(head, HumanMessage)
         start = first
         if used > room and newest_user:
             break

@@ -9,6 +9,7 @@ writer) are not lost on load: they join the history and the window.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import json
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # the session module does not depend on stores; only this hin
 
 log = logging.getLogger(__name__)
 
-__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document", "window_start"]
+__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document", "unencodable", "window_start"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -59,10 +60,17 @@ Middle = tuple[Callable[[int], "list[BaseMessage]"], "Callable[[int], list[str |
 reads only their ids (None when the store cannot)."""
 
 
-def _gap(records: Sequence[dict[str, Any]]) -> int:
-    """Where a window read resumes after record 0 (1: the records are contiguous)."""
+def _gap(records: Sequence[dict[str, Any]], state: dict[str, Any]) -> int:
+    """Where a window read resumes after record 0 (1: the records are contiguous, or a full read).
+
+    A window read resumes at the state's ``window_start``; a full read whose numbering has a gap
+    (a line removed from the log by hand, a damaged one quarantined) is no window read: taken for
+    one, its history waited for messages that are not there, and no load of the session could
+    ever succeed."""
     if len(records) >= 2 and records[0].get("seq") == 0 and isinstance(records[1].get("seq"), int):
-        return int(records[1]["seq"])
+        start = int(records[1]["seq"])
+        if start == int(state.get("window_start", 0) or 0):
+            return start
     return 1
 
 
@@ -274,7 +282,7 @@ def _snapshot_state(
     arrived: dict[str, str] | None = None, own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
-    start = _gap(snapshot.records) if not held else 1
+    start = _gap(snapshot.records, state) if not held else 1
     full = messages_of(snapshot.records, where, held, progress, arrived, own)
     if start > 1:
         if middle is None:
@@ -318,4 +326,21 @@ def _snapshot_state(
             fold_records=records,
         ),
         dict(state.get("metadata") or {}),
+    )
+
+
+def unencodable(session: Any, error: UnicodeEncodeError) -> StoreError:
+    """The error for a save that met text no UTF-8 encodes (a lone surrogate), naming where it is:
+    messages are checked when appended, so it is in what a user edits in place, the memo or the
+    metadata (read only here, on the failure: the save path pays nothing for it)."""
+    culprit = "the session's state"
+    for name, value in (("memo", session.memo), ("metadata", session.metadata)):
+        try:
+            json.dumps(value, ensure_ascii=False, default=str).encode()
+        except UnicodeEncodeError:
+            culprit = f"the session's {name}"
+            break
+    return StoreError(
+        f"session {session.id!r} cannot be saved: {culprit} holds a lone surrogate ({error.object[error.start:error.end]!r}), "
+        "which is not valid UTF-8; replace it (text decoded with errors='replace') and save again. Nothing was written."
     )

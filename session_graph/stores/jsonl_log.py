@@ -121,6 +121,8 @@ def decode(log: Path, since: int, offsets: list[list[int]] | None = None, *, set
         return LineRecords(b"", _loads), []
     except OSError as error:
         raise StoreError(f"cannot read {log}: {error}") from error
+    if seek is None and raw.startswith(b"\xef\xbb\xbf"):  # a BOM an editor saved the log with: blanks, so offsets hold
+        raw = b"   " + raw[3:]
     end = raw.rfind(b"\n") + 1
     if end < len(raw) and not settled:
         raise InFlight

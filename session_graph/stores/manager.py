@@ -29,7 +29,7 @@ from session_graph.memory.config import MemoryConfig
 from session_graph.session import Session
 from session_graph.stores import interop
 from session_graph.stores.base import SearchHit, SessionInfo, SessionStore, Snapshot, call_async, check_key
-from session_graph.stores.codec import message_text, record_message
+from session_graph.stores.codec import message_text, record_message, unencodable
 from session_graph.stores.dsn import parse_target
 from session_graph.stores.flows import Operation, adrive, drive
 from session_graph.stores.formats import SessionStats, export_snapshot, snapshot_stats
@@ -165,12 +165,18 @@ class SessionManager:
         the process) but not flushed to disk yet where the store can defer that (JSONL: no
         fsync; the next durable save flushes it); other stores write as always.
         """
-        if not appended(self, session, durable):  # the common save (appends, a lite prune) at once
-            self._run(save_flow(self, session, durable))
+        try:
+            if not appended(self, session, durable):  # the common save (appends, a lite prune) at once
+                self._run(save_flow(self, session, durable))
+        except UnicodeEncodeError as error:  # a lone surrogate the user put in the memo or metadata
+            raise unencodable(session, error) from None
 
     async def asave(self, session: Session, *, durable: bool = True) -> None:
         """Async twin of :meth:`save`."""
-        await self._arun(save_flow(self, session, durable))
+        try:
+            await self._arun(save_flow(self, session, durable))
+        except UnicodeEncodeError as error:
+            raise unencodable(session, error) from None
 
     def unsaved(self, session: Session) -> int:
         """How many messages of ``session`` the store does not hold yet (all of them if it is not managed here)."""

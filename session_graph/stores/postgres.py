@@ -2,11 +2,14 @@
 
 Connections come from a pool with health checks, so a dropped connection is replaced
 instead of failing every later call; the async twins run the same SQL flows on psycopg's
-async pool, on the caller's event loop.
+async pool, on the caller's event loop: one pool per loop, as psycopg's async pool is bound to the
+loop that opened it (a second ``asyncio.run``, a notebook cell, a CLI command, gets a pool of its
+own; a pool whose loop has ended is closed then, without that loop).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 import contextlib
 import logging
@@ -52,7 +55,9 @@ class PostgresStore(SqlStore):
         self._dsn = dsn
         self._kwargs = {"connect_timeout": connect_timeout}
         self._max_size = max_size
-        self._apool: Any = None
+        self._apools: dict[asyncio.AbstractEventLoop, Any] = {}  # the async pool of each event loop that used the store
+        self._apool: Any = None  # the one opened or used last
+        self._aclosed = False  # aclose() ran: the async twins fail as the sync methods after close()
         self._alock = threading.Lock()
         try:
             with psycopg.connect(dsn, **self._kwargs):  # fail fast, and clearly, when unreachable
@@ -83,20 +88,34 @@ class PostgresStore(SqlStore):
                 return await adrive_sql(connection.cursor(), flow)
 
     def _async_pool(self) -> Any:
+        """The async pool of the running event loop, made on first use; the pools of loops that
+        have ended are closed here first (``_dispose``).
+
+        It is opened full (``max_size`` connections, waited for): a pool that grows connects in a
+        task of its own, and psycopg_pool's connecting task takes the cancellation ``asyncio.run``
+        sends as it ends for a failed attempt and retries, so ``asyncio.run`` waited for it
+        forever: a program that used the store concurrently hung at its exit, one run in three."""
         from psycopg_pool import AsyncConnectionPool
 
+        loop = asyncio.get_running_loop()
         with self._alock:
-            if self._apool is None:
-                self._apool = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
-                                                  check=AsyncConnectionPool.check_connection, open=False,
-                                                  name="session_graph-async")
-            return self._apool
+            for ended in [other for other in self._apools if other.is_closed()]:
+                _dispose(self._apools.pop(ended), self._where)
+            pool = self._apools.get(loop)
+            if pool is None:
+                pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=self._max_size, max_size=self._max_size, kwargs=self._kwargs,
+                                                                check=AsyncConnectionPool.check_connection, open=False,
+                                                                name="session_graph-async")
+            self._apool = pool
+            return pool
 
     async def _aopen(self) -> None:
+        if self._aclosed:
+            raise StoreError(f"the Postgres store at {self._where} is closed (aclose() ran): open a new store")
         pool = self._async_pool()
         if pool.closed:
-            with self._errors():  # after aclose(): a StoreError, as the sync methods after close() (not PoolClosed)
-                await pool.open()
+            with self._errors():  # closed by hand: a StoreError, as the sync methods after close() (not PoolClosed)
+                await pool.open(wait=True, timeout=self._kwargs["connect_timeout"])
 
     # -- native async twins -----------------------------------------------------------------------
     async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
@@ -128,13 +147,55 @@ class PostgresStore(SqlStore):
         return await self._arun(flow)
 
     async def aclose(self) -> None:
-        if self._apool is not None and not self._apool.closed:
-            await self._apool.close()
+        """Close the connection pools: the async pool of this loop, those of loops that have
+        ended, that of a loop running in another thread (on it), and the sync pool."""
+        self._aclosed = True
+        running = asyncio.get_running_loop()
+        with self._alock:
+            pools = list(self._apools.items())
+        for loop, pool in pools:
+            if loop is running:
+                await pool.close()
+            elif loop.is_closed():
+                _dispose(pool, self._where)
+            elif loop.is_running():
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(pool.close(), loop))
         self._pool.close()
+        self._warn_open()
 
     def close(self) -> None:
-        """Close the connection pool (an async pool: ``await store.aclose()`` on its loop)."""
-        self._pool.close()  # an async pool is closed by aclose() on its own loop
-        if self._apool is not None and not self._apool.closed:  # said, not left to the garbage collector silently
+        """Close the connection pool, and the async pools of loops that have ended (an async pool
+        whose loop still runs: ``await store.aclose()`` on that loop)."""
+        self._pool.close()
+        with self._alock:
+            for ended in [loop for loop in self._apools if loop.is_closed()]:
+                _dispose(self._apools.pop(ended), self._where)
+        self._warn_open()
+
+    def _warn_open(self) -> None:
+        if any(not pool.closed for pool in self._apools.values()):  # said, not left to the garbage collector silently
             log.warning("Postgres store closed with its async pool still open (its connections stay until the process "
                         "exits): close it with `await store.aclose()` (or `await manager.aclose()`) on the loop that used it")
+
+
+def _dispose(pool: Any, where: str) -> None:
+    """Close an async pool whose event loop has ended, without that loop.
+
+    ``await pool.close()`` cannot run: it wakes the pool's tasks and waiters on their own loop
+    ("Event loop is closed"). Nothing needs them: ``asyncio.run`` cancelled the pool's tasks
+    as it ended its loop. What is left is the idle connections, each a socket and a server
+    session, closed here at the libpq level (``pgconn.finish()``: no loop), and the pool marked
+    closed. psycopg_pool keeps these in private fields (``_pool``, ``_closed``, as read
+    in psycopg_pool 3.3; the extra allows 3.2 to <4); should they change, the connections are left to the process's exit, said once.
+    """
+    if pool.closed:
+        return
+    try:
+        idle = list(pool._pool)
+        pool._pool.clear()
+        for connection in idle:
+            connection.pgconn.finish()
+        pool._closed = True
+    except AttributeError:  # pragma: no cover - a psycopg_pool whose internals moved
+        log.warning("the async pool of an ended event loop for the Postgres store at %s could not be closed: its idle "
+                    "connections stay until the process exits", where)

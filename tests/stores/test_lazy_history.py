@@ -61,7 +61,7 @@ def test_anything_reaching_the_middle_reads_it_once(access: Any) -> None:
 def test_a_middle_that_changed_in_the_store_is_an_error_not_a_wrong_history() -> None:
     full = messages(10)
     history = LazyHistory(full[0], 6, full[6:], lambda: full[1:4])
-    with pytest.raises(StoreError, match="load the session again"):
+    with pytest.raises(StoreError, match="load it again"):
         list(history)
 
 

@@ -1,0 +1,73 @@
+"""A JSONL log edited by hand (a message line removed, one damaged and quarantined, with or
+without the meta file) still loads: what is left is the history, and the session saves on.
+
+A record's ``seq`` numbers its position when written. A full read whose numbering had a gap at
+its second record was taken for a window read (record 0, then the window), so the history
+waited for messages before the "window" that were not there: every load failed, the meta file
+deleted or not, with an error that said to load again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import warnings
+
+import pytest
+
+from session_graph.stores import SessionManager
+
+
+def _stored(root: Path) -> Path:
+    with SessionManager(root) as manager:
+        session = manager.get_or_create("k")
+        for turn in range(3):
+            session.append_message({"role": "user", "content": f"q{turn}"})
+            session.append_message({"role": "assistant", "content": f"a{turn}"})
+        manager.save(session)
+    return root / "default" / "k.jsonl"
+
+
+def _texts(root: Path) -> list[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the quarantine and the meta rebuilt are said: not tested here
+        with SessionManager(root) as manager:
+            session = manager.get("k")
+            assert session is not None
+            return [m.text for m in session.full_chat_history]
+
+
+def _drop_message_field(line: str) -> str:
+    return json.dumps({k: v for k, v in json.loads(line).items() if k != "message"})
+
+
+@pytest.mark.parametrize("edit", ["removed", "damaged"])
+@pytest.mark.parametrize("meta", ["kept", "deleted"])
+def test_a_log_with_its_second_line_edited_by_hand_loads_and_saves_on(tmp_path: Path, edit: str, meta: str) -> None:
+    log = _stored(tmp_path)
+    lines = log.read_text().splitlines()
+    lines[1:2] = [] if edit == "removed" else [_drop_message_field(lines[1])]  # a0 gone, or no longer a message
+    log.write_text("\n".join(lines) + "\n")
+    if meta == "deleted":
+        (tmp_path / "default" / "k.meta.json").unlink()
+    assert _texts(tmp_path) == ["q0", "q1", "a1", "q2", "a2"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with SessionManager(tmp_path) as manager:
+            session = manager.get_or_create("k")
+            session.append_message({"role": "user", "content": "after the edit"})
+            manager.save(session)
+    assert _texts(tmp_path) == ["q0", "q1", "a1", "q2", "a2", "after the edit"]
+
+
+def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_message(tmp_path: Path) -> None:
+    """An editor (Notepad) that saves the log as UTF-8 with a BOM: the first line was taken for a
+    damaged one and quarantined, so the session lost its first message."""
+    log = _stored(tmp_path)
+    log.write_bytes(b"\xef\xbb\xbf" + log.read_bytes())
+    assert _texts(tmp_path) == ["q0", "a0", "q1", "a1", "q2", "a2"]
+    assert not (tmp_path / "default" / "k.quarantine.jsonl").exists()
+    with SessionManager(tmp_path) as manager:
+        session = manager.get_or_create("k")
+        session.append_message({"role": "user", "content": "after"})
+        manager.save(session)
+    assert _texts(tmp_path)[-2:] == ["a2", "after"]
