@@ -14,11 +14,13 @@ naming the task (Pregel's note also holds a task id, which this run has none of)
 
 The rule, ``select``: a run is direct when it is unobserved and plain, else Pregel:
 - no user code runs in a node: no node override, no resize handler, no policy, memo, summary or
-  attachment handler on the compiled graph (a user's code may call ``interrupt()``,
+  attachment handler on the compiled graph, and the session's model is a chat model (bound,
+  retried or with fallbacks), not a Runnable of the user's (a user's code may call ``interrupt()``,
   ``get_config()``, ``get_store()`` or a stream writer, which need Pregel's run);
 - no callbacks: the enclosing run's callbacks, LangSmith tracing (env or context), global debug
   or verbose, configure hooks: whatever ``CallbackManager.configure`` would hand the run, and the
-  session's chat model's own callbacks (it would see its run as a child of a node's run);
+  session's chat model's own callbacks, in a binding's config or made by its factories
+  (``with_listeners``): they would see its run as a child of a node's run;
 - ``SESSION_GRAPH_RESIZE_EXECUTOR=pregel`` is not set (a switch for debugging and tests).
 What a caller gets is the same either way: ``resize()``'s window, the state committed, the trace
 record (route, model calls, sizes), the events, the errors; the run is a root run in both.
@@ -36,6 +38,9 @@ from typing import Any, Protocol
 import weakref
 
 from langchain_core.callbacks import CallbackManager
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.runnables import RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import ErrorCode, GraphRecursionError, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START
@@ -152,21 +157,23 @@ def _plain(nodes: Mapping[str, Any], handlers: Plugged) -> bool:
              ("summary_fold", handlers.summary), ("attachment_summary", handlers.attachment_summary))
     if any(fn is not None and name in nodes for name, fn in users):
         return False
-    return handlers.model is None or not _model_observed(handlers.model, 4)
+    return handlers.model is None or _plain_model(handlers.model, 6)
 
 
-def _model_observed(runnable: Any, depth: int) -> bool:
-    """Whether a chat model (or a binding, retry or fallback around it) carries callbacks of its own."""
-    if runnable is None or depth < 0:
+def _plain_model(runnable: Any, depth: int) -> bool:
+    """Whether the session's model is a chat model without callbacks of its own, or bindings
+    (``bind``, ``with_config``, ``with_retry``) and fallbacks around such. Anything else is a
+    Runnable of the user's (a ``RunnableLambda``, a sequence...): its code may ask for a node's
+    stream writer, config or store, and its steps may carry callbacks, so Pregel runs it."""
+    if depth < 0:
         return False
-    if getattr(runnable, "callbacks", None) or getattr(runnable, "verbose", False) is True:
-        return True
-    config = getattr(runnable, "config", None)
-    if isinstance(config, Mapping) and config.get("callbacks"):
-        return True
-    inner = [getattr(runnable, name, None) for name in ("bound", "runnable", "default")]
-    inner += list(getattr(runnable, "fallbacks", None) or ())
-    return any(_model_observed(r, depth - 1) for r in inner if r is not None and r is not runnable)
+    if isinstance(runnable, BaseLanguageModel):
+        return not runnable.callbacks and runnable.verbose is not True
+    if isinstance(runnable, RunnableBindingBase):  # a binding's callbacks: in its config, or made by a factory (with_listeners)
+        return not runnable.config_factories and not (runnable.config or {}).get("callbacks") and _plain_model(runnable.bound, depth - 1)
+    if isinstance(runnable, RunnableWithFallbacks):
+        return all(_plain_model(r, depth - 1) for r in (runnable.runnable, *runnable.fallbacks))
+    return False
 
 
 def unobserved() -> bool:
