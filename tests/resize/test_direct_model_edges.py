@@ -106,3 +106,14 @@ def test_inside_an_agent_a_model_runnable_that_writes_to_the_stream_folds() -> N
         list(agent.stream({"messages": [HumanMessage(content=f"question {turn}")]}, stream_mode="custom"))
     assert session.trace and all(record.error is None for record in session.trace)
     assert session.memo["facts"] == ["folded"]
+
+
+def test_callbacks_a_model_takes_from_the_runs_configurable_see_the_fold_as_a_node_run() -> None:
+    """``configurable_fields(callbacks=...)``: the callbacks come from the enclosing run's configurable."""
+    from langchain_core.runnables import ConfigurableField
+
+    handler = _Metadata()
+    model = fake_model(memo_reply({"facts": ["x"]})).configurable_fields(callbacks=ConfigurableField(id="model_callbacks"))
+    session = _pruning(Session(model=model).use_memo(messages=6))
+    RunnableLambda(lambda _: session.resize()).invoke(None, {"configurable": {"model_callbacks": [handler]}})
+    assert handler.nodes == ["memo_update"]
