@@ -5,6 +5,7 @@ model inside a sequence). A caller sees the same fold whichever executor would h
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from conftest import fake_model, memo_reply
@@ -40,6 +41,9 @@ def test_a_model_runnable_that_writes_to_the_stream_folds_as_under_pregel() -> N
     session = _pruning(Session(model=RunnableLambda(folding)).use_memo(messages=6))
     session.resize()
     assert session.memo["facts"] == ["folded"] and session.trace[-1].error is None
+    twin = _pruning(Session(model=RunnableLambda(folding)).use_memo(messages=6))
+    asyncio.run(twin.async_resize())
+    assert twin.memo["facts"] == ["folded"] and twin.trace[-1].error is None
 
 
 class _Metadata(BaseCallbackHandler):
