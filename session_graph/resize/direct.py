@@ -48,12 +48,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Call, Flow
+from session_graph.errors import ConfigurationError
 from session_graph.resize.state import ResizeContext, SessionState
 
 __all__ = ["FORCE_PREGEL_ENV", "Plan", "Plugged", "execute", "plan_of", "select", "unobserved"]
 
 FORCE_PREGEL_ENV = "SESSION_GRAPH_RESIZE_EXECUTOR"
-"""Set to ``pregel`` to run every resize through LangGraph's Pregel loop (debugging, tests)."""
+"""Set to ``pregel`` to run every resize through LangGraph's Pregel loop (debugging, tests); unset or
+``auto``: the default choice; any other value is a ``ConfigurationError`` at the next resize."""
 _FIELDS = frozenset(f.name for f in fields(SessionState))
 
 
@@ -141,12 +143,25 @@ def _state_only(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def select(graph: CompiledStateGraph[Any, Any, Any, Any], handlers: Plugged, *, sync: bool) -> Plan | None:
     """The plan of a run that may go without Pregel (the module docstring's rule), else None."""
-    if os.environ.get(FORCE_PREGEL_ENV, "").lower() == "pregel":
+    if _forced_pregel():
         return None
     plan = plan_of(graph, sync=sync)
     if plan is None or not _plain(plan.nodes, handlers) or not unobserved():
         return None
     return plan
+
+
+def _forced_pregel() -> bool:
+    """Whether ``SESSION_GRAPH_RESIZE_EXECUTOR`` forces Pregel (``pregel``, any case or spacing);
+    unset, empty or ``auto``: the default choice; any other value is an error, never ignored."""
+    value = os.environ.get(FORCE_PREGEL_ENV, "")
+    choice = value.strip().lower()
+    if choice not in ("", "auto", "pregel"):
+        raise ConfigurationError(
+            f"{FORCE_PREGEL_ENV}={value!r} names no resize executor: set it to 'pregel' to run every resize "
+            "through LangGraph's Pregel loop, or unset it (or set 'auto') for the default choice."
+        )
+    return choice == "pregel"
 
 
 def _plain(nodes: Mapping[str, Any], handlers: Plugged) -> bool:
