@@ -10,7 +10,6 @@ from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
 from session_graph import ConfigurationError, Session
-from session_graph.resize import session_run
 from session_graph.resize.direct import FORCE_PREGEL_ENV, select
 
 
@@ -47,4 +46,3 @@ def test_a_value_that_names_no_executor_is_an_error_and_the_session_stays(value:
     with pytest.raises(ConfigurationError, match=rf"{FORCE_PREGEL_ENV}={value!r}.*'pregel'.*unset"):
         session.resize()
     assert [m.id for m in session.current_chat_history] == window
-    assert session_run.select is select
