@@ -5,8 +5,9 @@ costs ~85-90% of a lite prune that drops a few messages. When nothing needs that
 run is executed here instead, on THE SAME compiled graph: its builder's nodes (the callables
 ``graph.py`` added, wrapped by ``trace_recording.traced`` and, for a user's node,
 ``node_checks``), its edges and conditional branches (``graph.py`` stays the only place edges
-live), the run's ``Runtime`` holding the ``ResizeContext``. Every state field is a last-value
-channel, so a node sees ``SessionState(**values)`` and its dict update replaces the fields it
+live), the run's ``Runtime`` holding the ``ResizeContext`` and the enclosing run's store, also in
+the config the nodes' code sees (``run._direct_runtime``: LangGraph's ``get_stream_writer`` and
+``get_store`` answer as in Pregel's run). Every state field is a last-value channel, so a node sees ``SessionState(**values)`` and its dict update replaces the fields it
 names (keys that are not fields are dropped, as LangGraph drops them); a branch reads the state
 after its node's update; the recursion limit stops the run as Pregel's does (the limit reached:
 ``GraphRecursionError``, same message); a node's error propagates unchanged, with a note
@@ -200,9 +201,11 @@ def unobserved() -> bool:
     return not manager.handlers and not manager.inheritable_handlers
 
 
-def execute(plan: Plan, values: dict[str, Any], context: ResizeContext, recursion_limit: int) -> Flow[None]:
-    """Run ``plan`` on ``values`` (the run's input, updated in place as the channels would be)."""
-    runtime = Runtime(context=context)
+def execute(plan: Plan, values: dict[str, Any], context: ResizeContext, recursion_limit: int,
+            runtime: Runtime[ResizeContext] | None = None) -> Flow[None]:
+    """Run ``plan`` on ``values`` (the run's input, updated in place as the channels would be);
+    ``runtime``: the nodes' (``run._direct_runtime``: the enclosing run's store), else one holding ``context``."""
+    runtime = Runtime(context=context) if runtime is None else runtime
     node, steps = plan.first, 0
     while node != END:
         name = node

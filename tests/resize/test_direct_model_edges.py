@@ -10,9 +10,10 @@ from typing import Any
 
 from conftest import fake_model, memo_reply
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
-from langgraph.config import get_stream_writer
+from langgraph.config import get_store, get_stream_writer
 import pytest
 
 from session_graph import Session
@@ -121,3 +122,47 @@ def test_callbacks_a_model_takes_from_the_runs_configurable_see_the_fold_as_a_no
     session = _pruning(Session(model=model).use_memo(messages=6))
     RunnableLambda(lambda _: session.resize()).invoke(None, {"configurable": {"model_callbacks": [handler]}})
     assert handler.nodes == ["memo_update"]
+
+
+class _ContextReadingModel(GenericFakeChatModel):
+    """A chat model of the user's own class (a provider wrapper) that reports progress on the
+    run's stream and reads the run's store, as LangGraph lets code inside a node do."""
+
+    stores: list[Any] = []  # noqa: RUF012 - a pydantic field, copied per instance
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        get_stream_writer()({"memo": "folding"})
+        self.stores = [*self.stores, get_store()]
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_chat_model_reading_the_runs_writer_and_store_folds_as_under_pregel(use_async: bool) -> None:
+    """Direct runs give a chat model's code what Pregel's run gives it: a stream writer (its
+    writes go nowhere, as the resize's own stream has no reader) and the run's store (none here)."""
+    model = _ContextReadingModel(messages=iter([AIMessage(content=memo_reply({"facts": ["folded"]}))]))
+    session = _pruning(Session(model=model).use_memo(messages=6))
+    if use_async:
+        asyncio.run(session.async_resize())
+    else:
+        session.resize()
+    assert session.trace[-1].error is None and session.memo["facts"] == ["folded"]
+    assert model.stores == [None]
+
+
+def test_inside_an_agent_with_a_store_a_chat_model_sees_that_store_as_under_pregel() -> None:
+    from agents_util import lookup, model
+    from langchain.agents import create_agent
+    from langgraph.store.memory import InMemoryStore
+
+    from session_graph.integrations import SessionMiddleware
+
+    store = InMemoryStore()
+    folding = _ContextReadingModel(messages=iter([AIMessage(content=memo_reply({"facts": [f"fold {n}"]})) for n in range(20)]))
+    session = Session(model=folding).use_memo(chars=900)
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(session)], system_prompt="You are helpful.",
+                         store=store)
+    for turn in range(6):
+        list(agent.stream({"messages": [HumanMessage(content=f"question {turn}")]}, stream_mode="custom"))
+    assert session.trace and all(record.error is None for record in session.trace)
+    assert folding.stores and all(seen is store for seen in folding.stores)
