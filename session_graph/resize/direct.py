@@ -5,8 +5,9 @@ costs ~85-90% of a lite prune that drops a few messages. When nothing needs that
 run is executed here instead, on THE SAME compiled graph: its builder's nodes (the callables
 ``graph.py`` added, wrapped by ``trace_recording.traced`` and, for a user's node,
 ``node_checks``), its edges and conditional branches (``graph.py`` stays the only place edges
-live), the run's ``Runtime`` holding the ``ResizeContext``. Every state field is a last-value
-channel, so a node sees ``SessionState(**values)`` and its dict update replaces the fields it
+live), the run's ``Runtime`` holding the ``ResizeContext`` and the enclosing run's store, also in
+the config the nodes' code sees (``run._direct_runtime``: LangGraph's ``get_stream_writer`` and
+``get_store`` answer as in Pregel's run). Every state field is a last-value channel, so a node sees ``SessionState(**values)`` and its dict update replaces the fields it
 names (keys that are not fields are dropped, as LangGraph drops them); a branch reads the state
 after its node's update; the recursion limit stops the run as Pregel's does (the limit reached:
 ``GraphRecursionError``, same message); a node's error propagates unchanged, with a note
@@ -14,11 +15,13 @@ naming the task (Pregel's note also holds a task id, which this run has none of)
 
 The rule, ``select``: a run is direct when it is unobserved and plain, else Pregel:
 - no user code runs in a node: no node override, no resize handler, no policy, memo, summary or
-  attachment handler on the compiled graph (a user's code may call ``interrupt()``,
+  attachment handler on the compiled graph, and the session's model is a chat model (bound,
+  retried or with fallbacks), not a Runnable of the user's (a user's code may call ``interrupt()``,
   ``get_config()``, ``get_store()`` or a stream writer, which need Pregel's run);
 - no callbacks: the enclosing run's callbacks, LangSmith tracing (env or context), global debug
   or verbose, configure hooks: whatever ``CallbackManager.configure`` would hand the run, and the
-  session's chat model's own callbacks (it would see its run as a child of a node's run);
+  session's chat model's own callbacks, in a binding's config or made by its factories
+  (``with_listeners``): they would see its run as a child of a node's run;
 - ``SESSION_GRAPH_RESIZE_EXECUTOR=pregel`` is not set (a switch for debugging and tests).
 What a caller gets is the same either way: ``resize()``'s window, the state committed, the trace
 record (route, model calls, sizes), the events, the errors; the run is a root run in both.
@@ -36,6 +39,9 @@ from typing import Any, Protocol
 import weakref
 
 from langchain_core.callbacks import CallbackManager
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.runnables import RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.errors import ErrorCode, GraphRecursionError, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START
@@ -43,12 +49,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from session_graph._base.flow import Call, Flow
+from session_graph.errors import ConfigurationError
 from session_graph.resize.state import ResizeContext, SessionState
 
 __all__ = ["FORCE_PREGEL_ENV", "Plan", "Plugged", "execute", "plan_of", "select", "unobserved"]
 
 FORCE_PREGEL_ENV = "SESSION_GRAPH_RESIZE_EXECUTOR"
-"""Set to ``pregel`` to run every resize through LangGraph's Pregel loop (debugging, tests)."""
+"""Set to ``pregel`` to run every resize through LangGraph's Pregel loop (debugging, tests); unset or
+``auto``: the default choice; any other value is a ``ConfigurationError`` at the next resize."""
 _FIELDS = frozenset(f.name for f in fields(SessionState))
 
 
@@ -136,12 +144,25 @@ def _state_only(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def select(graph: CompiledStateGraph[Any, Any, Any, Any], handlers: Plugged, *, sync: bool) -> Plan | None:
     """The plan of a run that may go without Pregel (the module docstring's rule), else None."""
-    if os.environ.get(FORCE_PREGEL_ENV, "").lower() == "pregel":
+    if _forced_pregel():
         return None
     plan = plan_of(graph, sync=sync)
     if plan is None or not _plain(plan.nodes, handlers) or not unobserved():
         return None
     return plan
+
+
+def _forced_pregel() -> bool:
+    """Whether ``SESSION_GRAPH_RESIZE_EXECUTOR`` forces Pregel (``pregel``, any case or spacing);
+    unset, empty or ``auto``: the default choice; any other value is an error, never ignored."""
+    value = os.environ.get(FORCE_PREGEL_ENV, "")
+    choice = value.strip().lower()
+    if choice not in ("", "auto", "pregel"):
+        raise ConfigurationError(
+            f"{FORCE_PREGEL_ENV}={value!r} names no resize executor: set it to 'pregel' to run every resize "
+            "through LangGraph's Pregel loop, or unset it (or set 'auto') for the default choice."
+        )
+    return choice == "pregel"
 
 
 def _plain(nodes: Mapping[str, Any], handlers: Plugged) -> bool:
@@ -152,21 +173,23 @@ def _plain(nodes: Mapping[str, Any], handlers: Plugged) -> bool:
              ("summary_fold", handlers.summary), ("attachment_summary", handlers.attachment_summary))
     if any(fn is not None and name in nodes for name, fn in users):
         return False
-    return handlers.model is None or not _model_observed(handlers.model, 4)
+    return handlers.model is None or _plain_model(handlers.model, 6)
 
 
-def _model_observed(runnable: Any, depth: int) -> bool:
-    """Whether a chat model (or a binding, retry or fallback around it) carries callbacks of its own."""
-    if runnable is None or depth < 0:
+def _plain_model(runnable: Any, depth: int) -> bool:
+    """Whether the session's model is a chat model without callbacks of its own, or bindings
+    (``bind``, ``with_config``, ``with_retry``) and fallbacks around such. Anything else is a
+    Runnable of the user's (a ``RunnableLambda``, a sequence...): its code may ask for a node's
+    stream writer, config or store, and its steps may carry callbacks, so Pregel runs it."""
+    if depth < 0:
         return False
-    if getattr(runnable, "callbacks", None) or getattr(runnable, "verbose", False) is True:
-        return True
-    config = getattr(runnable, "config", None)
-    if isinstance(config, Mapping) and config.get("callbacks"):
-        return True
-    inner = [getattr(runnable, name, None) for name in ("bound", "runnable", "default")]
-    inner += list(getattr(runnable, "fallbacks", None) or ())
-    return any(_model_observed(r, depth - 1) for r in inner if r is not None and r is not runnable)
+    if isinstance(runnable, BaseLanguageModel):
+        return not runnable.callbacks and runnable.verbose is not True
+    if isinstance(runnable, RunnableBindingBase):  # a binding's callbacks: in its config, or made by a factory (with_listeners)
+        return not runnable.config_factories and not (runnable.config or {}).get("callbacks") and _plain_model(runnable.bound, depth - 1)
+    if isinstance(runnable, RunnableWithFallbacks):
+        return all(_plain_model(r, depth - 1) for r in (runnable.runnable, *runnable.fallbacks))
+    return False
 
 
 def unobserved() -> bool:
@@ -178,9 +201,11 @@ def unobserved() -> bool:
     return not manager.handlers and not manager.inheritable_handlers
 
 
-def execute(plan: Plan, values: dict[str, Any], context: ResizeContext, recursion_limit: int) -> Flow[None]:
-    """Run ``plan`` on ``values`` (the run's input, updated in place as the channels would be)."""
-    runtime = Runtime(context=context)
+def execute(plan: Plan, values: dict[str, Any], context: ResizeContext, recursion_limit: int,
+            runtime: Runtime[ResizeContext] | None = None) -> Flow[None]:
+    """Run ``plan`` on ``values`` (the run's input, updated in place as the channels would be);
+    ``runtime``: the nodes' (``run._direct_runtime``: the enclosing run's store), else one holding ``context``."""
+    runtime = Runtime(context=context) if runtime is None else runtime
     node, steps = plan.first, 0
     while node != END:
         name = node

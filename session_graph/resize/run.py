@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
 from session_graph._base.flow import adrive, drive
 from session_graph.accounting.window import WindowTotals
@@ -82,7 +83,8 @@ def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: Res
     out = _run_input(state, decision)
     with _own_run():
         if direct is not None:
-            drive(execute(direct, out, context, _limit(state)))
+            with _direct_runtime(context) as runtime:
+                drive(execute(direct, out, context, _limit(state), runtime))
             return _outcome(state, out, appended_before)
         for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
             _apply(out, step)
@@ -96,7 +98,8 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
     out = _run_input(state, decision)
     with _own_run():
         if direct is not None:
-            await adrive(execute(direct, out, context, _limit(state)))
+            with _direct_runtime(context) as runtime:
+                await adrive(execute(direct, out, context, _limit(state), runtime))
             return _outcome(state, out, appended_before)
         async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
             _apply(out, step)
@@ -179,6 +182,23 @@ def _own_run() -> Iterator[None]:
         token = var_child_runnable_config.set(kept)
     try:
         yield
+    finally:
+        var_child_runnable_config.reset(token)
+
+
+@contextlib.contextmanager
+def _direct_runtime(context: ResizeContext) -> Iterator[Runtime[ResizeContext]]:
+    """A direct run's ``Runtime``, as Pregel's run of the graph would make it, also in the config
+    the nodes' code sees (``var_child_runnable_config``): a chat model's code calling LangGraph's
+    ``get_stream_writer()`` or ``get_store()`` gets the run's writer (its writes go nowhere: the
+    resize's own stream has no reader) and the enclosing runtime's store (None outside one)."""
+    ambient = var_child_runnable_config.get() or RunnableConfig()
+    configurable = dict(ambient.get("configurable") or {})
+    runtime = Runtime(context=context, store=getattr(configurable.get(_RUNTIME_KEY), "store", None))
+    configurable[_RUNTIME_KEY] = runtime
+    token = var_child_runnable_config.set(RunnableConfig(**{**ambient, "configurable": configurable}))
+    try:
+        yield runtime
     finally:
         var_child_runnable_config.reset(token)
 
