@@ -37,6 +37,7 @@ from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
 from session_graph.settings import SessionSettings
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
 from session_graph.stores.records import Records
+from session_graph.stores.stored_values import check_stored
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session
@@ -203,6 +204,8 @@ def state_document(
     load starts reading (see ``history.py``): the window's first message, or the memo's cursor
     when a fold still has to read from before it. O(window): ``index_of`` (the history's index)
     places each window message once, for both the inline messages and ``window_start``."""
+    check_stored(metadata, "session.metadata")  # kept exactly by every store, or refused here (nothing written)
+    check_stored(state.memo, "session.memo")
     window = state.current_chat_history
     positions = [index_of(m) for m in window]
     inline = {m.id: message_to_dict(m) for m, p in zip(window, positions, strict=True) if p is None and not in_history(m)}

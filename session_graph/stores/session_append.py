@@ -30,6 +30,7 @@ from session_graph.stores.flows import Blocking, Call
 from session_graph.stores.jsonl_state import Appending
 from session_graph.stores.jsonl_trace import LazyTrace
 from session_graph.stores.session_load import Entry, Owner, remember
+from session_graph.stores.stored_values import check_stored
 
 __all__ = ["append_flow", "appended"]
 
@@ -128,6 +129,7 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
             or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
             or any(base.get(name) != ledger.get(name) for name in _COMMIT)):
         return False
+    check_stored(state.memo, "session.memo")  # as a full save's state_document: kept exactly, or refused
     fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line
     fields["last_resize_turn"] = state.last_resize_turn
     fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]

@@ -21,6 +21,7 @@ import pytest
 
 from session_graph import SessionManager
 from session_graph._base.files import encode_name
+from session_graph.errors import MessageError, StoreError
 from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
 from session_graph.stores.sql_steps import json_text
 
@@ -107,36 +108,39 @@ def test_held_files_from_before_a_fork_are_not_the_childs(tmp_path: Path) -> Non
     held.close()
 
 
-def test_a_value_orjson_refuses_is_written_by_the_json_fallback_on_the_append_path(tmp_path: Path) -> None:
-    """The write path encodes each value in one C call (``FAST_DUMPS``) and falls back to
-    ``dumps`` (``json``) where orjson refuses it: an int past 64 bits in a message appended, and
-    in the metadata of a full save, read back as written."""
+def test_an_int_orjson_refuses_is_refused_at_the_append_and_the_save_not_read_back_as_a_float(tmp_path: Path) -> None:
+    """An int past 64 bits: orjson will not write it (``json``'s fallback would), and every store
+    reads it back with orjson as a float (``2**64 == float(2**64)``, so an ``==`` check would not
+    see it): refused where it is set (a message) or at the save (the metadata), nothing written."""
     manager = SessionManager(JsonlStore(tmp_path))
     turn(manager, "one")
     session = manager.get_or_create("k")
-    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "m": -(2**65)}))
+    with pytest.raises(MessageError, match="64 bits"):
+        session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "m": -(2**65)}))
+    session.append_message(AIMessage(content="fits", additional_kwargs={"n": 2**64 - 1, "m": -(2**63)}))
     manager.save(session)
     session.metadata["big"] = 2**64
-    turn(manager, "two")
+    with pytest.raises(StoreError, match=r"session\.metadata\['big'\].*64 bits"):
+        turn(manager, "two")
     loaded = SessionManager(JsonlStore(tmp_path)).get("k")
-    assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
-    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "m": -(2**65)}
-    assert loaded.metadata == {"big": 2**64}
+    assert [m.content for m in loaded.full_chat_history] == ["one", "fits"]
+    assert repr(loaded.full_chat_history[1].additional_kwargs) == repr({"n": 2**64 - 1, "m": -(2**63)})
+    assert loaded.metadata == {}
 
 
 def test_the_sql_store_writes_its_json_with_orjson_and_json_where_orjson_refuses(tmp_path: Path) -> None:
-    """``json_text``: a state document and messages in orjson's text (read back as written), and
-    json's where orjson refuses a value (an int past 64 bits)."""
+    """``json_text``: a state document and messages in orjson's text (read back as written, the
+    64-bit ints' edges too), and json's where orjson refuses a value (an int past 64 bits)."""
     manager = SessionManager(SqliteStore(tmp_path / "s.db"))
     turn(manager, "one")
     session = manager.get_or_create("k")
-    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}))
-    session.metadata["big"] = 2**64
+    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**64 - 1, "nested": {"ok": [1.5, None, "é"]}}))
+    session.metadata["big"] = -(2**63)
     manager.save(session)
     turn(manager, "two")
     loaded = SessionManager(SqliteStore(tmp_path / "s.db")).get("k")
     assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
-    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}
-    assert loaded.metadata == {"big": 2**64}
+    assert repr(loaded.full_chat_history[1].additional_kwargs) == repr({"n": 2**64 - 1, "nested": {"ok": [1.5, None, "é"]}})
+    assert repr(loaded.metadata) == repr({"big": -(2**63)})  # repr: a float would be == the int
     assert json_text({"a": [1, "é"], 2: None}) == json.dumps({"a": [1, "é"], "2": None}, ensure_ascii=False, separators=(",", ":"))
     assert json_text(2**70) == str(2**70)
