@@ -25,6 +25,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
+from session_graph._base.exact_json import check_stored
 from session_graph._base.gc import paused_gc
 from session_graph._base.progress import Progress, tracked
 from session_graph.compression.records import checked_records, split_records
@@ -37,7 +38,6 @@ from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
 from session_graph.settings import SessionSettings
 from session_graph.stores.base import SCHEMA_VERSION, Snapshot, check_schema
 from session_graph.stores.records import Records
-from session_graph.stores.stored_values import check_stored
 
 if TYPE_CHECKING:  # the session module does not depend on stores; only this hint does
     from session_graph.session import Session

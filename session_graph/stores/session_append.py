@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+from session_graph._base.exact_json import check_stored
 from session_graph.interop.export import commit_fields
 from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
@@ -30,7 +31,6 @@ from session_graph.stores.flows import Blocking, Call
 from session_graph.stores.jsonl_state import Appending
 from session_graph.stores.jsonl_trace import LazyTrace
 from session_graph.stores.session_load import Entry, Owner, remember
-from session_graph.stores.stored_values import check_stored
 
 __all__ = ["append_flow", "appended"]
 

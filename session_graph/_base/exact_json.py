@@ -1,5 +1,6 @@
-"""What a store keeps of a session's memo and metadata: exactly the values set, or a refusal at
-the save naming the value and the fix (``StoreError``; nothing is written).
+"""Whether a value comes back exactly from a store (a session's memo and metadata): ``unstorable``
+names the first part that would not, and how to store it; ``stores.codec`` refuses such a save
+(``StoreError``, nothing written), a memo fold such a memo (``MemoUpdateError``: a bad reply).
 
 Every store encodes them as JSON (orjson, ``json`` where orjson refuses) and reads them back with
 orjson, so a value JSON has no exact form for would come back changed: a NaN or an infinity as
@@ -22,11 +23,12 @@ try:
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["MAX_STORED_DEPTH", "check_stored"]
+__all__ = ["MAX_STORED_DEPTH", "check_stored", "unstorable"]
 
-MAX_STORED_DEPTH = 200
-"""How deeply a memo or metadata value may nest: below orjson's 255 levels, past which a load
-copies it with ``copy.deepcopy`` (``_base.edits.detached``), which recurses out of the stack."""
+MAX_STORED_DEPTH = 250
+"""How deeply a memo or metadata value may nest: within orjson's 255 levels (its round trip
+refuses deeper), past which a load copies it with ``copy.deepcopy`` (``_base.edits.detached``),
+which recurses out of the stack."""
 _INTS = (-(2**63), 2**64 - 1)  # what orjson reads back as an int (past it: a float)
 _FIXES = {
     "datetime": "store value.isoformat() (and parse it back when read)",
@@ -39,23 +41,30 @@ _FIXES = {
 }
 
 
-def check_stored(value: Any, where: str) -> None:
-    """Raise ``StoreError`` naming the first part of ``value`` (at ``where``, e.g.
-    ``session.metadata``) that a store would not give back exactly, and how to store it."""
+def unstorable(value: Any, where: str) -> str | None:
+    """Why a store would not give ``value`` (at ``where``, e.g. ``session.metadata``) back
+    exactly, naming its first such part and how to store it; None when it would."""
     if orjson is not None:
         try:
             if orjson.loads(orjson.dumps(value)) == value:
-                return
+                return None
         except (TypeError, ValueError):  # a type, key or int orjson refuses; walked below
             pass
-    _walk(value, where)
+    return _walk(value, where)
 
 
-def _refuse(at: str, what: str, fix: str) -> StoreError:
-    return StoreError(f"{at} is {what}, which a store cannot give back as it is; {fix}. Nothing was saved.")
+def check_stored(value: Any, where: str) -> None:
+    """Raise ``StoreError`` when a store would not give ``value`` back exactly (a save: nothing written)."""
+    why = unstorable(value, where)
+    if why is not None:
+        raise StoreError(f"{why}. Nothing was saved.")
 
 
-def _walk(value: Any, where: str) -> None:
+def _refuse(at: str, what: str, fix: str) -> str:
+    return f"{at} is {what}, which a store cannot give back as it is; {fix}"
+
+
+def _walk(value: Any, where: str) -> str | None:
     stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
         item, at, level = stack.pop()
@@ -65,29 +74,29 @@ def _walk(value: Any, where: str) -> None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as error:
-                raise _refuse(at, f"a string with a lone surrogate ({item[error.start]!r})",
-                              "decode the text with errors='replace' (or fix its source)") from None
+                return _refuse(at, f"a string with a lone surrogate ({item[error.start]!r})",
+                               "decode the text with errors='replace' (or fix its source)")
         elif isinstance(item, int):
             if not _INTS[0] <= item <= _INTS[1]:
-                raise _refuse(at, "an int past 64 bits (read back as a float)", "store it as a string: str(value)")
+                return _refuse(at, "an int past 64 bits (read back as a float)", "store it as a string: str(value)")
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise _refuse(at, f"{item!r} (JSON has no NaN or infinity)", "store None or a string")
+                return _refuse(at, f"{item!r} (JSON has no NaN or infinity)", "store None or a string")
         elif isinstance(item, Mapping | list):
             if level >= MAX_STORED_DEPTH:
-                raise _refuse(at, f"nested deeper than {MAX_STORED_DEPTH} levels", "flatten it")
+                return _refuse(at, f"nested deeper than {MAX_STORED_DEPTH} levels", "flatten it")
             if isinstance(item, Mapping):
                 for key, child in item.items():
                     if not isinstance(key, str):
-                        raise _refuse(at, f"a dict with the key {key!r} (JSON keys are strings)",
+                        return _refuse(at, f"a dict with the key {key!r} (JSON keys are strings)",
                                       "use string keys: str(key)")
                     stack.append((child, f"{at}[{key!r}]", level + 1))
             else:
                 stack.extend((child, f"{at}[{index}]", level + 1) for index, child in enumerate(item))
         elif isinstance(item, tuple):
-            raise _refuse(at, "a tuple (JSON has lists only; read back as a list)", "store a list")
+            return _refuse(at, "a tuple (JSON has lists only; read back as a list)", "store a list")
         elif isinstance(item, bytes | bytearray | memoryview):
-            raise _refuse(at, "raw bytes", "base64-encode them into a string")
+            return _refuse(at, "raw bytes", "base64-encode them into a string")
         else:
             kind = type(item).__name__
             if hasattr(item, "__dataclass_fields__"):
@@ -96,4 +105,5 @@ def _walk(value: Any, where: str) -> None:
                 fix = "store value.item() (or value.tolist() for an array)"
             else:
                 fix = _FIXES.get(kind, "convert it to a string, number, list or dict")
-            raise _refuse(at, f"a {kind}", fix)
+            return _refuse(at, f"a {kind}", fix)
+    return None
