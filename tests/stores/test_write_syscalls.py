@@ -93,6 +93,42 @@ def test_a_line_appended_behind_the_stores_back_is_seen_by_the_next_write(tmp_pa
     assert window is not None and [r["message"]["data"]["content"] for r in window.records][-1] == "three"
 
 
+def test_a_line_appended_without_the_lock_between_the_stat_and_the_write_is_seen_by_the_next_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The size after a write is the ``stat``'s under the lock + the bytes written: a writer that
+    takes no lock (an older version, a hand append) landing between the two makes it short. The
+    next write's ``stat`` differs from it, so it is not appended on a state it did not write, and
+    every read (the window through the offsets too) sees every line."""
+    store = JsonlStore(tmp_path)
+    manager = SessionManager(store)
+    turn(manager, "one")
+    turn(manager, "two")
+    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
+    theirs = {"seq": 2, "id": "theirs", "ts": "2026-11-22T00:00:00Z", "role": "user",
+              "message": {"type": "human", "data": {"content": "theirs", "type": "human", "id": "theirs"}}}
+    real_write, done = os.write, []
+
+    def write(fd: int, data: Any) -> int:
+        if not done:  # the first write of the save, after its stat under the lock
+            done.append(fd)
+            with open(log, "a") as handle:
+                handle.write(json.dumps(theirs) + "\n")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(jsonl_handles.os, "write", write)
+    turn(manager, "three")
+    monkeypatch.undo()
+    assert done
+    for reader in (store, JsonlStore(tmp_path)):  # the writer's own (its state) and a fresh one
+        window = reader.read("default", "k", window=True)
+        assert window is not None and [r["message"]["data"]["content"] for r in window.records][-2:] == ["theirs", "three"]
+    turn(manager, "four")
+    written = store._written.get(log.with_name(encode_name("k") + ".meta.json"))[0]
+    assert written is not None and written["bytes"] == log.stat().st_size
+    loaded = SessionManager(JsonlStore(tmp_path)).get("k")
+    assert [m.content for m in loaded.full_chat_history] == ["one", "two", "theirs", "three", "four"]
+
+
 def test_held_files_from_before_a_fork_are_not_the_childs(tmp_path: Path) -> None:
     """The child drops what it inherited (``_after_fork``); were that skipped, the fork count the
     held files carry still tells them from the child's: a new ``Held`` is made."""
