@@ -5,6 +5,7 @@ value is named by its path with the fix, and nothing is written."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import decimal
@@ -122,3 +123,21 @@ def test_the_biggest_ints_64_bits_hold_in_a_message_come_back_as_ints(store: Ses
     manager.save(session)
     loaded = SessionManager(store).get(key)
     assert loaded is not None and repr(loaded.full_chat_history[-1].additional_kwargs) == repr({"n": [2**64 - 1, -(2**63)]})
+
+
+@pytest.mark.parametrize("where", ["metadata", "memo"])
+def test_the_async_save_refuses_as_the_sync_one(store: SessionStore, key: str, where: str) -> None:
+    manager = SessionManager(store)
+
+    async def run() -> None:
+        session = await manager.aget_or_create(key)
+        session.append_message({"role": "user", "content": "hi"})
+        await manager.asave(session)
+        getattr(session, where)["v"] = [uuid.UUID(int=1)]
+        with pytest.raises(StoreError, match=rf"session\.{where}\['v'\]\[0\] is a UUID.*str\(value\)"):
+            await manager.asave(session)
+        loaded = await SessionManager(store).aget(key)
+        assert loaded is not None and "v" not in getattr(loaded, where)
+        await store.aclose()  # Postgres: its async pool, on this loop
+
+    asyncio.run(run())
