@@ -143,6 +143,9 @@ def count_syscalls(tree: Tree, turns: int) -> dict[str, Counter[str]]:
             current[0], kind = counts[KINDS[0]], KINDS[0]
             writes[kind] += 1
             save(session, durable=True)
+            call = {"name": "lookup", "args": {"query": f"window {t}"}, "id": f"call-s{t}", "type": "tool_call"}
+            session.append_message(AIMessage(content="", tool_calls=[call]))  # the timed turn end's three messages
+            session.append_message(ToolMessage(content=f"{t} {RESULT}", tool_call_id=f"call-s{t}", name="lookup"))
             session.append_message(AIMessage(content=f"s{t} {ANSWER}"))
             current[0], kind = counts[KINDS[1]], KINDS[1]
             writes[kind] += 1
@@ -168,8 +171,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--batch", type=int, default=10, help="turns per batch")
     parser.add_argument("--store", choices=("jsonl", "sqlite", "postgres"), default="jsonl",
-                        help="sqlite: the floor is the bytes the WAL grew by (0 once it wraps); postgres "
-                             "(SESSION_GRAPH_PG_DSN): CPU of this process only, the floor meaningless")
+                        help="sqlite and postgres (SESSION_GRAPH_PG_DSN): no floor (their writes are not "
+                             "the turn's bytes appended); postgres: CPU of this process only")
     args = parser.parse_args()
     roots = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
     with tempfile.TemporaryDirectory() as folder:
@@ -186,14 +189,18 @@ def main() -> None:
                     if values:
                         means[name].setdefault(kind, []).append(sum(values) / len(values) * 1e6)
         load_now = os.getloadavg()[0]
-        print(f"one write of an agent turn at {args.size:,} messages ({dict(sqlite='SQLite, WAL', postgres='Postgres').get(args.store, 'JSONL, fsync on')}), CPU us per write, medians of "
+        timed = {"jsonl": "JSONL, fsync on: CPU us per SessionManager.save; floor: one os.write of the bytes it appended "
+                          "(+ os.fsync when durable)",
+                 "sqlite": "SQLite, WAL: CPU us per SessionManager.save; no floor (SQLite writes WAL pages, not the turn's bytes)",
+                 "postgres": "Postgres: CPU us of this process per SessionManager.save (the server's CPU not counted); no floor"}
+        print(f"one write of an agent turn at {args.size:,} messages ({timed[args.store]}), medians of "
               f"{args.rounds} rounds of {args.batch} turns per tree, trees alternated (load {load_now:.1f}):")
         for kind in KINDS:
             row = []
             for name in trees:
                 if kind in means[name]:
                     ours, floor = statistics.median(means[name][kind]), statistics.median(means[name]["floor: " + kind])
-                    row.append(f"{name} {ours:.1f}" + ("" if args.store == "postgres" else f" (floor {floor:.1f}: {ours / floor:.1f}x)"))
+                    row.append(f"{name} {ours:.1f}" + (f" (floor {floor:.1f}: {ours / floor:.1f}x)" if args.store == "jsonl" else ""))
             if len(trees) == 2 and all(kind in means[name] for name in trees):
                 a, b = (statistics.median(means[name][kind]) for name in trees)
                 row.append(f"this tree / baseline {b / a:.2f}")

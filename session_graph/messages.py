@@ -255,7 +255,7 @@ def _check_value(value: Any, path: str, depth: int) -> None:
         if kind is str:
             if item.isascii() or not _SURROGATE.search(item):
                 continue
-        elif kind is int or kind is bool or item is None:
+        elif (kind is int and -0x8000000000000000 <= item <= 0xFFFFFFFFFFFFFFFF) or kind is bool or item is None:
             continue
         at = at if key is None else f"{at}[{key}]" if type(key) is int else f"{at}.{key}"
         if isinstance(item, str):
@@ -265,6 +265,8 @@ def _check_value(value: Any, path: str, depth: int) -> None:
                     "cannot be stored; decode the text with errors='replace' (or fix its source) before appending."
                 )
         elif isinstance(item, bool | int) or item is None:
+            if not isinstance(item, bool) and item is not None and not -(2**63) <= item <= 2**64 - 1:
+                raise MessageError(f"{at} is an int past 64 bits, which every store reads back as a float; store it as a string.")
             continue
         elif isinstance(item, float):
             if not math.isfinite(item):

@@ -27,6 +27,7 @@ from typing import Any
 
 from langchain_core.messages import SystemMessage
 
+from session_graph._base.exact_json import unstorable
 from session_graph._base.flow import Flow
 from session_graph.compression.context import (
     MEMO_HEADER,
@@ -120,7 +121,7 @@ def compressed(
     except Exception as error:  # documented fallback: shortened here
         log.warning("compression request failed (%s); shortening the reply without the model", error)
         shorter = None
-    if isinstance(shorter, valid) and shorter:
+    if isinstance(shorter, valid) and shorter and unstorable(shorter, "the compressed reply") is None:  # no NaN a save would refuse
         size = measure(shorter)
         if size <= budget:
             return shorter, 0

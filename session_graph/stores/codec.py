@@ -26,6 +26,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
+from session_graph._base.exact_json import check_stored
 from session_graph._base.gc import paused_gc
 from session_graph._base.progress import Progress, tracked
 from session_graph.compression.records import checked_records, split_records
@@ -211,6 +212,8 @@ def state_document(
     load starts reading (see ``history.py``): the window's first message, or the memo's cursor
     when a fold still has to read from before it. O(window): ``index_of`` (the history's index)
     places each window message once, for both the inline messages and ``window_start``."""
+    check_stored(metadata, "session.metadata")  # kept exactly by every store, or refused here (nothing written)
+    check_stored(state.memo, "session.memo")
     window = state.current_chat_history
     positions = [index_of(m) for m in window]
     inline = {m.id: message_to_dict(m) for m, p in zip(window, positions, strict=True) if p is None and not in_history(m)}

@@ -186,6 +186,9 @@ class HeldFiles:
                     return
             except FileNotFoundError:
                 pass
+            except BaseException:  # an interrupted stat, a permission error: not held on by the open file
+                unlock_file(entry.lock)
+                raise
             unlock_file(entry.lock)  # removed or replaced since it was opened: lock the file at the path
             entry.lock.close()
             entry.lock = None

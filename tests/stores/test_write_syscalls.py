@@ -14,6 +14,7 @@ import gc
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -21,7 +22,8 @@ import pytest
 
 from session_graph import SessionManager
 from session_graph._base.files import encode_name
-from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
+from session_graph.errors import MessageError, StoreError
+from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles, search_marker
 from session_graph.stores.sql_steps import json_text
 
 CALLS = ("stat", "fstat", "lstat", "open", "close", "write", "fsync", "lseek", "getpid", "read", "replace", "utime")
@@ -57,6 +59,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 @pytest.mark.parametrize("durable", [True, False])
 def test_an_appended_write_is_the_lock_three_stats_the_write_and_its_fsync(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool) -> None:
+    # the tenant folder's change marker is bumped (a utime) when the last bump is RACY / 4 old: on
+    # a loaded machine the saves before the counted one can take that long; one clock instant here
+    monkeypatch.setattr(search_marker, "time", SimpleNamespace(time=lambda: 1.8e9))
     store = JsonlStore(tmp_path)
     manager = SessionManager(store)
     turn(manager, "one")
@@ -92,6 +97,42 @@ def test_a_line_appended_behind_the_stores_back_is_seen_by_the_next_write(tmp_pa
     assert window is not None and [r["message"]["data"]["content"] for r in window.records][-1] == "three"
 
 
+def test_a_line_appended_without_the_lock_between_the_stat_and_the_write_is_seen_by_the_next_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The size after a write is the ``stat``'s under the lock + the bytes written: a writer that
+    takes no lock (an older version, a hand append) landing between the two makes it short. The
+    next write's ``stat`` differs from it, so it is not appended on a state it did not write, and
+    every read (the window through the offsets too) sees every line."""
+    store = JsonlStore(tmp_path)
+    manager = SessionManager(store)
+    turn(manager, "one")
+    turn(manager, "two")
+    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
+    theirs = {"seq": 2, "id": "theirs", "ts": "2026-11-22T00:00:00Z", "role": "user",
+              "message": {"type": "human", "data": {"content": "theirs", "type": "human", "id": "theirs"}}}
+    real_write, done = os.write, []
+
+    def write(fd: int, data: Any) -> int:
+        if not done:  # the first write of the save, after its stat under the lock
+            done.append(fd)
+            with open(log, "a") as handle:
+                handle.write(json.dumps(theirs) + "\n")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(jsonl_handles.os, "write", write)
+    turn(manager, "three")
+    monkeypatch.undo()
+    assert done
+    for reader in (store, JsonlStore(tmp_path)):  # the writer's own (its state) and a fresh one
+        window = reader.read("default", "k", window=True)
+        assert window is not None and [r["message"]["data"]["content"] for r in window.records][-2:] == ["theirs", "three"]
+    turn(manager, "four")
+    written = store._written.get(log.with_name(encode_name("k") + ".meta.json"))[0]
+    assert written is not None and written["bytes"] == log.stat().st_size
+    loaded = SessionManager(JsonlStore(tmp_path)).get("k")
+    assert [m.content for m in loaded.full_chat_history] == ["one", "two", "theirs", "three", "four"]
+
+
 def test_held_files_from_before_a_fork_are_not_the_childs(tmp_path: Path) -> None:
     """The child drops what it inherited (``_after_fork``); were that skipped, the fork count the
     held files carry still tells them from the child's: a new ``Held`` is made."""
@@ -107,36 +148,39 @@ def test_held_files_from_before_a_fork_are_not_the_childs(tmp_path: Path) -> Non
     held.close()
 
 
-def test_a_value_orjson_refuses_is_written_by_the_json_fallback_on_the_append_path(tmp_path: Path) -> None:
-    """The write path encodes each value in one C call (``FAST_DUMPS``) and falls back to
-    ``dumps`` (``json``) where orjson refuses it: an int past 64 bits in a message appended, and
-    in the metadata of a full save, read back as written."""
+def test_an_int_orjson_refuses_is_refused_at_the_append_and_the_save_not_read_back_as_a_float(tmp_path: Path) -> None:
+    """An int past 64 bits: orjson will not write it (``json``'s fallback would), and every store
+    reads it back with orjson as a float (``2**64 == float(2**64)``, so an ``==`` check would not
+    see it): refused where it is set (a message) or at the save (the metadata), nothing written."""
     manager = SessionManager(JsonlStore(tmp_path))
     turn(manager, "one")
     session = manager.get_or_create("k")
-    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "m": -(2**65)}))
+    with pytest.raises(MessageError, match="64 bits"):
+        session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "m": -(2**65)}))
+    session.append_message(AIMessage(content="fits", additional_kwargs={"n": 2**64 - 1, "m": -(2**63)}))
     manager.save(session)
     session.metadata["big"] = 2**64
-    turn(manager, "two")
+    with pytest.raises(StoreError, match=r"session\.metadata\['big'\].*64 bits"):
+        turn(manager, "two")
     loaded = SessionManager(JsonlStore(tmp_path)).get("k")
-    assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
-    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "m": -(2**65)}
-    assert loaded.metadata == {"big": 2**64}
+    assert [m.content for m in loaded.full_chat_history] == ["one", "fits"]
+    assert repr(loaded.full_chat_history[1].additional_kwargs) == repr({"n": 2**64 - 1, "m": -(2**63)})
+    assert loaded.metadata == {}
 
 
 def test_the_sql_store_writes_its_json_with_orjson_and_json_where_orjson_refuses(tmp_path: Path) -> None:
-    """``json_text``: a state document and messages in orjson's text (read back as written), and
-    json's where orjson refuses a value (an int past 64 bits)."""
+    """``json_text``: a state document and messages in orjson's text (read back as written, the
+    64-bit ints' edges too), and json's where orjson refuses a value (an int past 64 bits)."""
     manager = SessionManager(SqliteStore(tmp_path / "s.db"))
     turn(manager, "one")
     session = manager.get_or_create("k")
-    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}))
-    session.metadata["big"] = 2**64
+    session.append_message(AIMessage(content="big", additional_kwargs={"n": 2**64 - 1, "nested": {"ok": [1.5, None, "é"]}}))
+    session.metadata["big"] = -(2**63)
     manager.save(session)
     turn(manager, "two")
     loaded = SessionManager(SqliteStore(tmp_path / "s.db")).get("k")
     assert [m.content for m in loaded.full_chat_history] == ["one", "big", "two"]
-    assert loaded.full_chat_history[1].additional_kwargs == {"n": 2**70, "nested": {"ok": [1.5, None, "é"]}}
-    assert loaded.metadata == {"big": 2**64}
+    assert repr(loaded.full_chat_history[1].additional_kwargs) == repr({"n": 2**64 - 1, "nested": {"ok": [1.5, None, "é"]}})
+    assert repr(loaded.metadata) == repr({"big": -(2**63)})  # repr: a float would be == the int
     assert json_text({"a": [1, "é"], 2: None}) == json.dumps({"a": [1, "é"], "2": None}, ensure_ascii=False, separators=(",", ":"))
     assert json_text(2**70) == str(2**70)

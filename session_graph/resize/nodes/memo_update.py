@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
+from session_graph._base.exact_json import unstorable
 from session_graph._base.flow import Flow, call
 from session_graph.compression.context import MEMO_HEADER, memo_for_model, memo_json
 from session_graph.compression.novelty import shown_terms
@@ -71,6 +72,9 @@ def memo_update(state: SessionState, runtime: Runtime[ResizeContext]) -> Flow[di
                     f"the memo update handler returned {type(memo).__name__} ({memo!r:.80}); it must return the "
                     "updated memo as a dict."
                 )
+            why = unstorable(memo, "the updated memo")  # a model's NaN (json reads it), a handler's datetime
+            if why is not None:
+                raise MemoUpdateError(f"{why} (the memo update handler's or model's reply)")
             if completed(batch):
                 kept, done = memo, done + completed(batch)
     except Exception as error:  # any failure: keep progress, stop pruning at the cursor
