@@ -41,6 +41,7 @@ from session_graph.integrations.history_recall import (
     HistoryRecall,
     history_tools,
     known_recall,
+    merged_system,
     newest_user_text,
     plain_system,
     recall_text,
@@ -197,10 +198,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         lead = 0
         while lead < len(view) and isinstance(view[lead], SystemMessage):
             lead += 1
-        parts = [request.system_message.text] if request.system_message is not None else []
-        parts += [message.text for message in view[:lead]]
-        parts += [recalled] if recalled else []
-        system = plain_system("\n\n".join(p for p in parts if p)) if parts else None  # one message per text, reused
+        # the agent's message first, its blocks and fields kept; plain text: one message per text, reused
+        system = merged_system(request.system_message, view[:lead], recalled)
         return _override(request, messages=list(view[lead:]), system_message=system)
 
 
