@@ -3,7 +3,8 @@
 ``wrap_model_call`` runs the agent step (record what the session does not hold yet, judge,
 resize, save what is not stored yet), hands the model the session's view (the agent's system
 prompt merged with the session's system prompt and the memo or summary into one system
-message, which every provider accepts, then the window within the token budget), records the
+message, which every provider accepts: the agent's own, its id, name and content blocks kept
+first and unchanged (``history_recall.merged_system``), then the window within the token budget), records the
 reply the moment the model returns, and cuts the agent's ``messages`` to that reply (an
 ``ExtendedModelResponse`` whose command overwrites them): the session's store holds the rest,
 so every checkpoint stays the size of one turn. The save comes first, so the user's input is
