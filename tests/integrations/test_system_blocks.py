@@ -147,3 +147,33 @@ def test_a_merge_of_the_views_system_messages_keeps_the_blocks() -> None:
     assert first.content[2]["type"] == "text" and "Memo of the earlier conversation" in first.content[2]["text"]
     assert first.content[3]["text"].startswith(RECALL_HEADER)  # the recall joins the one merged message
     assert not any(isinstance(m, SystemMessage) for m in sent[1:])
+
+
+class Words:
+    """Words as tokens; remembers every text it counted."""
+
+    name = "words"
+    exact = True
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def count_text(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text.split())
+
+
+def test_the_agents_blocks_are_counted_once_per_content_and_again_after_an_edit() -> None:
+    counter = Words()
+    session = Session().configure(limit={"tokens": 4000})
+    session.set_token_counter(counter)
+    session.append_message(HumanMessage(content="hi", id="h1"))
+    agent_sys = SystemMessage(content=[{"type": "text", "text": "Be brief and kind.", "cache_control": {"type": "ephemeral"}}])
+    first = session.tokens_of(agent_sys)
+    for _ in range(5):
+        SessionMiddleware._with_view(session, request(agent_sys), "Recalled: aisle seats.")
+    assert session.tokens_of(agent_sys) == first and counter.texts.count("Be brief and kind.") == 1
+    agent_sys.content[0]["text"] = "Be brief, kind and exact in every answer."  # edited in place: counted anew
+    assert session.tokens_of(agent_sys) > first and counter.texts.count("Be brief, kind and exact in every answer.") == 1
+    agent_sys.content = [{"type": "text", "text": "Short."}]  # replaced
+    assert session.tokens_of(agent_sys) < first
