@@ -3,7 +3,8 @@
 ``wrap_model_call`` runs the agent step (record what the session does not hold yet, judge,
 resize, save what is not stored yet), hands the model the session's view (the agent's system
 prompt merged with the session's system prompt and the memo or summary into one system
-message, which every provider accepts, then the window within the token budget), records the
+message, which every provider accepts: the agent's own, its id, name and content blocks kept
+first and unchanged (``history_recall.merged_system``), then the window within the token budget), records the
 reply the moment the model returns, and cuts the agent's ``messages`` to that reply (an
 ``ExtendedModelResponse`` whose command overwrites them): the session's store holds the rest,
 so every checkpoint stays the size of one turn. The save comes first, so the user's input is
@@ -41,6 +42,7 @@ from session_graph.integrations.history_recall import (
     HistoryRecall,
     history_tools,
     known_recall,
+    merged_system,
     newest_user_text,
     plain_system,
     recall_text,
@@ -197,10 +199,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         lead = 0
         while lead < len(view) and isinstance(view[lead], SystemMessage):
             lead += 1
-        parts = [request.system_message.text] if request.system_message is not None else []
-        parts += [message.text for message in view[:lead]]
-        parts += [recalled] if recalled else []
-        system = plain_system("\n\n".join(p for p in parts if p)) if parts else None  # one message per text, reused
+        # the agent's message first, its blocks and fields kept; plain text: one message per text, reused
+        system = merged_system(request.system_message, view[:lead], recalled)
         return _override(request, messages=list(view[lead:]), system_message=system)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 import contextlib
+import copy
 import dataclasses
 from typing import Any, Literal
 
@@ -92,6 +93,7 @@ class SessionCore:
         self._revision = 0  # bumps on every change a store must see (append, resize, load, clear, an edit in place)
         self.watch = EditWatch()  # the memo and settings as last seen: an edit in place moves the revision when read
         self.system_tokens: dict[tuple[str, Any], int] = {}  # tokens_of a plain system message, by text and counter
+        self.block_tokens: dict[int, tuple[Any, Any, Any, int]] = {}  # ... of content blocks: by the list, a copy, the counter
         self.install(state)
 
     # -- the revision ----------------------------------------------------------------------
@@ -148,12 +150,15 @@ class SessionCore:
     def tokens_of(self, message: BaseMessage) -> int:
         """What one message costs with the counter in use.
 
-        A plain system message (no id, no name, text content: an agent's own system prompt,
-        counted on every model call) is counted once per text and counter.
+        A plain system message (no id, no name: an agent's own system prompt, counted on every
+        model call) is counted once per text and counter; one of content blocks (a
+        ``cache_control`` prompt) once per content list while it equals the copy counted.
         """
         ledger = self.ledger
         ledger.sync(self.state, self.state.settings.resolved())
-        if message.id is None and type(message) is SystemMessage and isinstance(message.content, str) and not message.name:
+        if message.id is None and type(message) is SystemMessage and not message.name:
+            if not isinstance(message.content, str):
+                return self._blocks_tokens(message, ledger)
             key = (message.content, ledger.counter_key)
             cached = self.system_tokens.get(key)
             if cached is None:
@@ -162,6 +167,19 @@ class SessionCore:
                 cached = self.system_tokens[key] = ledger.token_count(message)
             return cached
         return ledger.token_count(message)
+
+    def _blocks_tokens(self, message: BaseMessage, ledger: Ledger) -> int:
+        """``tokens_of`` a plain system message of content blocks: held by its list (kept alive,
+        so its id is not reused) beside a copy, so a block edited in place is counted again."""
+        content, key = message.content, ledger.counter_key
+        held = self.block_tokens.get(id(content))
+        if held is not None and held[0] is content and held[2] == key and held[1] == content:
+            return held[3]
+        tokens = ledger.token_count(message)
+        if len(self.block_tokens) >= 16:
+            self.block_tokens.clear()
+        self.block_tokens[id(content)] = (content, copy.deepcopy(content), key, tokens)
+        return tokens
 
     # -- a turn --------------------------------------------------------------------------
     def append(self, message: BaseMessage) -> None:

@@ -7,8 +7,11 @@ system message only). ``session.view.system_messages`` picks what the view sends
 - ``"keep"`` (the default): every message where it is;
 - ``"front"``: every system message of the view (system prompt, summary or memo, later
   system messages, in that order) moved to the front, before the first other message;
-- ``"merge"``: those system messages merged into one, their texts joined by a blank line,
-  at the front (its ``response_metadata["session_graph"]["merged"]`` lists their ids).
+- ``"merge"``: those system messages merged into one at the front, the first one's fields
+  kept (id, name, ``additional_kwargs``; its ``response_metadata["session_graph"]["merged"]``
+  lists their ids); its content ``joined_content`` of theirs: their texts joined by a blank
+  line while every one is a plain string, else their blocks in order, each one unchanged (a
+  ``cache_control`` block, an image), a string as a text block.
 
 Only the view changes: the histories keep every message where it was appended.
 """
@@ -16,12 +19,13 @@ Only the view changes: the histories keep every message where it was appended.
 from __future__ import annotations
 
 from collections.abc import Callable
+import copy
 import dataclasses
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-__all__ = ["SYSTEM_ORDERS", "MergeCache", "arrange_system_messages", "arranged_view", "merge_system_messages"]
+__all__ = ["SYSTEM_ORDERS", "MergeCache", "arrange_system_messages", "arranged_view", "joined_content", "merge_system_messages"]
 
 SYSTEM_ORDERS = ("keep", "front", "merge")
 
@@ -37,12 +41,30 @@ def arrange_system_messages(messages: list[BaseMessage], how: str) -> list[BaseM
     return [merge_system_messages(systems), *rest]
 
 
+def joined_content(contents: list[str | list[Any]]) -> str | list[Any]:
+    """Messages' contents as one: their texts joined by a blank line when every one is a plain
+    string (what a provider that wants a string gets); else a new list of their blocks in order,
+    each block unchanged (the same object: its ``cache_control``, an image's data), a plain
+    string as a text block. Empty contents are left out."""
+    if all(type(content) is str for content in contents):
+        return "\n\n".join(content for content in contents if content)  # type: ignore[misc]
+    blocks: list[Any] = []
+    for content in contents:
+        if isinstance(content, str):
+            if content:
+                blocks.append({"type": "text", "text": content})
+        else:
+            blocks.extend(content)
+    return blocks
+
+
 def merge_system_messages(systems: list[BaseMessage]) -> BaseMessage:
-    """One system message: the first one, its text the texts of all joined by a blank line (their ids in its metadata)."""
+    """One system message: the first one (its id, name and kwargs), its content all of theirs
+    (``joined_content``: a blank line between texts, or their blocks), their ids in its metadata."""
     first = systems[0]
     marks = {**first.response_metadata.get("session_graph", {}), "merged": [m.id for m in systems]}
     return first.model_copy(update={
-        "content": "\n\n".join(m.text for m in systems if m.text),
+        "content": joined_content([m.content for m in systems]),
         "response_metadata": {**first.response_metadata, "session_graph": marks},
     })
 
@@ -53,13 +75,16 @@ class MergeCache:
     A view is built on every turn and its system messages rarely change: the merged message is
     made and counted once per content (the same message objects, the same counter), not on every
     view. ``measure`` counts it without caching it under its id (it shares the first message's
-    id, and would push that message's own count out of the ledger's cache).
+    id, and would push that message's own count out of the ledger's cache). A message whose
+    content was replaced or edited in place since (a string set anew, a block given a
+    ``cache_control``) is merged again: the key holds each content (a block list as a copy).
     """
 
-    __slots__ = ("_key", "_merged", "_systems", "_tokens")
+    __slots__ = ("_contents", "_key", "_merged", "_systems", "_tokens")
 
     def __init__(self) -> None:
         self._systems: tuple[BaseMessage, ...] = ()
+        self._contents: tuple[Any, ...] = ()
         self._key: object = None
         self._merged: BaseMessage | None = None
         self._tokens = 0
@@ -68,12 +93,18 @@ class MergeCache:
         """The merge of ``systems`` and its tokens (``key`` names the counter: a new one recounts)."""
         held = self._systems
         if (self._merged is not None and key == self._key and len(held) == len(systems)
-                and all(a is b for a, b in zip(held, systems, strict=True))):
+                and all(a is b and _same(a.content, c) for a, b, c in zip(held, systems, self._contents, strict=True))):
             return self._merged, self._tokens
         merged = merge_system_messages(systems)
         tokens = measure(merged)
         self._systems, self._key, self._merged, self._tokens = tuple(systems), key, merged, tokens
+        self._contents = tuple(m.content if type(m.content) is str else copy.deepcopy(m.content) for m in systems)
         return merged, tokens
+
+
+def _same(content: Any, held: Any) -> bool:
+    """Whether a content is the one merged: the same string (O(1)), or blocks equal to the copy held."""
+    return content is held or (type(content) is not str and content == held)
 
 
 def arranged_view(view: Any, how: str, measure: Callable[[BaseMessage], int], fixed: int,
