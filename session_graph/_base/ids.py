@@ -59,6 +59,11 @@ def utc_now() -> str:
     return milli[1] + _MICROS[offset]
 
 
+def stamp_at(micros: int) -> str:
+    """``utc_now``'s text for an instant in microseconds since the epoch (a stamp kept as a number)."""
+    return _millisecond(micros // 1000) + _MICROS[micros % 1000]
+
+
 def _millisecond(millis: int) -> str:
     """``YYYY-MM-DDTHH:MM:SS.mmm`` of a count of milliseconds since the epoch."""
     global _DAY, _SECOND

@@ -123,6 +123,11 @@ class Ledger:
                 position = self._index.get(message_id)
         return position
 
+    def held_position(self, message_id: str) -> int | None:
+        """``position`` without reading a lazy history's middle (None for a message there)."""
+        position = self._index.get(message_id)
+        return position if position is not None else self._appended(message_id)
+
     def _appended(self, message_id: str) -> int | None:
         """The position of a message appended since the index was built: the one its measures'
         entry recorded, trusted only while the history holds a message with this id there (a

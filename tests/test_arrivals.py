@@ -1,0 +1,105 @@
+"""``Session.arrived_at`` (``resize/arrivals.py``): an appended message's stamp is a number kept by
+position, found through the ledger's one record per message; the mapping behaves as the dict it
+replaced, and every stamp stays with its message when the history is replaced, reordered,
+recounted or assigned."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from langchain_core.messages import AIMessage, HumanMessage
+import pytest
+
+from session_graph import Session
+from session_graph._base.ids import stamp_at, utc_now
+
+
+def _clocked(monkeypatch: pytest.MonkeyPatch, count: int, start: int = 1_767_225_599_999_990_000) -> Session:
+    """A session of ``count`` messages appended one microsecond apart from ``start`` (ns)."""
+    ticks = iter(range(start, start + 10_000_000_000, 1_000))
+    monkeypatch.setattr(time, "time_ns", lambda: next(ticks))
+    session = Session("k")
+    session.set_settings("session.resize.every_n_turns", 0)
+    for i in range(count):
+        session.append_message((HumanMessage if i % 2 == 0 else AIMessage)(content=f"message {i}", id=f"m{i}"))
+    return session
+
+
+def _expected(count: int, start: int = 1_767_225_599_999_990_000, prefix: str = "m") -> dict[str, str]:
+    return {f"{prefix}{i}": stamp_at(start // 1000 + i) for i in range(count)}
+
+
+def test_a_stamp_reads_as_utc_now_made_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    for micros in (0, 999, 1_000, 1_767_225_599_999_999, 1_767_225_600_000_000, 4_102_444_800_123_456):
+        text = stamp_at(micros)
+        seconds, rest = divmod(micros, 1_000_000)
+        assert text == time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest:06d}Z"
+        monkeypatch.setattr(time, "time_ns", lambda micros=micros: micros * 1000 + 999)
+        assert utc_now() == text
+
+
+def test_the_mapping_behaves_as_a_dict(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _clocked(monkeypatch, 6)
+    stamps = session.arrived_at
+    expected = _expected(6)
+    assert stamps == expected and dict(stamps) == expected and len(stamps) == 6 and list(stamps) == list(expected)
+    assert stamps["m5"] == expected["m5"] and stamps.get("m5") == expected["m5"] and "m5" in stamps
+    assert stamps.get("nope") is None and stamps.get("nope", "") == "" and "nope" not in stamps and 5 not in stamps
+    with pytest.raises(KeyError):
+        stamps["nope"]
+    stamps["m2"] = "2020-01-01T00:00:00.000000Z"  # set by hand over an appended stamp
+    stamps["x"] = "2021-01-01T00:00:00.000000Z"
+    assert stamps["m2"] == "2020-01-01T00:00:00.000000Z" and len(stamps) == 7 and stamps["x"].startswith("2021")
+    del stamps["m3"]
+    del stamps["m2"]
+    with pytest.raises(KeyError):
+        del stamps["m3"]
+    assert set(stamps) == {"m0", "m1", "m4", "m5", "x"} and len(stamps) == 5
+    stamps.update({"m0": "2022-01-01T00:00:00.000000Z"})
+    assert stamps["m0"].startswith("2022") and {**stamps}["m0"].startswith("2022") and len({**stamps}) == 5
+    assert repr(stamps) == repr(dict(stamps))
+
+
+def test_stamps_stay_with_their_messages_when_the_history_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _clocked(monkeypatch, 8)
+    expected = _expected(8)
+    state = session.state
+    reordered = [*state.full_chat_history[:2], *reversed(state.full_chat_history[2:])]
+    session.restore(dataclasses.replace(state, full_chat_history=reordered, current_chat_history=list(reordered)))
+    assert session.arrived_at == expected  # settled by id before the positions moved
+    session.append_message(HumanMessage(content="later", id="later"))
+    assert session.arrived_at["later"] == stamp_at(1_767_225_599_999_990 + 8) and len(session.arrived_at) == 9
+    session.set_token_counter(lambda text: len(text.split()))  # the ledger's entries renewed: stamps found all the same
+    session.append_message(HumanMessage(content="after the swap", id="swap"))
+    assert session.arrived_at == {**expected, "later": stamp_at(1_767_225_599_999_998), "swap": stamp_at(1_767_225_599_999_999)}
+
+
+def test_a_dropped_id_appended_again_gets_its_new_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _clocked(monkeypatch, 6)
+    state = session.state
+    session.restore(dataclasses.replace(state, full_chat_history=list(state.full_chat_history[:3]),
+                                        current_chat_history=list(state.current_chat_history[:3])))
+    assert session.arrived_at == _expected(6)  # stamps are not dropped with their messages (as before)
+    session.append_message(HumanMessage(content="again", id="m4"))
+    assert session.arrived_at["m4"] == stamp_at(1_767_225_599_999_990 + 6) and len(session.arrived_at) == 6
+
+
+def test_assigning_replaces_every_stamp_and_the_object_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _clocked(monkeypatch, 4)
+    stamps = session.arrived_at
+    session.arrived_at = session.arrived_at  # itself: read whole first
+    assert session.arrived_at is stamps and stamps == _expected(4)
+    loaded = {"a": "2026-01-01T00:00:00.000000Z"}
+    session.arrived_at = loaded
+    assert session.arrived_at is stamps and stamps == loaded and "m0" not in stamps
+    session.append_message(HumanMessage(content="b", id="b"))
+    assert set(stamps) == {"a", "b"} and len(stamps) == 2
+
+
+def test_a_clear_keeps_the_stamps_of_what_it_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _clocked(monkeypatch, 3)
+    session.clear()
+    assert session.arrived_at == _expected(3)
+    session.append_message(HumanMessage(content="new", id="n0"))
+    assert set(session.arrived_at) == {"m0", "m1", "m2", "n0"}
