@@ -65,14 +65,14 @@ class Measures:
     is not encoded).
     """
 
-    __slots__ = ("_chars", "_entries", "_tokens", "counting")
+    __slots__ = ("_chars", "_tokens", "counting", "entries")
 
     def __init__(self, tokens: Callable[[BaseMessage], int] | None = None,
                  chars: Callable[[BaseMessage], int] | None = None) -> None:
         self._chars = chars or message_chars
         self._tokens = tokens
         self.counting = tokens is not None  # whether tokens are counted apart from chars
-        self._entries: dict[str, tuple[BaseMessage, int, int, int]] = {}
+        self.entries: dict[str, tuple[BaseMessage, int, int, int]] = {}  # by id (read them, do not write them)
 
     def add(self, message: BaseMessage, role: str | None = None, position: int = -1) -> tuple[int, int]:
         """Chars and tokens of a message the caller knows is new (just appended): no lookup first.
@@ -89,18 +89,18 @@ class Measures:
         tokens = self._tokens(message) if self._tokens is not None else chars
         key = message.id
         if key:
-            self._entries[key] = (message, chars, tokens, position)
+            self.entries[key] = (message, chars, tokens, position)
         return chars, tokens
 
     def chars(self, message: BaseMessage) -> int:
         """Characters of a message (the spec's approximation), cached."""
         key = message.id or ""
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None and entry[0] is message and entry[1] >= 0:
             return entry[1]
         chars = self._chars(message)
         if key:
-            self._entries[key] = (message, chars, entry[2] if entry is not None and entry[0] is message else -1,
+            self.entries[key] = (message, chars, entry[2] if entry is not None and entry[0] is message else -1,
                                   entry[3] if entry is not None else -1)
         return chars
 
@@ -109,12 +109,12 @@ class Measures:
         if self._tokens is None:
             return self.chars(message)
         key = message.id or ""
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None and entry[0] is message and entry[2] >= 0:
             return entry[2]
         tokens = self._tokens(message)
         if key:
-            self._entries[key] = (message, entry[1] if entry is not None and entry[0] is message else -1, tokens,
+            self.entries[key] = (message, entry[1] if entry is not None and entry[0] is message else -1, tokens,
                                   entry[3] if entry is not None else -1)
         return tokens
 
@@ -128,8 +128,8 @@ class Measures:
 
     def position(self, message_id: str) -> int:
         """Where the message with this id was appended (-1: not recorded); the caller checks it still is."""
-        entry = self._entries.get(message_id)
+        entry = self.entries.get(message_id)
         return entry[3] if entry is not None else -1
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)

@@ -264,7 +264,7 @@ class Ledger:
         it as ``check_new`` does (one call per append instead of two)."""
         key, index = message.id, self._index
         if session_id is not None and key:
-            if key in index or self._lazy is not None or self.measures.position(key) >= 0:
+            if key in index or self._lazy is not None or key in self.measures.entries:
                 self.check_new(message, session_id)  # raises for a known id (a lazy history's middle is looked up there)
             role = role_of(message)
             size, tokens = self.measures.add(message, role, position)  # its one record: sizes and position (registered last)

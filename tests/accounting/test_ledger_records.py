@@ -62,7 +62,7 @@ def test_an_edited_copy_measured_under_the_same_id_keeps_the_id_found() -> None:
     copy = original.model_copy(update={"content": "an edited copy, longer than the original text"})
     size = ledger.size(original)
     assert ledger.size(copy) > size  # measured afresh: the entry now holds the copy
-    assert ledger.measures._entries[original.id][0] is copy
+    assert ledger.measures.entries[original.id][0] is copy
     assert ledger.position(original.id) == 4  # the position is the id's
     _positions_right(session)
 
@@ -74,7 +74,7 @@ def test_a_restore_to_another_history_leaves_no_stale_position_trusted() -> None
                                   current_chat_history=list(state.current_chat_history[:5]))
     session.restore(shorter)
     ledger = session._ledger
-    assert ledger.measures._entries["m9"][3] == 9  # the old entry (its objects shared) still says 9
+    assert ledger.measures.entries["m9"][3] == 9  # the old entry (its objects shared) still says 9
     assert ledger.position("m9") is None and ledger.position("m5") is None
     for i in range(5, 12):  # other ids at the positions the old entries name
         session.append_message(HumanMessage(content=f"other {i}", id=f"x{i}"))
