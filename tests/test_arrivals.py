@@ -6,6 +6,7 @@ recounted or assigned."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 import time
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -13,6 +14,7 @@ import pytest
 
 from session_graph import Session
 from session_graph._base.ids import stamp_at, utc_now
+from session_graph.stores import JsonlStore, SessionManager, SqliteStore
 
 
 def _clocked(monkeypatch: pytest.MonkeyPatch, count: int, start: int = 1_767_225_599_999_990_000) -> Session:
@@ -103,3 +105,33 @@ def test_a_clear_keeps_the_stamps_of_what_it_dropped(monkeypatch: pytest.MonkeyP
     assert session.arrived_at == _expected(3)
     session.append_message(HumanMessage(content="new", id="n0"))
     assert set(session.arrived_at) == {"m0", "m1", "m2", "n0"}
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_stamps_survive_merges_that_move_my_unsaved_messages(kind: str, tmp_path: Path) -> None:
+    """Two writers on one key: each save of mine merges theirs in before my unsaved messages (the
+    merge rearranges my list in place, the ledger takes its index over): every stamp stays with its
+    message, in the session and in what the store holds."""
+    make = (lambda: JsonlStore(tmp_path / "j", fsync=False)) if kind == "jsonl" else (lambda: SqliteStore(tmp_path / "s.db"))
+    mine, other = SessionManager(make()), SessionManager(make())
+    session = mine.get_or_create("k")
+    session.set_settings("session.resize.every_n_turns", 0)
+    for i in range(1_200):  # long enough for the tail merge and the index take-over
+        session.append_message((HumanMessage if i % 2 == 0 else AIMessage)(content=f"s {i}", id=f"s{i}"))
+    mine.save(session)
+    for turn in range(3):
+        theirs = other.get_or_create("k")
+        theirs.append_message(HumanMessage(content=f"theirs {turn}", id=f"o{turn}"))
+        other.save(theirs)
+        session.append_message(HumanMessage(content=f"mine {turn}", id=f"n{turn}"))
+        session.append_message(AIMessage(content=f"reply {turn}", id=f"r{turn}"))
+        before = dict(session.arrived_at)
+        if turn == 1:
+            assert mine.get_or_create("k") is session  # a get that merges, in place
+        mine.save(session)
+        after = session.arrived_at
+        assert all(after[i] == stamp for i, stamp in before.items())  # mine kept, each with its message
+        assert after[f"o{turn}"] == theirs.arrived_at[f"o{turn}"]  # theirs adopted with their stamps
+        assert [m.id for m in session.full_chat_history][-3:] == [f"o{turn}", f"n{turn}", f"r{turn}"]
+    stored = SessionManager(make()).get("k")
+    assert stored is not None and dict(stored.arrived_at) == dict(session.arrived_at)
