@@ -64,6 +64,48 @@ def stamp_at(micros: int) -> str:
     return _millisecond(micros // 1000) + _MICROS[micros % 1000]
 
 
+_DIGITS3: dict[str, int] = {f"{n:03d}": n for n in range(1000)}  # "000".."999": a check and a parse in one lookup
+_SECONDS60: dict[str, int] = {f"{n:02d}": n for n in range(60)}
+_MINUTE: tuple[str, int] = ("", 0)  # the last ``YYYY-MM-DDTHH:MM:`` read, and its instant in microseconds
+
+
+def micros_of(text: str) -> int | None:
+    """``stamp_at``'s inverse: the instant of a stamp in exactly ``utc_now``'s form, or None for
+    any other text (then ``stamp_at`` of a number could not give it back byte for byte).
+
+    A stored session's stamps share their minute in runs: its ``YYYY-MM-DDTHH:MM:`` part is read
+    once per run (one entry kept), the seconds and microseconds by lookups in digit tables."""
+    global _MINUTE
+    if len(text) != 27 or text[19] != "." or text[26] != "Z":
+        return None
+    second, high, low = _SECONDS60.get(text[17:19]), _DIGITS3.get(text[20:23]), _DIGITS3.get(text[23:26])
+    if second is None or high is None or low is None:
+        return None
+    minute = _MINUTE
+    prefix = text[:17]
+    if minute[0] != prefix:
+        start = _minute_of(prefix)
+        if start is None:
+            return None
+        minute = _MINUTE = (prefix, start)
+    return minute[1] + second * 1_000_000 + high * 1_000 + low
+
+
+def _minute_of(prefix: str) -> int | None:
+    """The instant (microseconds since the epoch) of ``YYYY-MM-DDTHH:MM:`` as ``stamp_at`` writes it, or None."""
+    if not (prefix.isascii() and prefix[4] == "-" and prefix[7] == "-" and prefix[10] == "T" and prefix[13] == ":" and prefix[16] == ":"):
+        return None
+    try:
+        day = date.fromisoformat(prefix[:10])
+    except ValueError:
+        return None
+    hour, minute = _SECONDS60.get(prefix[11:13]), _SECONDS60.get(prefix[14:16])
+    if hour is None or minute is None or hour > 23 or day < _EPOCH:
+        return None
+    start = (((day - _EPOCH).days * 24 + hour) * 60 + minute) * 60_000_000
+    return start if _millisecond(start // 1000)[:17] == prefix else None  # written back the same, or not ours
+
+
 def _millisecond(millis: int) -> str:
     """``YYYY-MM-DDTHH:MM:SS.mmm`` of a count of milliseconds since the epoch."""
     global _DAY, _SECOND

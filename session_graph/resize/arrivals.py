@@ -9,6 +9,12 @@ the one record per message). Stamps set by hand, loaded by a store or settled li
 settles the array into the dict first, read by the positions of the history it was kept for
 (``SessionCore.install``). A stamp reads as the text ``utc_now`` would have made at its append
 (``_base/ids.stamp_at``). Assigning a mapping replaces every stamp (``ArrivalsField``).
+
+A loaded session's stamps are kept the same way: a store's load reads each record's stamp into
+``LoadedStamps`` (a number by position when ``stamp_at`` gives its text back byte for byte; any
+other text, an older store's or an import's, stays in the dict as it was stored), which the
+session adopts after its restore (``Arrivals.adopt``): a loaded session costs what an appended
+one does. A copy, a pickle or a ``|`` of the mapping is a plain dict.
 """
 
 from __future__ import annotations
@@ -19,11 +25,47 @@ from typing import Any, Protocol, overload
 
 from langchain_core.messages import BaseMessage
 
-from session_graph._base.ids import stamp_at
+from session_graph._base.ids import micros_of, stamp_at
 from session_graph.resize.ledger import Ledger
 from session_graph.resize.state import SessionState
 
-__all__ = ["Arrivals", "ArrivalsField"]
+__all__ = ["Arrivals", "ArrivalsField", "LoadedStamps"]
+
+
+class LoadedStamps:
+    """The stamps of a load's records, read in the pass that makes their messages (``add``, in
+    order): a number by position from ``base`` (the position of the first record), or -1 with
+    the stored text in ``stamps`` by id when it is not ``utc_now``'s form."""
+
+    __slots__ = ("base", "micros", "stamps", "unset")
+
+    def __init__(self, base: int = 0) -> None:
+        self.base = base
+        self.micros = array("q")
+        self.stamps: dict[str, Any] = {}
+        self.unset = 0
+
+    def add(self, message_id: str | None, record_id: Any, stamp: Any) -> None:
+        """The stamp of the next record (``record_id``: the id it was stored under)."""
+        value = micros_of(stamp) if message_id and message_id == record_id and type(stamp) is str else None
+        if value is not None:
+            self.micros.append(value)
+            return
+        self.micros.append(-1)
+        self.unset += 1
+        self.stamps[message_id if message_id and message_id == record_id else str(record_id)] = stamp
+
+    def skip_first(self, start: int, first: BaseMessage) -> None:
+        """A lazy history: its first record is ``first``, at position 0, and the next at ``start``
+        (the middle stays in the store): the first stamp goes to the dict."""
+        micros = self.micros
+        if micros:
+            if micros[0] >= 0:
+                self.stamps[first.id or ""] = stamp_at(micros[0])
+            else:
+                self.unset -= 1
+            del micros[0]
+        self.base = start
 
 
 class _Core(Protocol):
@@ -99,6 +141,55 @@ class Arrivals(MutableMapping[str, str]):
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+    def copy(self) -> dict[str, str]:
+        """A dict of every stamp (as ``dict.copy`` gave when ``arrived_at`` was a dict)."""
+        return dict(self)
+
+    __copy__ = copy
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, str]:
+        return dict(self)  # the stamps are strings: a dict of them is a deep copy
+
+    def __reduce__(self) -> tuple[type[dict[str, str]], tuple[dict[str, str]]]:
+        return dict, (dict(self),)  # pickled as a dict of the stamps, not with the session behind them
+
+    def __or__(self, other: Mapping[str, str]) -> dict[str, str]:
+        return {**self, **other}
+
+    def __ror__(self, other: Mapping[str, str]) -> dict[str, str]:
+        return {**other, **self}
+
+    def __ior__(self, other: Mapping[str, str]) -> Arrivals:
+        self.update(other)
+        return self
+
+    def clear(self) -> None:
+        self.replace({})
+
+    def adopt(self, loaded: LoadedStamps, keep: bool = False) -> None:
+        """The stamps a store's load read for the history just installed (its records from
+        ``loaded.base`` on); ``keep``: the stamps held before stay (a reload of the records after
+        the held ones), those loaded replace any of the same ids."""
+        micros, base, history = loaded.micros, loaded.base, self._core.state.full_chat_history
+        stamps = self.stamps if keep else loaded.stamps
+        if keep:
+            if stamps:
+                for offset, value in enumerate(micros):
+                    if value >= 0:
+                        stamps.pop(history[base + offset].id or "", None)
+            stamps.update(loaded.stamps)
+        self.stamps, self.micros, self.base, self._unset = stamps, micros, base if micros else -1, loaded.unset
+        if micros and not self._core.ledger.distinct_ids():  # an id held twice: its last stamp only, as a dict kept it
+            held = self._core.ledger.held_position
+            for offset, value in enumerate(micros):
+                if value >= 0:
+                    message_id = history[base + offset].id or ""
+                    if held(message_id) != base + offset:
+                        micros[offset] = -1
+                        self._unset += 1
+                    elif stamps:
+                        stamps.pop(message_id, None)  # an earlier message of this id's stored text
 
     def settle(self, history: Sequence[BaseMessage]) -> None:
         """Move the appended stamps into the dict (``history``: the one they were appended to),

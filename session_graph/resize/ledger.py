@@ -128,6 +128,15 @@ class Ledger:
         position = self._index.get(message_id)
         return position if position is not None else self._appended(message_id)
 
+    def distinct_ids(self) -> bool:
+        """Whether each message held (not a lazy history's middle) has an id of its own, indexed."""
+        lazy, held = self._lazy, len(self._full)
+        if lazy is not None:
+            if not lazy.start:  # its middle read since the index was built: not indexed yet
+                return False
+            held -= lazy.start - 1
+        return len(self._index) == held and self._indexed == len(self._full)
+
     def _appended(self, message_id: str) -> int | None:
         """The position of a message appended since the index was built: the one its measures'
         entry recorded, trusted only while the history holds a message with this id there (a
