@@ -5,15 +5,18 @@ recounted or assigned."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 from pathlib import Path
+import pickle
 import time
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
 from session_graph import Session
-from session_graph._base.ids import stamp_at, utc_now
+from session_graph._base.ids import micros_of, stamp_at, utc_now
 from session_graph.stores import JsonlStore, SessionManager, SqliteStore
 
 
@@ -135,3 +138,32 @@ def test_stamps_survive_merges_that_move_my_unsaved_messages(kind: str, tmp_path
         assert [m.id for m in session.full_chat_history][-3:] == [f"o{turn}", f"n{turn}", f"r{turn}"]
     stored = SessionManager(make()).get("k")
     assert stored is not None and dict(stored.arrived_at) == dict(session.arrived_at)
+
+
+def test_a_stamp_in_utc_now_form_reads_back_to_its_number_and_no_other_text_does() -> None:
+    for micros in (0, 59_999_999, 1_767_225_599_999_999, 1_767_225_600_000_000, 4_102_444_799_999_999, 253_402_300_799_999_999):
+        assert micros_of(stamp_at(micros)) == micros
+    assert micros_of(utc_now()) is not None
+    for odd in ("", "yesterday", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000000+00:00", "2026-13-01T00:00:00.000000Z",
+                "2026-02-30T00:00:00.000000Z", "2026-01-01T24:00:00.000000Z", "2026-01-01T00:60:00.000000Z",
+                "2026-01-01T00:00:60.000000Z", "1969-12-31T23:59:59.999999Z", "2026-01-01 00:00:00.000000Z",
+                "2026-01-01T00:00:00.+00000Z", "2026-01-01T00:00:00.0000 1Z", "2026-01-01T00:00:00.00000\u0661Z",
+                "\uff12026-01-01T00:00:00.000000Z", "+026-01-01T00:00:00.000000Z", "2026-1-01T00:00:00.0000000Z"):
+        assert micros_of(odd) is None, odd
+
+
+def test_the_mapping_copies_pickles_and_serialises_as_the_dict_it_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = _clocked(monkeypatch, 4)
+    stamps, expected = session.arrived_at, _expected(4)
+    for made in (stamps.copy(), copy.copy(stamps), copy.deepcopy(stamps), pickle.loads(pickle.dumps(stamps)), stamps | {}, {} | stamps):
+        assert type(made) is dict and made == expected  # a plain dict of the stamps, not the session behind them
+    assert json.loads(json.dumps(stamps.copy())) == expected and json.loads(json.dumps(dict(stamps))) == expected
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json.dumps(stamps)  # a Mapping, not a dict (the README says: dict(session.arrived_at))
+    assert stamps == expected and expected == stamps and stamps != {} and (stamps | {"x": "y"})["x"] == "y"
+    stamps |= {"x": "y"}
+    assert stamps["x"] == "y" and session.arrived_at is stamps
+    stamps.clear()
+    assert len(stamps) == 0 and dict(stamps) == {} and session.arrived_at is stamps
+    session.append_message(HumanMessage(content="after", id="after"))
+    assert list(stamps) == ["after"]

@@ -1,0 +1,110 @@
+"""A loaded session's arrival stamps cost what an appended session's do: each is a number by
+position (``resize/arrivals.LoadedStamps``, adopted after the restore), read back as the very
+text that was stored; a stamp in any other form (an older store's, an import's, one set by hand)
+stays in the dict as stored. Eager and lazy loads, reloads, appends after a load (every store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+import pytest
+from stores_util import BACKENDS, fresh_tenant, make_store
+
+from session_graph import Session
+from session_graph.resize.arrivals import LoadedStamps
+from session_graph.resize.history import LazyHistory
+from session_graph.stores import SessionManager, SessionStore
+
+ODD = {"u3": "2025-01-01T00:00:00Z", "u4": "yesterday", "u5": "2026-02-30T00:00:00.000000Z", "u6": "2026-01-01T00:00:00.000000+00:00",
+       "u7": "1969-12-31T23:59:59.999999Z", "u8": "", "u9": "2026-01-01T00:00:00.00000\u0661Z"}
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    made = make_store(request.param, tmp_path)
+    yield made
+    made.close()
+
+
+def _stored(store: SessionStore, tenant: str, turns: int, limit: int | None = None) -> Session:
+    manager = SessionManager(store, tenant=tenant)
+    session = manager.get_or_create("k")
+    session.set_settings("session.resize.every_n_turns", 0)
+    if limit is not None:
+        session.configure(limit={"chars": limit})
+    session.append_message(SystemMessage(content="be brief", id="sys"))
+    for i in range(turns):
+        session.append_message(HumanMessage(content=f"question {i}".ljust(30, "."), id=f"u{i}"))
+        session.append_message(AIMessage(content=f"answer {i}".ljust(30, "."), id=f"a{i}"))
+        if limit is not None and session.judge_resize():
+            session.resize()
+    for key, text in ODD.items():
+        session.arrived_at[key] = text  # stored as they are: the load must give them back byte for byte
+    manager.save(session)
+    return session
+
+
+def test_an_eager_load_keeps_every_stamp_as_a_number_and_the_odd_ones_as_stored(store: SessionStore) -> None:
+    tenant = fresh_tenant()
+    original = _stored(store, tenant, 40)
+    loaded = SessionManager(store, tenant=tenant).get_or_create("k")
+    stamps = loaded.arrived_at
+    assert dict(stamps) == dict(original.arrived_at) and len(stamps) == 81
+    assert stamps.stamps == ODD and len(stamps.micros) == 81  # only the odd texts are strings in a dict
+    assert [stamps[m.id] for m in loaded.full_chat_history] == [original.arrived_at[m.id] for m in original.full_chat_history]
+
+
+def test_a_lazy_load_keeps_its_held_stamps_by_position_from_the_window(store: SessionStore) -> None:
+    tenant = fresh_tenant()
+    original = _stored(store, tenant, 300, limit=600)
+    loaded = SessionManager(store, tenant=tenant).get_or_create("k")
+    history = loaded.full_chat_history
+    assert isinstance(history, LazyHistory) and not history.loaded and history.start > 100
+    held = [m.id for _, m in history.held()]
+    stamps = loaded.arrived_at
+    assert stamps.base == history.start and len(stamps.micros) == len(held) - 1
+    assert dict(stamps) == {i: original.arrived_at[i] for i in held} and stamps.stamps == {"sys": original.arrived_at["sys"]}
+    assert "u3" not in stamps  # the middle's stamps stay in the store, as before
+    history.load()
+    assert dict(stamps) == {i: original.arrived_at[i] for i in held}  # positions still name the same messages
+
+
+def test_appends_after_a_load_and_a_reload_of_what_another_writer_added(store: SessionStore) -> None:
+    tenant = fresh_tenant()
+    _stored(store, tenant, 20)
+    mine, other = SessionManager(store, tenant=tenant), SessionManager(store, tenant=tenant)
+    session = mine.get_or_create("k")
+    session.append_message(HumanMessage(content="mine", id="n0"))
+    assert len(session.arrived_at.micros) == 42 and session.arrived_at.base == 0  # the same array, one more by position
+    mine.save(session)
+    theirs = other.get_or_create("k")
+    theirs.append_message(HumanMessage(content="theirs", id="o0"))
+    other.save(theirs)
+    assert mine.get_or_create("k") is session  # reloaded after the held messages
+    assert session.arrived_at.base == 42 and len(session.arrived_at.micros) == 1  # what it read: by position
+    assert dict(session.arrived_at) == dict(theirs.arrived_at) and session.arrived_at["u4"] == "yesterday"
+    session.append_message(AIMessage(content="reply", id="n1"))
+    mine.save(session)
+    again = SessionManager(store, tenant=tenant).get_or_create("k")
+    assert dict(again.arrived_at) == dict(session.arrived_at) and again.arrived_at.stamps == ODD
+
+
+def _restored(ids: list[str], texts: list[str]) -> Session:
+    session = Session("d")
+    history = [HumanMessage(content=f"{n}", id=i) for n, i in enumerate(ids)]
+    session.restore(session.state.__class__(id="d", full_chat_history=history, current_chat_history=list(history), memo={},
+                                            settings=session.state.settings))
+    loaded = LoadedStamps()
+    for message, text in zip(history, texts, strict=True):
+        loaded.add(message.id, message.id, text)
+    session.arrived_at.adopt(loaded)
+    return session
+
+
+def test_an_id_stored_twice_keeps_its_last_stamp_as_a_dict_did() -> None:
+    first, second, third = "2026-01-01T00:00:00.000001Z", "2026-01-01T00:00:00.000002Z", "2026-01-01T00:00:00.000003Z"
+    for texts, last in (([first, second, third], third), ([first, second, "odd"], "odd"), (["odd", second, third], third)):
+        stamps = _restored(["a", "b", "a"], texts).arrived_at
+        assert dict(stamps) == {"a": last, "b": second} and len(stamps) == 2 and sorted(stamps) == ["a", "b"]
