@@ -173,13 +173,20 @@ class Arrivals(MutableMapping[str, str]):
         the held ones), those loaded replace any of the same ids."""
         micros, base, history = loaded.micros, loaded.base, self._core.state.full_chat_history
         stamps = self.stamps if keep else loaded.stamps
+        unset = loaded.unset
         if keep:
             if stamps:
                 for offset, value in enumerate(micros):
                     if value >= 0:
                         stamps.pop(history[base + offset].id or "", None)
             stamps.update(loaded.stamps)
-        self.stamps, self.micros, self.base, self._unset = stamps, micros, base if micros else -1, loaded.unset
+            held, start = self.micros, self.base
+            if held and 0 <= base - start <= len(held):  # the held ones kept by position (``settle``): the loaded follow them
+                unset += held.count(-1) - held[base - start :].count(-1)
+                del held[base - start :]
+                held.extend(micros)
+                micros, base = held, start
+        self.stamps, self.micros, self.base, self._unset = stamps, micros, base if micros else -1, unset
         if micros and not self._core.ledger.distinct_ids():  # an id held twice: its last stamp only, as a dict kept it
             held = self._core.ledger.held_position
             for offset, value in enumerate(micros):
@@ -191,19 +198,51 @@ class Arrivals(MutableMapping[str, str]):
                     elif stamps:
                         stamps.pop(message_id, None)  # an earlier message of this id's stored text
 
-    def settle(self, history: Sequence[BaseMessage]) -> None:
-        """Move the appended stamps into the dict (``history``: the one they were appended to),
-        before that history is replaced: their positions would name other messages after it."""
+    def settle(self, history: Sequence[BaseMessage], new: Sequence[BaseMessage] = (), shared: int | None = None) -> None:
+        """The stamps by position of ``history`` (the one they were kept for), now replaced by
+        ``new``: those of the positions where ``new`` holds the same message objects stay numbers
+        (``shared``: the caller knows how many leading ones; else compared by identity, plain
+        lists only), the others move into the dict by id (their positions may name other
+        messages now); the numbers then run to ``new``'s end (-1 past what was kept), so appends
+        go on by position."""
         micros, base, stamps = self.micros, self.base, self.stamps
-        for offset, value in enumerate(micros):
+        if not micros:
+            return
+        kept = _same_prefix(history, new, base, base + len(micros)) if shared is None else min(shared, base + len(micros))
+        keep = max(0, kept - base)
+        for offset in range(keep, len(micros)):
+            value = micros[offset]
             if value >= 0:
                 stamps[history[base + offset].id or ""] = stamp_at(value)
-        self.micros, self.base, self._unset = array("q"), -1, 0
+        if not keep:
+            self.micros, self.base, self._unset = array("q"), -1, 0
+            return
+        unset = micros[:keep].count(-1)
+        del micros[keep:]
+        pad = len(new) - base - keep
+        if pad > 0:
+            micros.extend(array("q", [-1]) * pad)
+        self._unset = unset + max(pad, 0)
 
     def replace(self, stamps: Mapping[str, str]) -> None:
         """Every stamp replaced by ``stamps`` (a dict is taken as it is, not copied)."""
         self.stamps = stamps if type(stamps) is dict else dict(stamps)
         self.micros, self.base, self._unset = array("q"), -1, 0
+
+
+def _same_prefix(old: Sequence[BaseMessage], new: Sequence[BaseMessage], start: int, stop: int) -> int:
+    """How far from ``start`` (up to ``stop``) ``new`` holds the very objects ``old`` does, both
+    plain lists (``start``: nothing before it is asked about); ``start`` for any other history
+    (reading a lazy one's middle would read the store)."""
+    if type(old) is not list or type(new) is not list:
+        return start
+    if old is new:
+        return min(stop, len(new))
+    stop = min(stop, len(old), len(new))
+    position = start
+    while position < stop and old[position] is new[position]:
+        position += 1
+    return position
 
 
 class _HasCore(Protocol):

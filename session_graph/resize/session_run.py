@@ -328,11 +328,11 @@ class SessionCore:
         caller rearranged its list in place after those ``shared`` messages).
         """
         previous = getattr(self, "ledger", None)
+        old: Sequence[BaseMessage] | None = None
         if previous is None:
             ledger = Ledger(state)
         elif reindex:
             old = self.state.full_chat_history if before is None else before
-            self.arrivals.settle(old)  # the appended stamps by their ids, before positions name other messages
             ledger = Ledger(state, previous, old, shared)  # what it shares with the old history is kept
         else:
             ledger = previous
@@ -345,6 +345,8 @@ class SessionCore:
             raise
         self.ledger = ledger
         self.state = state
+        if old is not None:  # stamps by position stay where the same messages stay; the others by id
+            self.arrivals.settle(old, state.full_chat_history, shared)
         window = state.current_chat_history
         self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
         self._revision += 1

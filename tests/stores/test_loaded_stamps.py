@@ -83,7 +83,8 @@ def test_appends_after_a_load_and_a_reload_of_what_another_writer_added(store: S
     theirs.append_message(HumanMessage(content="theirs", id="o0"))
     other.save(theirs)
     assert mine.get_or_create("k") is session  # reloaded after the held messages
-    assert session.arrived_at.base == 42 and len(session.arrived_at.micros) == 1  # what it read: by position
+    assert session.arrived_at.base == 0 and len(session.arrived_at.micros) == 43  # held and read: all by position
+    assert session.arrived_at.stamps == ODD  # the held ones stayed numbers (the same message objects at the same positions)
     assert dict(session.arrived_at) == dict(theirs.arrived_at) and session.arrived_at["u4"] == "yesterday"
     session.append_message(AIMessage(content="reply", id="n1"))
     mine.save(session)
@@ -108,3 +109,25 @@ def test_an_id_stored_twice_keeps_its_last_stamp_as_a_dict_did() -> None:
     for texts, last in (([first, second, third], third), ([first, second, "odd"], "odd"), (["odd", second, third], third)):
         stamps = _restored(["a", "b", "a"], texts).arrived_at
         assert dict(stamps) == {"a": last, "b": second} and len(stamps) == 2 and sorted(stamps) == ["a", "b"]
+
+
+def test_a_merge_moves_only_what_it_changed_into_the_dict(store: SessionStore) -> None:
+    tenant = fresh_tenant()
+    mine, other = SessionManager(store, tenant=tenant), SessionManager(store, tenant=tenant)
+    session = mine.get_or_create("k")
+    session.set_settings("session.resize.every_n_turns", 0)
+    for i in range(1_200):  # long enough for the tail merge (the session's own list spliced in place)
+        session.append_message((HumanMessage if i % 2 == 0 else AIMessage)(content=f"s {i}", id=f"s{i}"))
+    mine.save(session)
+    theirs = other.get_or_create("k")
+    theirs.append_message(HumanMessage(content="theirs", id="o0"))
+    other.save(theirs)
+    session.append_message(HumanMessage(content="mine", id="n0"))
+    before = dict(session.arrived_at)
+    mine.save(session)  # merges theirs in before my unsaved message
+    stamps = session.arrived_at
+    assert [m.id for m in session.full_chat_history][-2:] == ["o0", "n0"]
+    assert dict(stamps) == {**before, "o0": theirs.arrived_at["o0"]} and len(stamps) == 1_202
+    assert set(stamps.stamps) <= {"o0", "n0"}  # the 1,200 shared ones stayed numbers by position
+    session.append_message(AIMessage(content="reply", id="r0"))
+    assert stamps["r0"] and len(stamps) == 1_203 and set(stamps.stamps) <= {"o0", "n0"}
