@@ -2,13 +2,15 @@
 whose appended stamps cost no dict entry and no string each.
 
 An appended message's stamp is a number (microseconds since the epoch) in an array, by its
-position in the full history counted from ``base`` (the first message appended since the stamps
-were last settled); its id is found where the ledger keeps its position (``Ledger.held_position``:
-the one record per message). Stamps set by hand, loaded by a store or settled live in a dict
+position in the full history counted from ``base``; its id is found where the ledger keeps its
+position (``Ledger.held_position``: the one record per message, or the index of a loaded
+history). Stamps set by hand, in another form than ``utc_now``'s, or settled live in a dict
 (``stamps``), apart from the array's. A history replaced (a load, a merge, a restore, a clear)
-settles the array into the dict first, read by the positions of the history it was kept for
-(``SessionCore.install``). A stamp reads as the text ``utc_now`` would have made at its append
-(``_base/ids.stamp_at``). Assigning a mapping replaces every stamp (``ArrivalsField``).
+settles the array once the new one is installed (``SessionCore.install``): the positions where
+the new history holds the same message objects keep their numbers, the others move into the
+dict by id, read by the positions of the history they were kept for. A stamp reads as the text
+``utc_now`` would have made at its append (``_base/ids.stamp_at``). Assigning a mapping
+replaces every stamp (``ArrivalsField``).
 
 A loaded session's stamps are kept the same way: a store's load reads each record's stamp into
 ``LoadedStamps`` (a number by position when ``stamp_at`` gives its text back byte for byte; any
