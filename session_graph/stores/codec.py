@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 
 from session_graph._base.gc import paused_gc
+from session_graph._base.ids import micros_of
 from session_graph._base.progress import Progress, tracked
 from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import SessionGraphError, StoreError
@@ -176,12 +177,19 @@ def messages_of(
     items = records.drain() if isinstance(records, Records) else records
     full: list[BaseMessage] = held if own and isinstance(held, list | Spliced) else list(held)  # type: ignore[assignment]
     add = full.append
-    if isinstance(arrived, LoadedStamps):
-        stamp = arrived.add
+    if isinstance(arrived, LoadedStamps):  # ``LoadedStamps.add`` inlined: a call per record is a percent of a load
+        push, odd = arrived.micros.append, arrived.stamps
         for record in tracked(items, len(records), progress):
             message = record_message(record, where)
             add(message)
-            stamp(message.id, record.get("id") or "", record.get("ts", ""))
+            mid, rid, stamp = message.id, record.get("id") or "", record.get("ts", "")
+            value = micros_of(stamp) if mid and mid == rid and type(stamp) is str else None
+            if value is None:
+                push(-1)
+                odd[mid if mid and mid == rid else str(rid)] = stamp
+            else:
+                push(value)
+        arrived.unset = arrived.micros.count(-1)
         return full
     for record in tracked(items, len(records), progress):
         message = record_message(record, where)
