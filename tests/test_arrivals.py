@@ -5,18 +5,20 @@ recounted or assigned."""
 
 from __future__ import annotations
 
+from array import array
 import copy
 import dataclasses
 import json
 from pathlib import Path
 import pickle
+import random
 import time
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
 from session_graph import Session
-from session_graph._base.ids import micros_of, stamp_at, utc_now
+from session_graph._base.ids import micros_of, micros_of_many, stamp_at, utc_now
 from session_graph.stores import JsonlStore, SessionManager, SqliteStore
 
 
@@ -167,3 +169,18 @@ def test_the_mapping_copies_pickles_and_serialises_as_the_dict_it_replaced(monke
     assert len(stamps) == 0 and dict(stamps) == {} and session.arrived_at is stamps
     session.append_message(HumanMessage(content="after", id="after"))
     assert list(stamps) == ["after"]
+
+
+def test_stamps_read_all_at_once_are_the_ones_read_one_by_one() -> None:
+    rng = random.Random(25)
+    stamps = [stamp_at(rng.randrange(0, 253_402_300_799_999_999)) for _ in range(2_000)]
+    stamps += [stamp_at(1_795_000_000_000_000 + i * 7_000_123) for i in range(2_000)]  # a session's: minutes and days shared
+    stamps += [f"2026-01-01T{hour:02d}:59:59.999999Z" for hour in range(24)] + ["9999-12-31T23:59:59.999999Z"]
+    assert list(micros_of_many("".join(stamps).encode(), len(stamps)) or ()) == [micros_of(s) for s in stamps]
+    assert micros_of_many(b"", 0) == array("q") and micros_of_many(b"x", 0) is None and micros_of_many(b"x" * 27, 2) is None
+    good = stamp_at(1_795_000_000_000_000)
+    for odd in ("2026-02-30T00:00:00.000000Z", "2026-01-01T24:00:00.000000Z", "2026-01-01T30:00:00.000000Z", "2026-01-01T00:60:00.000000Z",
+                "2026-01-01T00:00:60.000000Z", "1969-12-31T23:59:59.999999Z", "2026-01-01 00:00:00.000000Z", "2026-13-01T00:00:00.000000Z",
+                "0000-01-01T00:00:00.000000Z", "2026-00-01T00:00:00.000000Z", "2026-01-00T00:00:00.000000Z", "2026-01-01T00:00:00.00000aZ",
+                "2026-01-01T00:00:00.000000z", "2026-01-01T00:00:00-000000Z", "2026-01-01T00:00:00.0000-0Z"):
+        assert micros_of(odd) is None and micros_of_many((good + odd + good).encode(), 3) is None, odd  # then read one by one

@@ -23,39 +23,66 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+import io
 from typing import Any, Protocol, overload
 
 from langchain_core.messages import BaseMessage
 
-from session_graph._base.ids import micros_of, stamp_at
+from session_graph._base.ids import STAMP_WIDTH, micros_of, micros_of_many, stamp_at
 from session_graph.resize.ledger import Ledger
 from session_graph.resize.state import SessionState
 
-__all__ = ["Arrivals", "ArrivalsField", "LoadedStamps"]
+__all__ = ["PLACEHOLDER", "Arrivals", "ArrivalsField", "LoadedStamps"]
+
+PLACEHOLDER = "1970-01-01T00:00:00.000000Z"  # written for a stamp kept in the dict, so every stamp has its width
 
 
 class LoadedStamps:
-    """The stamps of a load's records, read in the pass that makes their messages (``add``, in
-    order): a number by position from ``base`` (the position of the first record), or -1 with
-    the stored text in ``stamps`` by id when it is not ``utc_now``'s form."""
+    """The stamps of a load's records, read in the pass that makes their messages: a number by
+    position from ``base`` (the position of the first record), or -1 with the stored text in
+    ``stamps`` by id when it is not ``utc_now``'s form. The load writes each stamp to ``text``
+    (``write``: one C call a record) and ``finish`` reads them all at once (``micros_of_many``)."""
 
-    __slots__ = ("base", "micros", "stamps", "unset")
+    __slots__ = ("base", "count", "micros", "odd", "stamps", "text", "unset")
 
     def __init__(self, base: int = 0) -> None:
         self.base = base
         self.micros = array("q")
         self.stamps: dict[str, Any] = {}
         self.unset = 0
+        self.text: io.StringIO | None = io.StringIO()  # the records' stamps, one after another (``STAMP_WIDTH`` each)
+        self.odd = array("q")  # the records whose stamp is in ``stamps`` (a placeholder in ``text``)
+        self.count = 0
 
-    def add(self, message_id: str | None, record_id: Any, stamp: Any) -> None:
-        """The stamp of the next record (``record_id``: the id it was stored under)."""
-        value = micros_of(stamp) if message_id and message_id == record_id and type(stamp) is str else None
-        if value is not None:
-            self.micros.append(value)
-            return
-        self.micros.append(-1)
-        self.unset += 1
-        self.stamps[message_id if message_id and message_id == record_id else str(record_id)] = stamp
+    def write(self, message_id: str | None, record_id: Any, stamp: Any) -> None:
+        """The stamp of the next record (``record_id``: the id it was stored under); the load
+        inlines this (see ``stores/codec.messages_of``)."""
+        assert self.text is not None
+        if message_id and message_id == record_id and type(stamp) is str and len(stamp) == STAMP_WIDTH:
+            self.text.write(stamp)
+        else:
+            self.text.write(PLACEHOLDER)
+            self.odd.append(self.count)
+            self.stamps[message_id if message_id and message_id == record_id else str(record_id)] = stamp
+        self.count += 1
+
+    def finish(self, messages: Sequence[BaseMessage], first: int) -> None:
+        """Read the stamps written (the messages of the records from ``messages[first]`` on)."""
+        assert self.text is not None
+        text, self.text, count = self.text.getvalue(), None, self.count
+        micros = micros_of_many(text.encode("ascii"), count) if text.isascii() else None
+        if micros is None:  # one by one: a stamp in another form goes to the dict as stored
+            micros = array("q")
+            for index in range(count):
+                stamp = text[index * STAMP_WIDTH : (index + 1) * STAMP_WIDTH]
+                value = micros_of(stamp)
+                if value is None:
+                    self.stamps[messages[first + index].id or ""] = stamp
+                micros.append(-1 if value is None else value)
+        for index in self.odd:
+            micros[index] = -1
+        self.micros, self.odd = micros, array("q")
+        self.unset = micros.count(-1)
 
     def skip_first(self, start: int, first: BaseMessage) -> None:
         """A lazy history: its first record is ``first``, at position 0, and the next at ``start``
@@ -190,11 +217,11 @@ class Arrivals(MutableMapping[str, str]):
                 micros, base = held, start
         self.stamps, self.micros, self.base, self._unset = stamps, micros, base if micros else -1, unset
         if micros and not self._core.ledger.distinct_ids():  # an id held twice: its last stamp only, as a dict kept it
-            held = self._core.ledger.held_position
+            position = self._core.ledger.held_position
             for offset, value in enumerate(micros):
                 if value >= 0:
                     message_id = history[base + offset].id or ""
-                    if held(message_id) != base + offset:
+                    if position(message_id) != base + offset:
                         micros[offset] = -1
                         self._unset += 1
                     elif stamps:

@@ -26,13 +26,13 @@ from langchain_core.messages import (
 )
 
 from session_graph._base.gc import paused_gc
-from session_graph._base.ids import micros_of
+from session_graph._base.ids import STAMP_WIDTH
 from session_graph._base.progress import Progress, tracked
 from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.interop.export import commit_fields
 from session_graph.messages import content_parts, role_of
-from session_graph.resize.arrivals import LoadedStamps
+from session_graph.resize.arrivals import PLACEHOLDER, LoadedStamps
 from session_graph.resize.history import LazyHistory, Spliced
 from session_graph.resize.state import SessionState
 from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
@@ -177,19 +177,21 @@ def messages_of(
     items = records.drain() if isinstance(records, Records) else records
     full: list[BaseMessage] = held if own and isinstance(held, list | Spliced) else list(held)  # type: ignore[assignment]
     add = full.append
-    if isinstance(arrived, LoadedStamps):  # ``LoadedStamps.add`` inlined: a call per record is a percent of a load
-        push, odd = arrived.micros.append, arrived.stamps
+    if isinstance(arrived, LoadedStamps):  # ``LoadedStamps.write`` inlined: a call per record is a percent of a load
+        assert arrived.text is not None
+        write, odd, at, first = arrived.text.write, arrived.stamps, arrived.odd, len(full)
         for record in tracked(items, len(records), progress):
             message = record_message(record, where)
             add(message)
             mid, rid, stamp = message.id, record.get("id") or "", record.get("ts", "")
-            value = micros_of(stamp) if mid and mid == rid and type(stamp) is str else None
-            if value is None:
-                push(-1)
-                odd[mid if mid and mid == rid else str(rid)] = stamp
+            if mid and mid == rid and type(stamp) is str and len(stamp) == STAMP_WIDTH:
+                write(stamp)
             else:
-                push(value)
-        arrived.unset = arrived.micros.count(-1)
+                write(PLACEHOLDER)
+                at.append(len(full) - 1 - first)
+                odd[mid if mid and mid == rid else str(rid)] = stamp
+        arrived.count = len(full) - first
+        arrived.finish(full, first)
         return full
     for record in tracked(items, len(records), progress):
         message = record_message(record, where)

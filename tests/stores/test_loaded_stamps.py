@@ -99,7 +99,8 @@ def _restored(ids: list[str], texts: list[str]) -> Session:
                                             settings=session.state.settings))
     loaded = LoadedStamps()
     for message, text in zip(history, texts, strict=True):
-        loaded.add(message.id, message.id, text)
+        loaded.write(message.id, message.id, text)
+    loaded.finish(history, 0)
     session.arrived_at.adopt(loaded)
     return session
 
