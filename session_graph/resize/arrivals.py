@@ -69,7 +69,11 @@ class LoadedStamps:
     def finish(self, messages: Sequence[BaseMessage], first: int) -> None:
         """Read the stamps written (the messages of the records from ``messages[first]`` on)."""
         assert self.text is not None
-        text, self.text, count = self.text.getvalue(), None, self.count
+        odd, count = self.odd, self.count
+        if len(odd) == count:  # every stamp in another form (an older store's): nothing to read
+            self.text, self.micros, self.odd, self.unset = None, array("q", [-1]) * count, array("q"), count
+            return
+        text, self.text = self.text.getvalue(), None
         micros = micros_of_many(text.encode("ascii"), count) if text.isascii() else None
         if micros is None:  # one by one: a stamp in another form goes to the dict as stored
             micros = array("q")
@@ -79,7 +83,7 @@ class LoadedStamps:
                 if value is None:
                     self.stamps[messages[first + index].id or ""] = stamp
                 micros.append(-1 if value is None else value)
-        for index in self.odd:
+        for index in odd:
             micros[index] = -1
         self.micros, self.odd = micros, array("q")
         self.unset = micros.count(-1)

@@ -16,6 +16,7 @@ from session_graph import Session
 from session_graph.resize.arrivals import LoadedStamps
 from session_graph.resize.history import LazyHistory
 from session_graph.stores import SessionManager, SessionStore
+from session_graph.stores.codec import message_record
 
 ODD = {"u3": "2025-01-01T00:00:00Z", "u4": "yesterday", "u5": "2026-02-30T00:00:00.000000Z", "u6": "2026-01-01T00:00:00.000000+00:00",
        "u7": "1969-12-31T23:59:59.999999Z", "u8": "", "u9": "2026-01-01T00:00:00.00000\u0661Z"}
@@ -132,3 +133,12 @@ def test_a_merge_moves_only_what_it_changed_into_the_dict(store: SessionStore) -
     assert set(stamps.stamps) <= {"o0", "n0"}  # the 1,200 shared ones stayed numbers by position
     session.append_message(AIMessage(content="reply", id="r0"))
     assert stamps["r0"] and len(stamps) == 1_203 and set(stamps.stamps) <= {"o0", "n0"}
+
+
+def test_a_store_whose_every_stamp_is_in_another_form_loads_them_as_stored(store: SessionStore) -> None:
+    tenant = fresh_tenant()
+    messages = [HumanMessage(content=f"q {i}", id=f"q{i}") for i in range(50)]
+    store.write(tenant, "old", [message_record(m, "2026-11-22T00:00:00Z") for m in messages], {"updated_at": "2026-11-22T00:00:00Z", "window": []})
+    stamps = SessionManager(store, tenant=tenant).get_or_create("old").arrived_at
+    assert dict(stamps) == {m.id: "2026-11-22T00:00:00Z" for m in messages} and len(stamps) == 50
+    assert list(stamps.micros) == [-1] * 50 and len(stamps.stamps) == 50
