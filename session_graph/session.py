@@ -22,7 +22,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
 
 from session_graph._base.flow import adrive
-from session_graph._base.ids import new_id, utc_now
+from session_graph._base.ids import new_id
 from session_graph.accounting.counters import SessionCounter
 from session_graph.accounting.window import WindowTotals
 from session_graph.commit import session_commit
@@ -35,6 +35,7 @@ from session_graph.memory.config import MemoryConfig
 from session_graph.memory.parts import has_extras, strip_view
 from session_graph.messages import MessageInput, storable
 from session_graph.resize import session_config
+from session_graph.resize.arrivals import ArrivalsField
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger
 from session_graph.resize.policy import Decision, PolicyHandler
@@ -109,7 +110,6 @@ class Session:
                                  summary=summary_handler)
         self._commit_overrides: dict[str, Any] = {}  # commit step -> replacement (override_commit_node)
         self.metadata: dict[str, Any] = {}
-        self.arrived_at: dict[str, str] = {}  # message id -> UTC arrival time (kept by stores)
         self.cleared = False  # set by clear(); the next save replaces what the store holds
         state = SessionState(id=id or new_id(), full_chat_history=[], current_chat_history=[], memo={},
                              settings=SessionSettings(settings))
@@ -288,8 +288,7 @@ class Session:
             MessageError: the message is malformed or its id is already in the history.
         """
         message = storable(message)
-        self._core.append(message)
-        self.arrived_at[message.id or ""] = utc_now()
+        self._core.append(message)  # stamps its arrival too
         return self
 
     def __contains__(self, message: object) -> bool:
@@ -360,6 +359,7 @@ class Session:
     load_json = session_export.load_json
     load_yaml = session_export.load_yaml
     get_history = session_export.get_history
+    arrived_at = ArrivalsField()  # message id -> UTC arrival time, kept by stores (resize/arrivals.py; assigning replaces them)
 
     @classmethod
     def from_json(cls, value: str, **kwargs: Any) -> Self:

@@ -1,6 +1,6 @@
-"""What an append records, now that the ledger refuses a known id and registers a new one with
-one ``setdefault`` (one dict operation instead of a lookup and an insert): the stamps, the
-refusals, the index and an unmeasurable message's rollback are as before."""
+"""What an append records, now that the ledger refuses a known id and records a new one in one
+entry (its measures and position, ``accounting/sizing.Measures``): the stamps, the refusals, the
+index and an unmeasurable message's rollback are as before."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from datetime import date, timedelta
 import time
 import uuid
@@ -67,6 +68,121 @@ def utc_now() -> str:
         offset = micros % 1000
         milli = _MILLI = (micros - offset, _millisecond(micros // 1000))
     return milli[1] + _MICROS[offset]
+
+
+def stamp_at(micros: int) -> str:
+    """``utc_now``'s text for an instant in microseconds since the epoch (a stamp kept as a number)."""
+    return _millisecond(micros // 1000) + _MICROS[micros % 1000]
+
+
+_DIGITS3: dict[str, int] = {f"{n:03d}": n for n in range(1000)}  # "000".."999": a check and a parse in one lookup
+_SECONDS60: dict[str, int] = {f"{n:02d}": n for n in range(60)}
+_MINUTE: tuple[str, int] = ("", 0)  # the last ``YYYY-MM-DDTHH:MM:`` read, and its instant in microseconds
+
+
+def micros_of(text: str) -> int | None:
+    """``stamp_at``'s inverse: the instant of a stamp in exactly ``utc_now``'s form, or None for
+    any other text (then ``stamp_at`` of a number could not give it back byte for byte).
+
+    A stored session's stamps share their minute in runs: its ``YYYY-MM-DDTHH:MM:`` part is read
+    once per run (one entry kept), the seconds and microseconds by lookups in digit tables."""
+    global _MINUTE
+    if len(text) != 27 or text[19] != "." or text[26] != "Z":
+        return None
+    second, high, low = _SECONDS60.get(text[17:19]), _DIGITS3.get(text[20:23]), _DIGITS3.get(text[23:26])
+    if second is None or high is None or low is None:
+        return None
+    minute = _MINUTE
+    prefix = text[:17]
+    if minute[0] != prefix:
+        start = _minute_of(prefix)
+        if start is None:
+            return None
+        minute = _MINUTE = (prefix, start)
+    return minute[1] + second * 1_000_000 + high * 1_000 + low
+
+
+STAMP_WIDTH = 27  # len("2026-01-31T12:00:00.000001Z"): every stamp ``utc_now`` makes
+_SEPARATORS = ((4, b"-"), (7, b"-"), (10, b"T"), (13, b":"), (16, b":"), (19, b"."), (26, b"Z"))
+_DIGITS = (0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22, 23, 24, 25)  # the columns of digits
+_VALUE = bytes.maketrans(b"0123456789", bytes(range(10)))
+_TWENTY = bytes(1 if byte == ord("2") else 0 for byte in range(256))  # an hour's first digit: 1 where it is 2
+_FOUR_ON = bytes(1 if byte >= ord("4") else 0 for byte in range(256))  # its second: 1 where it is 4 or more
+
+
+def micros_of_many(text: bytes, count: int) -> array[int] | None:
+    """``micros_of`` of ``count`` stamps written one after another in ``text`` (ASCII), all at
+    once, or None if any of them is not in ``utc_now``'s form (then read them one by one).
+
+    A load reads every record's stamp: one by one, their slices and lookups would cost several
+    percent of it. Each column of the fixed-width stamps is one byte string here
+    (``text[c::27]``), checked whole, and the digits are read into numbers for every stamp at
+    once, on integers holding one stamp in each 64-bit lane (SWAR: digit pairs, then groups of
+    four, then eight, by multiply, shift and mask): C loops; Python runs per distinct day only."""
+    if len(text) != count * STAMP_WIDTH or count == 0:
+        return array("q") if count == 0 and not text else None
+    w = STAMP_WIDTH
+    if any(text[column::w] != mark * count for column, mark in _SEPARATORS):
+        return None
+    if b"".join(text[column::w] for column in _DIGITS).translate(None, b"0123456789"):
+        return None  # not an ASCII digit where digits go
+    if text[11::w].translate(None, b"012") or text[14::w].translate(None, b"012345") or text[17::w].translate(None, b"012345"):
+        return None  # hours, minutes or seconds out of range
+    late = int.from_bytes(text[11::w].translate(_TWENTY), "little") & int.from_bytes(text[12::w].translate(_FOUR_ON), "little")
+    if late:
+        return None  # an hour of 24 or more
+    lanes = int.from_bytes((b"\x01" + b"\x00" * 7) * count, "little")  # 1 in each lane: times a lane's mask, the mask of all
+
+    def packed(columns: tuple[int | None, ...]) -> int:
+        lane = bytearray(8 * count)
+        for at, column in enumerate(columns):
+            if column is not None:
+                lane[at::8] = text[column::w].translate(_VALUE)
+        return int.from_bytes(lane, "little")
+
+    def pairs(x: int) -> int:  # 8 digits a lane, the first one most significant -> 4 values of 2 digits (16-bit sub-lanes)
+        return ((x * 2561) >> 8) & (0x00FF00FF00FF00FF * lanes)
+
+    def eight(x: int) -> int:  # -> the lane's 8-digit number
+        x = ((pairs(x) * 6553601) >> 16) & (0x0000FFFF0000FFFF * lanes)
+        return ((x * 42949672960001) >> 32) & (0xFFFFFFFF * lanes)
+
+    def unpacked(x: int) -> array[int]:
+        values = array("q")
+        values.frombytes(x.to_bytes(8 * count, "little"))
+        return values
+
+    codes = unpacked(eight(packed((0, 1, 2, 3, 5, 6, 8, 9))))  # YYYYMMDD
+    days: dict[int, int] = {}
+    for code in dict.fromkeys(codes):
+        try:
+            day = (date(code // 10_000, code // 100 % 100, code % 100) - _EPOCH).days
+        except ValueError:
+            return None
+        if day < 0:
+            return None  # before the epoch: no stamp this version writes
+        days[code] = day
+    clock = pairs(packed((11, 12, 14, 15, 17, 18, None, None)))  # hh, mm, ss in 16-bit sub-lanes
+    mask = 0xFFFF * lanes
+    seconds = (clock & mask) * 3600 + ((clock >> 16) & mask) * 60 + ((clock >> 32) & mask)
+    fraction = eight(packed((None, None, 20, 21, 22, 23, 24, 25)))
+    day_lanes = int.from_bytes(array("q", map(days.__getitem__, codes)).tobytes(), "little")
+    return unpacked(day_lanes * 86_400_000_000 + seconds * 1_000_000 + fraction)
+
+
+def _minute_of(prefix: str) -> int | None:
+    """The instant (microseconds since the epoch) of ``YYYY-MM-DDTHH:MM:`` as ``stamp_at`` writes it, or None."""
+    if not (prefix.isascii() and prefix[4] == "-" and prefix[7] == "-" and prefix[10] == "T" and prefix[13] == ":" and prefix[16] == ":"):
+        return None
+    try:
+        day = date.fromisoformat(prefix[:10])
+    except ValueError:
+        return None
+    hour, minute = _SECONDS60.get(prefix[11:13]), _SECONDS60.get(prefix[14:16])
+    if hour is None or minute is None or hour > 23 or day < _EPOCH:
+        return None
+    start = (((day - _EPOCH).days * 24 + hour) * 60 + minute) * 60_000_000
+    return start if _millisecond(start // 1000)[:17] == prefix else None  # written back the same, or not ours
 
 
 def _millisecond(millis: int) -> str:

@@ -53,29 +53,33 @@ _MESSAGE_CHARS = message_chars  # the built-in measure, which ``Measures.add`` m
 
 
 class Measures:
-    """Each message's chars and tokens, computed once, in one entry by id (the ledger's cache).
+    """Each message's chars and tokens, computed once, in one record by id (the ledger's cache).
 
-    An appended message costs one dict write for both measures (``add``). A cached value is
-    reused only for the very object it was measured from, so a handler that returns an edited
-    copy under the same id is measured afresh. Without a token measure a message's tokens are
-    its chars. A measure not taken yet is -1 in the entry (a message read for its chars only
+    An entry is ``(message, chars, tokens, position)``: an appended message costs one dict write
+    for both measures and where it was appended (``add``; the ledger reads that position back
+    instead of indexing the message apart, and trusts it only while the history holds a message
+    with that id there). A cached value is reused only for the very object it was measured
+    from, so a handler that returns an edited copy under the same id is measured afresh (the
+    position stays: it is the id's). Without a token measure a message's tokens are its chars.
+    A measure or position not taken yet is -1 in the entry (a message read for its chars only
     is not encoded).
     """
 
-    __slots__ = ("_chars", "_entries", "_tokens", "counting")
+    __slots__ = ("_chars", "_tokens", "counting", "entries")
 
     def __init__(self, tokens: Callable[[BaseMessage], int] | None = None,
                  chars: Callable[[BaseMessage], int] | None = None) -> None:
         self._chars = chars or message_chars
         self._tokens = tokens
         self.counting = tokens is not None  # whether tokens are counted apart from chars
-        self._entries: dict[str, tuple[BaseMessage, int, int]] = {}
+        self.entries: dict[str, tuple[BaseMessage, int, int, int]] = {}  # by id (read them, do not write them)
 
-    def add(self, message: BaseMessage, role: str | None = None) -> tuple[int, int]:
+    def add(self, message: BaseMessage, role: str | None = None, position: int = -1) -> tuple[int, int]:
         """Chars and tokens of a message the caller knows is new (just appended): no lookup first.
 
         ``role``: its ``role_of``, when the caller has it: a text message without tool calls is
         then sized here with the built-in measure (``message_chars``' sum, one call less).
+        ``position``: where it was appended in the full history, kept in its entry.
         """
         content = message.content
         if role is not None and type(content) is str and self._chars is _MESSAGE_CHARS and not message.__dict__.get("tool_calls"):
@@ -85,18 +89,19 @@ class Measures:
         tokens = self._tokens(message) if self._tokens is not None else chars
         key = message.id
         if key:
-            self._entries[key] = (message, chars, tokens)
+            self.entries[key] = (message, chars, tokens, position)
         return chars, tokens
 
     def chars(self, message: BaseMessage) -> int:
         """Characters of a message (the spec's approximation), cached."""
         key = message.id or ""
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None and entry[0] is message and entry[1] >= 0:
             return entry[1]
         chars = self._chars(message)
         if key:
-            self._entries[key] = (message, chars, entry[2] if entry is not None and entry[0] is message else -1)
+            self.entries[key] = (message, chars, entry[2] if entry is not None and entry[0] is message else -1,
+                                  entry[3] if entry is not None else -1)
         return chars
 
     def tokens(self, message: BaseMessage) -> int:
@@ -104,12 +109,13 @@ class Measures:
         if self._tokens is None:
             return self.chars(message)
         key = message.id or ""
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None and entry[0] is message and entry[2] >= 0:
             return entry[2]
         tokens = self._tokens(message)
         if key:
-            self._entries[key] = (message, entry[1] if entry is not None and entry[0] is message else -1, tokens)
+            self.entries[key] = (message, entry[1] if entry is not None and entry[0] is message else -1, tokens,
+                                  entry[3] if entry is not None else -1)
         return tokens
 
     def uncached_chars(self, message: BaseMessage) -> int:
@@ -120,5 +126,10 @@ class Measures:
         """Tokens of a message that is not in the history, cached nowhere."""
         return self._tokens(message) if self._tokens is not None else self._chars(message)
 
+    def position(self, message_id: str) -> int:
+        """Where the message with this id was appended (-1: not recorded); the caller checks it still is."""
+        entry = self.entries.get(message_id)
+        return entry[3] if entry is not None else -1
+
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)

@@ -9,6 +9,7 @@ format is ``export.py``'s; nanobot's history is ``nanobot.py``'s.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import BaseMessage
@@ -26,8 +27,10 @@ class ExportedSession(Protocol):
     """What export and import use of a ``Session``: its id, state, trace, arrival times and
     metadata, and ``restore`` (adopt a whole state)."""
 
-    arrived_at: dict[str, str]
     metadata: dict[str, Any]
+
+    @property
+    def arrived_at(self) -> Mapping[str, str]: ...
 
     @property
     def id(self) -> str: ...

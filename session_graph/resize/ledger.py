@@ -41,12 +41,14 @@ _EXTEND_FROM = 1_000  # shorter histories are re-indexed whole (as cheap, and si
 class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
-    __slots__ = ("_bounds", "_context", "_counter_key", "_custom", "_index", "_lazy", "_running", "_snapshot", "_synced", "_undo", "counter",
-                 "measures", "rules", "size", "tokens")
+    __slots__ = ("_bounds", "_context", "_counter_key", "_custom", "_full", "_index", "_indexed", "_lazy", "_running", "_snapshot", "_synced",
+                 "_undo", "counter", "measures", "rules", "size", "tokens")
 
     def __init__(self, state: SessionState, previous: Ledger | None = None, before: Sequence[BaseMessage] | None = None,
                  shared: int | None = None) -> None:
-        self._index: dict[str, int] = {}
+        self._index: dict[str, int] = {}  # positions by id, up to ``_indexed``; an appended message's is in its measures' entry
+        self._indexed = 0  # the history's length when the index was built (or last settled)
+        self._full: Sequence[BaseMessage] = state.full_chat_history  # the history indexed (read to check an appended message's position)
         self._lazy: LazyHistory | None = None  # a history whose middle is still in the store
         self.measures = Measures()  # each message's chars and tokens, one entry by id
         self.size: Callable[[BaseMessage], int] = self.measures.chars
@@ -114,10 +116,46 @@ class Ledger:
     def position(self, message_id: str) -> int | None:
         """Where the message with this id sits in the full history, or None if it is not there."""
         position = self._index.get(message_id)
-        if position is None and self._lazy is not None:
-            self._index_middle()
-            position = self._index.get(message_id)
+        if position is None:
+            position = self._appended(message_id)
+            if position is None and self._lazy is not None:
+                self._index_middle()
+                position = self._index.get(message_id)
         return position
+
+    def held_position(self, message_id: str) -> int | None:
+        """``position`` without reading a lazy history's middle (None for a message there)."""
+        position = self._index.get(message_id)
+        return position if position is not None else self._appended(message_id)
+
+    def distinct_ids(self) -> bool:
+        """Whether each message held (not a lazy history's middle) has an id of its own, indexed."""
+        lazy, held = self._lazy, len(self._full)
+        if lazy is not None:
+            if not lazy.start:  # its middle read since the index was built: not indexed yet
+                return False
+            held -= lazy.start - 1
+        return len(self._index) == held and self._indexed == len(self._full)
+
+    def _appended(self, message_id: str) -> int | None:
+        """The position of a message appended since the index was built: the one its measures'
+        entry recorded, trusted only while the history holds a message with this id there (a
+        new history, a new counter's measures or an edited copy's entry cannot mislead it)."""
+        position = self.measures.position(message_id)
+        full = self._full
+        if self._indexed <= position < len(full) and full[position].id == message_id:
+            return position
+        return None
+
+    def _settle(self, history: Sequence[BaseMessage]) -> None:
+        """Index what was appended since the index was built (``history``: the one it was built
+        on): before its measures are dropped (a new counter) or another ledger takes it over."""
+        index = self._index
+        for position in range(self._indexed, len(history)):
+            message_id = history[position].id
+            if message_id:
+                index[message_id] = position
+        self._indexed = len(history)
 
     def _reindex(self, state: SessionState) -> None:
         """Index the history by id: what is held now; a lazy history's middle when first needed."""
@@ -128,6 +166,7 @@ class Ledger:
         else:
             self._index = {m.id: i for i, m in enumerate(full) if m.id}
             self._lazy = None
+        self._full, self._indexed = full, len(full)
 
     def _extend_index(self, state: SessionState, previous: Ledger, before: Sequence[BaseMessage],
                       known: int | None = None) -> Callable[[], None] | None:
@@ -151,13 +190,14 @@ class Ledger:
                 shared -= 1
             if shared < _EXTEND_FROM or before[:shared] != full[:shared]:  # the same objects before it (identity first)
                 return None
+        previous._settle(before)  # what it appended since its index was built, indexed first (true of its history too)
         index = previous._index  # taken over in place (a copy is O(history)); abandon() puts it back
         removed = {m.id: index.pop(m.id) for m in before[shared:] if m.id and m.id in index}
         added = [(position, m.id) for position, m in enumerate(full[shared:], shared) if m.id]
         replaced = {i: index[i] for _, i in added if i in index}
         for position, message_id in added:
             index[message_id] = position
-        self._index = index
+        self._index, self._full, self._indexed = index, full, len(full)
 
         def undo() -> None:
             for _, message_id in added:
@@ -222,7 +262,7 @@ class Ledger:
     # -- updates -----------------------------------------------------------------------------
     def check_new(self, message: BaseMessage, session_id: str) -> None:
         """Refuse a message whose id is already in the history."""
-        if message.id in self._index or (self._lazy is not None and bool(message.id) and self.index_of(message) is not None):
+        if message.id in self._index or (bool(message.id) and self.index_of(message) is not None):
             raise MessageError(
                 f"a message with id {message.id!r} is already in session {session_id}; "
                 "append each message once (give a copy a new id to repeat it)."
@@ -233,21 +273,13 @@ class Ledger:
         it as ``check_new`` does (one call per append instead of two)."""
         key, index = message.id, self._index
         if session_id is not None and key:
-            if self._lazy is not None:
-                self.check_new(message, session_id)  # a lazy history's middle is looked up there
-            known = len(index)
-            index.setdefault(key, position)  # one lookup refuses a known id and registers a new one
-            if len(index) == known:
-                self.check_new(message, session_id)  # raises; the index is unchanged
-            try:
-                role = role_of(message)
-                size, tokens = self.measures.add(message, role)
-            except BaseException:
-                del index[key]  # a message that cannot be measured is not registered
-                raise
+            if key in index or self._lazy is not None or key in self.measures.entries:
+                self.check_new(message, session_id)  # raises for a known id (a lazy history's middle is looked up there)
+            role = role_of(message)
+            size, tokens = self.measures.add(message, role, position)  # its one record: sizes and position (registered last)
         else:
             role = role_of(message)
-            size, tokens = self.measures.add(message, role)  # measured first: a message that cannot be measured is not registered
+            size, tokens = self.measures.add(message, role, position)  # measured first: a message that cannot be measured is not registered
             index[key or ""] = position
         running = self._running
         if not running.count:
@@ -282,6 +314,7 @@ class Ledger:
             self._synced = limits
             return
         self._counter_key, self._bounds = key, None
+        self._settle(state.full_chat_history)  # the positions in the measures' entries, indexed before they are dropped
         self.rules = CostRules(per_message=limits.per_message, per_name=limits.per_name, reply_priming=limits.reply_priming)
         if limits.counter is None and self.custom is None:
             self.counter = CharCounter()
@@ -332,6 +365,7 @@ class Ledger:
             self._reindex(state)
             self._measure_with(token_measure(self.counter, self.rules) if self.tokens is not None else None)
         window = state.current_chat_history
+        self._full = state.full_chat_history
         self._bounds = None
         self.totals = WindowTotals.of(
             [role_of(m) for m in window],

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import copy
 import dataclasses
+import time
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -25,6 +26,7 @@ from session_graph._base.edits import EditWatch
 from session_graph._base.flow import Flow, drive
 from session_graph.accounting.counters import SessionCounter, as_token_counter
 from session_graph.errors import MessageError, SessionGraphError
+from session_graph.resize.arrivals import Arrivals
 from session_graph.resize.direct import select
 from session_graph.resize.handlers import Handlers
 from session_graph.resize.ledger import Ledger, system_prompt
@@ -94,6 +96,7 @@ class SessionCore:
         self.watch = EditWatch()  # the memo and settings as last seen: an edit in place moves the revision when read
         self.system_tokens: dict[tuple[str, Any], int] = {}  # tokens_of a plain system message, by text and counter
         self.block_tokens: dict[int, tuple[Any, Any, Any, int]] = {}  # ... of content blocks: by the list, a copy, the counter
+        self.arrivals = Arrivals(self)  # Session.arrived_at: each appended message's stamp a number by position
         self.install(state)
 
     # -- the revision ----------------------------------------------------------------------
@@ -183,12 +186,19 @@ class SessionCore:
 
     # -- a turn --------------------------------------------------------------------------
     def append(self, message: BaseMessage) -> None:
-        """Append a normalised message to both histories; O(its size)."""
+        """Append a normalised message to both histories and stamp its arrival; O(its size)."""
         state, ledger = self.state, self.ledger
         ledger.sync(state, state.settings.resolved())
-        role = ledger.add(message, len(state.full_chat_history), state.id)  # refuses a known id first
+        position = len(state.full_chat_history)
+        role = ledger.add(message, position, state.id)  # refuses a known id first
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
+        arrivals = self.arrivals
+        if arrivals.base < 0:
+            arrivals.base = position
+        arrivals.micros.append(time.time_ns() // 1000)  # its stamp, by position (``arrivals.py``)
+        if arrivals.stamps and message.id in arrivals.stamps:
+            del arrivals.stamps[message.id]  # a stamp kept from a message of this id no longer in the history
         full, window, _, _ = self.lengths
         self.lengths = (full + 1, window + 1, message if type(state.full_chat_history) is list else None, message)
         if not self.extras and type(message.content) is not str:  # a text content carries no block extras
@@ -337,10 +347,12 @@ class SessionCore:
         caller rearranged its list in place after those ``shared`` messages).
         """
         previous = getattr(self, "ledger", None)
+        old: Sequence[BaseMessage] | None = None
         if previous is None:
             ledger = Ledger(state)
         elif reindex:
-            ledger = Ledger(state, previous, self.state.full_chat_history if before is None else before, shared)  # what it shares with the old history is kept
+            old = self.state.full_chat_history if before is None else before
+            ledger = Ledger(state, previous, old, shared)  # what it shares with the old history is kept
         else:
             ledger = previous
             ledger.rebuild(state, reindex=False)
@@ -352,6 +364,8 @@ class SessionCore:
             raise
         self.ledger = ledger
         self.state = state
+        if old is not None:  # stamps by position stay where the same messages stay; the others by id
+            self.arrivals.settle(old, state.full_chat_history, shared)
         window = state.current_chat_history
         self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
         self._revision += 1

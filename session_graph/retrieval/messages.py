@@ -10,7 +10,7 @@ of paging it in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 import json
 import threading
 from typing import Any
@@ -57,9 +57,9 @@ class MessageSource:
         self._held: dict[int, BaseMessage] = {}
         self._digests: dict[int, int] = {}  # position -> hash of the text indexed (a message rewritten under its id differs)
         self._history: Any = None
-        self._times: dict[str, str] = {}
+        self._times: Mapping[str, str] = {}
 
-    def sync(self, history: Any, times: dict[str, str]) -> None:
+    def sync(self, history: Any, times: Mapping[str, str]) -> None:
         """Index what ``history`` holds now: O(new messages) after appends (the same list, its
         first and last indexed messages still in place), a rebuild when it was replaced."""
         n = len(history)

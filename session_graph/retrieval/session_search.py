@@ -9,7 +9,7 @@ itself is ``messages.py``'s.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
@@ -24,7 +24,8 @@ __all__ = ["SearchedSession", "asearch", "search"]
 class SearchedSession(Protocol):
     """What search reads of a ``Session``: its id, its whole history and the messages' arrival times."""
 
-    arrived_at: dict[str, str]
+    @property
+    def arrived_at(self) -> Mapping[str, str]: ...
 
     @property
     def id(self) -> str: ...

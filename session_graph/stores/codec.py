@@ -28,11 +28,13 @@ from langchain_core.messages import (
 
 from session_graph._base.exact_json import check_stored
 from session_graph._base.gc import paused_gc
+from session_graph._base.ids import STAMP_WIDTH
 from session_graph._base.progress import Progress, tracked
 from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.interop.export import commit_fields
 from session_graph.messages import content_parts, role_of
+from session_graph.resize.arrivals import PLACEHOLDER, LoadedStamps
 from session_graph.resize.history import LazyHistory, Spliced
 from session_graph.resize.state import SessionState
 from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
@@ -172,17 +174,34 @@ def record_message(record: dict[str, Any], where: str) -> BaseMessage:
 
 def messages_of(
     records: Sequence[dict[str, Any]], where: str, held: Sequence[BaseMessage] = (), progress: Progress | None = None,
-    arrived: dict[str, str] | None = None,
+    arrived: dict[str, str] | LoadedStamps | None = None,
     own: bool = False,
 ) -> list[BaseMessage]:
     """``held`` and the messages of ``records``, in one pass: each record is made into its message
     before the next is decoded (``Records`` are drained), so no record outlives its message and
     the heap is left as compact as messages made in process. ``arrived``: filled with each
-    record's ``ts`` by its id (the message's own id string, not a second copy of it). ``own``:
+    record's ``ts`` by its id (the message's own id string, not a second copy of it), or a
+    ``LoadedStamps`` (each stamp a number by position, as an appended message's is). ``own``:
     ``held`` is a list (or a ``Spliced`` history) the caller hands over, extended in place (no copy of it)."""
     items = records.drain() if isinstance(records, Records) else records
     full: list[BaseMessage] = held if own and isinstance(held, list | Spliced) else list(held)  # type: ignore[assignment]
     add = full.append
+    if isinstance(arrived, LoadedStamps):  # ``LoadedStamps.write`` inlined: a call per record is a percent of a load
+        assert arrived.text is not None
+        write, odd, at, first = arrived.text.write, arrived.stamps, arrived.odd, len(full)
+        for record in tracked(items, len(records), progress):
+            message = record_message(record, where)
+            add(message)
+            mid, rid, stamp = message.id, record.get("id") or "", record.get("ts", "")
+            if mid and mid == rid and type(stamp) is str and len(stamp) == STAMP_WIDTH:
+                write(stamp)
+            else:
+                write(PLACEHOLDER)
+                at.append(len(full) - 1 - first)
+                odd[mid if mid and mid == rid else str(rid)] = stamp
+        arrived.count = len(full) - first
+        arrived.finish(full, first)
+        return full
     for record in tracked(items, len(records), progress):
         message = record_message(record, where)
         add(message)
@@ -254,7 +273,7 @@ def snapshot_state(
     held: Sequence[BaseMessage] = (),
     progress: Progress | None = None,
     middle: Middle | None = None,
-    arrived: dict[str, str] | None = None,
+    arrived: dict[str, str] | LoadedStamps | None = None,
     own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     """Rebuild a session's state (and its metadata) from a stored snapshot.
@@ -266,7 +285,8 @@ def snapshot_state(
     ``progress``: told ``(records decoded, records)`` (see ``_progress``).
     ``middle``: how to read the messages a window read skipped (``read(window=True)`` gives
     record 0 and the records from the window on); the full history is then a ``LazyHistory``.
-    ``arrived``: filled with each record's arrival time (``ts``) by message id, in the same pass.
+    ``arrived``: filled with each record's arrival time (``ts``) by message id, in the same pass
+    (or a ``LoadedStamps``: by position, for ``Arrivals.adopt``).
     ``own``: ``held`` is a fresh list (or a ``Spliced`` view) the caller hands over: the history is
     built on it, not on a copy.
 
@@ -282,7 +302,7 @@ def snapshot_state(
 
 def _snapshot_state(
     snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None,
-    arrived: dict[str, str] | None = None, own: bool = False,
+    arrived: dict[str, str] | LoadedStamps | None = None, own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
     start = _gap(snapshot.records, state) if not held else 1
@@ -292,6 +312,8 @@ def _snapshot_state(
             raise StoreError(f"{where}: the store read from message {start} on but nothing can read the messages before it.")
         load, ids = middle
         full = LazyHistory(full[0], start, full[1:], lambda: load(start), (lambda: ids(start)) if ids is not None else None)
+        if isinstance(arrived, LoadedStamps):
+            arrived.skip_first(start, full[0])  # the tail's stamps by position from ``start``
     inline = {key: messages_from_dict([value])[0] for key, value in (state.get("inline") or {}).items()}
     window_ids = state["window"] if "window" in state else [m.id for m in full]
     by_id = _by_id(full, {i for i in window_ids if i not in inline})

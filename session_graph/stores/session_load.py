@@ -30,6 +30,7 @@ from session_graph._base.gc import paused_gc
 from session_graph._base.memory import TRIM_AFTER, trim_heap
 from session_graph._base.progress import Progress
 from session_graph.errors import ConfigurationError, MessageError, StoreError
+from session_graph.resize.arrivals import LoadedStamps
 from session_graph.resize.history import is_loaded, prefix
 from session_graph.resize.trace import saved_trace
 from session_graph.retrieval.messages import bind_store
@@ -204,7 +205,7 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     if snapshot is None:
         return None
     middle = lazy_middle(manager, key, snapshot) if window else None
-    arrived: dict[str, str] = {}  # filled in the same pass that makes the messages
+    arrived = LoadedStamps(len(held))  # filled in the same pass that makes the messages: numbers by position
     state, metadata = yield Blocking(lambda: snapshot_state(snapshot, f"session {key!r}", held, progress, middle, arrived))
     raced = manager.cache.get(key)
     if entry is None and raced is not None:  # another task loaded it meanwhile: one object per key, never two
@@ -217,7 +218,7 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
         bind_store(session, manager.store.search_index, manager.tenant)  # Session.search asks the store for the middle
     session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
     session.metadata = metadata
-    session.arrived_at = {**session.arrived_at, **arrived} if held else arrived
+    session.arrived_at.adopt(arrived, keep=bool(held))  # as compact as appended stamps (resize/arrivals.py)
     remember(manager, key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
                                  snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
     if len(snapshot.records) >= TRIM_AFTER:  # last: the restore's tables and the read state document are freed by now

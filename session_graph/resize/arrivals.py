@@ -1,0 +1,315 @@
+"""A session's arrival stamps (``Session.arrived_at``): message id -> UTC time, as a mapping
+whose appended stamps cost no dict entry and no string each.
+
+An appended message's stamp is a number (microseconds since the epoch) in an array, by its
+position in the full history counted from ``base``; its id is found where the ledger keeps its
+position (``Ledger.held_position``: the one record per message, or the index of a loaded
+history). Stamps set by hand, in another form than ``utc_now``'s, or settled live in a dict
+(``stamps``), apart from the array's. A history replaced (a load, a merge, a restore, a clear)
+settles the array once the new one is installed (``SessionCore.install``): the positions where
+the new history holds the same message objects keep their numbers, the others move into the
+dict by id, read by the positions of the history they were kept for. A stamp reads as the text
+``utc_now`` would have made at its append (``_base/ids.stamp_at``). Assigning a mapping
+replaces every stamp (``ArrivalsField``).
+
+A loaded session's stamps are kept the same way: a store's load reads each record's stamp into
+``LoadedStamps`` (a number by position when ``stamp_at`` gives its text back byte for byte; any
+other text, an older store's or an import's, stays in the dict as it was stored), which the
+session adopts after its restore (``Arrivals.adopt``): a loaded session costs what an appended
+one does. A copy, a pickle or a ``|`` of the mapping is a plain dict.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+import io
+from typing import Any, Protocol, overload
+
+from langchain_core.messages import BaseMessage
+
+from session_graph._base.ids import STAMP_WIDTH, micros_of, micros_of_many, stamp_at
+from session_graph.resize.ledger import Ledger
+from session_graph.resize.state import SessionState
+
+__all__ = ["PLACEHOLDER", "Arrivals", "ArrivalsField", "LoadedStamps"]
+
+PLACEHOLDER = "1970-01-01T00:00:00.000000Z"  # written for a stamp kept in the dict, so every stamp has its width
+
+
+class LoadedStamps:
+    """The stamps of a load's records, read in the pass that makes their messages: a number by
+    position from ``base`` (the position of the first record), or -1 with the stored text in
+    ``stamps`` by id when it is not ``utc_now``'s form. The load writes each stamp to ``text``
+    (``write``: one C call a record) and ``finish`` reads them all at once (``micros_of_many``)."""
+
+    __slots__ = ("base", "count", "micros", "odd", "stamps", "text", "unset")
+
+    def __init__(self, base: int = 0) -> None:
+        self.base = base
+        self.micros = array("q")
+        self.stamps: dict[str, Any] = {}
+        self.unset = 0
+        self.text: io.StringIO | None = io.StringIO()  # the records' stamps, one after another (``STAMP_WIDTH`` each)
+        self.odd = array("q")  # the records whose stamp is in ``stamps`` (a placeholder in ``text``)
+        self.count = 0
+
+    def write(self, message_id: str | None, record_id: Any, stamp: Any) -> None:
+        """The stamp of the next record (``record_id``: the id it was stored under); the load
+        inlines this (see ``stores/codec.messages_of``)."""
+        assert self.text is not None
+        if message_id and message_id == record_id and type(stamp) is str and len(stamp) == STAMP_WIDTH:
+            self.text.write(stamp)
+        else:
+            self.text.write(PLACEHOLDER)
+            self.odd.append(self.count)
+            self.stamps[message_id if message_id and message_id == record_id else str(record_id)] = stamp
+        self.count += 1
+
+    def finish(self, messages: Sequence[BaseMessage], first: int) -> None:
+        """Read the stamps written (the messages of the records from ``messages[first]`` on)."""
+        assert self.text is not None
+        odd, count = self.odd, self.count
+        if len(odd) == count:  # every stamp in another form (an older store's): nothing to read
+            self.text, self.micros, self.odd, self.unset = None, array("q", [-1]) * count, array("q"), count
+            return
+        text, self.text = self.text.getvalue(), None
+        micros = micros_of_many(text.encode("ascii"), count) if text.isascii() else None
+        if micros is None:  # one by one: a stamp in another form goes to the dict as stored
+            micros = array("q")
+            for index in range(count):
+                stamp = text[index * STAMP_WIDTH : (index + 1) * STAMP_WIDTH]
+                value = micros_of(stamp)
+                if value is None:
+                    self.stamps[messages[first + index].id or ""] = stamp
+                micros.append(-1 if value is None else value)
+        for index in odd:
+            micros[index] = -1
+        self.micros, self.odd = micros, array("q")
+        self.unset = micros.count(-1)
+
+    def skip_first(self, start: int, first: BaseMessage) -> None:
+        """A lazy history: its first record is ``first``, at position 0, and the next at ``start``
+        (the middle stays in the store): the first stamp goes to the dict."""
+        micros = self.micros
+        if micros:
+            if micros[0] >= 0:
+                self.stamps[first.id or ""] = stamp_at(micros[0])
+            else:
+                self.unset -= 1
+            del micros[0]
+        self.base = start
+
+
+class _Core(Protocol):
+    state: SessionState
+    ledger: Ledger
+
+
+class Arrivals(MutableMapping[str, str]):
+    """Arrival stamps by message id: a dict's behaviour, an appended message's stamp kept as 8 bytes."""
+
+    __slots__ = ("_core", "_unset", "base", "micros", "stamps")
+
+    def __init__(self, core: _Core) -> None:
+        self._core = core
+        self.stamps: dict[str, str] = {}  # set, loaded or settled stamps
+        self.micros = array("q")  # appended messages' stamps by position - base (-1: replaced or deleted, see stamps)
+        self.base = -1  # the position of the first of them (-1: none since the last settle)
+        self._unset = 0  # how many of them are -1
+
+    def _offset(self, key: object) -> int:
+        """Where ``key``'s appended stamp is in ``micros`` (-1: it has none there)."""
+        micros = self.micros
+        if not micros or type(key) is not str:
+            return -1
+        position = self._core.ledger.held_position(key)
+        if position is None:
+            return -1
+        offset = position - self.base
+        return offset if 0 <= offset < len(micros) and micros[offset] >= 0 else -1
+
+    def __getitem__(self, key: str) -> str:
+        offset = self._offset(key)
+        return stamp_at(self.micros[offset]) if offset >= 0 else self.stamps[key]
+
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+    @overload
+    def get(self, key: str, default: str, /) -> str: ...
+    @overload
+    def get(self, key: str, default: Any, /) -> Any: ...
+    def get(self, key: str, default: Any = None, /) -> Any:
+        offset = self._offset(key)
+        return stamp_at(self.micros[offset]) if offset >= 0 else self.stamps.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return self._offset(key) >= 0 or key in self.stamps
+
+    def __setitem__(self, key: str, value: str) -> None:
+        offset = self._offset(key)
+        if offset >= 0:
+            self.micros[offset] = -1
+            self._unset += 1
+        self.stamps[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        offset = self._offset(key)
+        if offset < 0:
+            del self.stamps[key]
+            return
+        self.micros[offset] = -1
+        self._unset += 1
+        self.stamps.pop(key, None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.stamps
+        history, base = self._core.state.full_chat_history, self.base
+        for offset, value in enumerate(self.micros):
+            if value >= 0:
+                yield history[base + offset].id or ""
+
+    def __len__(self) -> int:
+        return len(self.stamps) + len(self.micros) - self._unset
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def copy(self) -> dict[str, str]:
+        """A dict of every stamp (as ``dict.copy`` gave when ``arrived_at`` was a dict)."""
+        return dict(self)
+
+    __copy__ = copy
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, str]:
+        return dict(self)  # the stamps are strings: a dict of them is a deep copy
+
+    def __reduce__(self) -> tuple[type[dict[str, str]], tuple[dict[str, str]]]:
+        return dict, (dict(self),)  # pickled as a dict of the stamps, not with the session behind them
+
+    def __or__(self, other: Mapping[str, str]) -> dict[str, str]:
+        return {**self, **other}
+
+    def __ror__(self, other: Mapping[str, str]) -> dict[str, str]:
+        return {**other, **self}
+
+    def __ior__(self, other: Mapping[str, str]) -> Arrivals:
+        self.update(other)
+        return self
+
+    def clear(self) -> None:
+        self.replace({})
+
+    def adopt(self, loaded: LoadedStamps, keep: bool = False) -> None:
+        """The stamps a store's load read for the history just installed (its records from
+        ``loaded.base`` on); ``keep``: the stamps held before stay (a reload of the records after
+        the held ones), those loaded replace any of the same ids."""
+        micros, base, history = loaded.micros, loaded.base, self._core.state.full_chat_history
+        stamps = self.stamps if keep else loaded.stamps
+        unset = loaded.unset
+        if keep:
+            if stamps:
+                for offset, value in enumerate(micros):
+                    if value >= 0:
+                        stamps.pop(history[base + offset].id or "", None)
+            stamps.update(loaded.stamps)
+            held, start = self.micros, self.base
+            if held and 0 <= base - start <= len(held):  # the held ones kept by position (``settle``): the loaded follow them
+                unset += held.count(-1) - held[base - start :].count(-1)
+                del held[base - start :]
+                held.extend(micros)
+                micros, base = held, start
+        self.stamps, self.micros, self.base, self._unset = stamps, micros, base if micros else -1, unset
+        if micros and not self._core.ledger.distinct_ids():  # an id held twice: its last stamp only, as a dict kept it
+            position = self._core.ledger.held_position
+            for offset, value in enumerate(micros):
+                if value >= 0:
+                    message_id = history[base + offset].id or ""
+                    if position(message_id) != base + offset:
+                        micros[offset] = -1
+                        self._unset += 1
+                    elif stamps:
+                        stamps.pop(message_id, None)  # an earlier message of this id's stored text
+
+    def settle(self, history: Sequence[BaseMessage], new: Sequence[BaseMessage] = (), shared: int | None = None) -> None:
+        """The stamps by position of ``history`` (the one they were kept for), now replaced by
+        ``new``: those of the positions where ``new`` holds the same message objects stay numbers
+        (``shared``: the caller knows how many leading ones; else compared by identity, plain
+        lists only), the others move into the dict by id (their positions may name other
+        messages now); the numbers then run to ``new``'s end (-1 past what was kept), so appends
+        go on by position."""
+        micros, base, stamps = self.micros, self.base, self.stamps
+        if not micros:
+            return
+        kept = _same_prefix(history, new, base, base + len(micros)) if shared is None else min(shared, base + len(micros))
+        keep = max(0, kept - base)
+        for offset in range(keep, len(micros)):
+            value = micros[offset]
+            if value >= 0:
+                stamps[history[base + offset].id or ""] = stamp_at(value)
+        if not keep:
+            self.micros, self.base, self._unset = array("q"), -1, 0
+            return
+        unset = micros[:keep].count(-1)
+        del micros[keep:]
+        pad = len(new) - base - keep
+        if pad > 0:
+            micros.extend(array("q", [-1]) * pad)
+        self._unset = unset + max(pad, 0)
+
+    def replace(self, stamps: Mapping[str, str]) -> None:
+        """Every stamp replaced by ``stamps`` (a dict is taken as it is, not copied)."""
+        self.stamps = stamps if type(stamps) is dict else dict(stamps)
+        self.micros, self.base, self._unset = array("q"), -1, 0
+
+
+def _same_prefix(old: Sequence[BaseMessage], new: Sequence[BaseMessage], start: int, stop: int) -> int:
+    """How far from ``start`` (up to ``stop``) ``new`` holds the very objects ``old`` does, both
+    plain lists (``start``: nothing before it is asked about); ``start`` for any other history
+    (reading a lazy one's middle would read the store)."""
+    if type(old) is not list or type(new) is not list:
+        return start
+    if old is new:
+        return min(stop, len(new))
+    stop = min(stop, len(old), len(new))
+    position = start
+    while position < stop and old[position] is new[position]:
+        position += 1
+    return position
+
+
+class _HasCore(Protocol):
+    @property
+    def _core(self) -> _HasArrivals: ...
+
+
+class _HasArrivals(Protocol):
+    arrivals: Arrivals
+
+
+def _arrivals(session: _HasCore) -> Arrivals:
+    """Arrival times by message id (UTC, ISO 8601 with a ``Z``), kept by the stores: a mapping
+    kept up to date as messages are appended; assigning a mapping replaces every stamp."""
+    return session._core.arrivals
+
+
+def _replace(session: _HasCore, stamps: Mapping[str, str]) -> None:
+    session._core.arrivals.replace(stamps)
+
+
+class ArrivalsField(property):
+    """``Session.arrived_at``: its core's ``Arrivals`` (the same object for the session's life,
+    kept up to date); assigning a mapping replaces every stamp, as a load does."""
+
+    def __init__(self) -> None:
+        super().__init__(_arrivals, _replace)
+
+    @overload
+    def __get__(self, owner: None, kind: type | None = None) -> ArrivalsField: ...
+    @overload
+    def __get__(self, owner: _HasCore, kind: type | None = None) -> Arrivals: ...
+    def __get__(self, owner: _HasCore | None, kind: type | None = None) -> Arrivals | ArrivalsField:
+        return self if owner is None else owner._core.arrivals
+
+    def __set__(self, owner: _HasCore, value: Mapping[str, str]) -> None:
+        owner._core.arrivals.replace(value)
