@@ -109,6 +109,14 @@ class Arrivals(MutableMapping[str, str]):
                 stamps[history[base + offset].id or ""] = stamp_at(value)
         self.micros, self.base, self._unset = array("q"), -1, 0
 
+    def start_at(self, history: Sequence[BaseMessage], position: int) -> None:
+        """The next appended stamp is for ``position``: the stamps kept so far settled first when
+        the history grew by other means since (a node that appended to it in place), so that each
+        stays with its message (the positions they were kept for still hold them)."""
+        if self.micros:
+            self.settle(history)
+        self.base = position
+
     def replace(self, stamps: Mapping[str, str]) -> None:
         """Every stamp replaced by ``stamps`` (a dict is taken as it is, not copied)."""
         self.stamps = stamps if type(stamps) is dict else dict(stamps)

@@ -1,0 +1,62 @@
+"""Review of one record per message (ra28): the stamps by position and the ledger's positions
+stay right when the full history grows by something other than ``append_message`` (a replaced
+node that appends to it in place, as rule 2 allows), and when two threads append at once."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+import pytest
+
+from session_graph import Session
+from session_graph._base.ids import stamp_at
+
+_START = 1_767_225_600_000_000_000  # ns
+
+
+def _clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """time.time_ns one microsecond later at each call; [0] is the last instant handed out (ns)."""
+    now = [_START]
+
+    def tick() -> int:
+        now[0] += 1_000
+        return now[0]
+
+    monkeypatch.setattr(time, "time_ns", tick)
+    return now
+
+
+def _session(count: int, now: list[int]) -> tuple[Session, dict[str, str]]:
+    session = Session("k")
+    session.set_settings("session.resize.every_n_turns", 0)
+    stamps: dict[str, str] = {}
+    for i in range(count):
+        session.append_message((HumanMessage if i % 2 == 0 else AIMessage)(content=f"message {i}", id=f"m{i}"))
+        stamps[f"m{i}"] = stamp_at(now[0] // 1000)
+    return session, stamps
+
+
+def _append(session: Session, message: BaseMessage, now: list[int], stamps: dict[str, str]) -> None:
+    session.append_message(message)
+    stamps[message.id or ""] = stamp_at(now[0] // 1000)
+
+
+def _grows_in_place(state: Any) -> dict[str, Any]:
+    """A replaced ``lite_prune``: appends a note to the full history in place (it only grows: rule 2)
+    and keeps it, with the last two messages, in the window."""
+    note = AIMessage(content="a note the node added", id="note")
+    state.full_chat_history.append(note)
+    return {"current_chat_history": [*state.current_chat_history[-2:], note]}
+
+
+def test_a_node_that_grows_the_full_history_in_place_leaves_every_stamp_with_its_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = _clock(monkeypatch)
+    session, stamps = _session(6, now)
+    session.override_node("lite_prune", _grows_in_place)
+    session.resize(force="lite")
+    assert [m.id for m in session.full_chat_history][-2:] == ["m5", "note"]
+    _append(session, HumanMessage(content="after", id="after"), now, stamps)
+    assert dict(session.arrived_at) == stamps  # the note has no stamp (as before), "after" keeps its own
+    assert session.arrived_at.get("after") == stamps["after"] and "note" not in session.arrived_at
