@@ -4,6 +4,7 @@ node that appends to it in place, as rule 2 allows), and when two threads append
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from session_graph import Session
 from session_graph._base.ids import stamp_at
+from session_graph.errors import MessageError
 
 _START = 1_767_225_600_000_000_000  # ns
 
@@ -51,6 +53,14 @@ def _grows_in_place(state: Any) -> dict[str, Any]:
     return {"current_chat_history": [*state.current_chat_history[-2:], note]}
 
 
+def _consistent(session: Session) -> None:
+    """Every message of the full history found where it is, refused when appended again."""
+    for position, message in enumerate(session.full_chat_history):
+        assert session._ledger.position(message.id or "") == position, message.id
+        with pytest.raises(MessageError, match="already in session"):
+            session.append_message(HumanMessage(content="again", id=message.id))
+
+
 def test_a_node_that_grows_the_full_history_in_place_leaves_every_stamp_with_its_message(monkeypatch: pytest.MonkeyPatch) -> None:
     now = _clock(monkeypatch)
     session, stamps = _session(6, now)
@@ -60,3 +70,39 @@ def test_a_node_that_grows_the_full_history_in_place_leaves_every_stamp_with_its
     _append(session, HumanMessage(content="after", id="after"), now, stamps)
     assert dict(session.arrived_at) == stamps  # the note has no stamp (as before), "after" keeps its own
     assert session.arrived_at.get("after") == stamps["after"] and "note" not in session.arrived_at
+
+
+def test_a_node_that_grows_the_full_history_in_place_has_its_message_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = _clock(monkeypatch)
+    session, _ = _session(6, now)
+    session.override_node("lite_prune", _grows_in_place)
+    session.resize(force="lite")
+    session.append_message(HumanMessage(content="after", id="after"))
+    assert AIMessage(content="", id="note") in session
+    _consistent(session)  # a second message "note" would be a duplicate id in the history
+
+
+def test_a_late_append_during_an_async_run_whose_node_grows_the_history_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = _clock(monkeypatch)
+    session, stamps = _session(6, now)
+
+    async def scenario() -> None:
+        entered, gate = asyncio.Event(), asyncio.Event()
+
+        async def node(state: Any) -> dict[str, Any]:
+            update = _grows_in_place(state)
+            entered.set()
+            await gate.wait()
+            return update
+
+        session.override_node("lite_prune", node)
+        task = asyncio.create_task(session.async_resize("lite"))
+        await entered.wait()  # the note is in the full history; the run is not committed
+        _append(session, HumanMessage(content="late", id="late"), now, stamps)
+        assert session.arrived_at.get("late") == stamps["late"]
+        gate.set()
+        await task
+
+    asyncio.run(scenario())
+    assert dict(session.arrived_at) == stamps and session.arrived_at["late"] == stamps["late"]
+    _consistent(session)

@@ -294,7 +294,7 @@ class SessionCore:
         before = self.ledger.totals
         old_window = self.state.current_chat_history
         default_route = outcome.decision["type"] in ("lite", "deep") and outcome.decision["type"] not in handlers.resize
-        replaced = outcome.full_replaced
+        replaced = outcome.full_replaced or _made(outcome.state)[0::2] != self.lengths[0::2]  # a node edited the list in place: index it again
         if not replaced and default_route and self.ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
             self.state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
             self._revision += 1
