@@ -5,6 +5,7 @@ node that appends to it in place, as rule 2 allows), and when two threads append
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -105,4 +106,38 @@ def test_a_late_append_during_an_async_run_whose_node_grows_the_history_in_place
 
     asyncio.run(scenario())
     assert dict(session.arrived_at) == stamps and session.arrived_at["late"] == stamps["late"]
+    _consistent(session)
+
+
+def test_a_message_measured_while_another_thread_appends_keeps_its_place_and_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thread A's message is measured (its counter runs user code, which can release the GIL)
+    while thread B appends: A lands after B, and is found there, refused again and stamped."""
+    now = _clock(monkeypatch)
+    entered, gate = threading.Event(), threading.Event()
+
+    def counter(text: str) -> int:
+        if "slow" in text:
+            entered.set()
+            assert gate.wait(10)
+        return len(text.split())
+
+    session, stamps = _session(4, now)
+    session.set_token_counter(counter)
+    failed: list[BaseException] = []
+
+    def slow() -> None:
+        try:
+            session.append_message(HumanMessage(content="slow to count", id="A"))
+        except BaseException as error:  # reported below
+            failed.append(error)
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    assert entered.wait(10)
+    _append(session, HumanMessage(content="quick", id="B"), now, stamps)
+    gate.set()
+    thread.join(10)
+    assert not failed and [m.id for m in session.full_chat_history][-2:] == ["B", "A"]
+    assert set(session.arrived_at) == {*stamps, "A"} and session.arrived_at["B"] == stamps["B"]
+    assert session.arrived_at["A"] > stamps["B"]
     _consistent(session)

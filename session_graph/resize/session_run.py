@@ -172,6 +172,8 @@ class SessionCore:
         ledger.sync(state, state.settings.resolved())
         position = len(state.full_chat_history)
         role = ledger.add(message, position, state.id)  # refuses a known id first
+        if len(state.full_chat_history) != position:  # another thread appended while this one was measured (a counter's user code)
+            position = ledger.moved(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
         arrivals = self.arrivals
