@@ -141,3 +141,14 @@ def test_a_message_measured_while_another_thread_appends_keeps_its_place_and_sta
     assert set(session.arrived_at) == {*stamps, "A"} and session.arrived_at["B"] == stamps["B"]
     assert session.arrived_at["A"] > stamps["B"]
     _consistent(session)
+
+
+def test_stamps_before_the_epoch_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clock before 1970 (a test frozen at a historic date): each stamp is kept and reads as
+    ``utc_now`` made it, none taken for a deleted one."""
+    now = _clock(monkeypatch)
+    now[0] = -3_000_000  # ns: 1969-12-31T23:59:59.997000Z, then a microsecond later per read
+    session, stamps = _session(4, now)
+    assert stamps["m0"] == "1969-12-31T23:59:59.997001Z" and stamps["m3"] == "1969-12-31T23:59:59.997004Z"
+    assert len(session.arrived_at) == 4 and dict(session.arrived_at) == stamps
+    assert session.arrived_at["m2"] == stamps["m2"] and "m3" in session.arrived_at

@@ -25,6 +25,8 @@ from session_graph.resize.state import SessionState
 
 __all__ = ["Arrivals", "ArrivalsField"]
 
+_GONE = -(1 << 63)  # a stamp replaced or deleted (not -1: a clock before 1970 gives negative stamps)
+
 
 class _Core(Protocol):
     state: SessionState
@@ -39,7 +41,7 @@ class Arrivals(MutableMapping[str, str]):
     def __init__(self, core: _Core) -> None:
         self._core = core
         self.stamps: dict[str, str] = {}  # set, loaded or settled stamps
-        self.micros = array("q")  # appended messages' stamps by position - base (-1: replaced or deleted, see stamps)
+        self.micros = array("q")  # appended messages' stamps by position - base (_GONE: replaced or deleted, see stamps)
         self.base = -1  # the position of the first of them (-1: none since the last settle)
         self._unset = 0  # how many of them are -1
 
@@ -52,7 +54,7 @@ class Arrivals(MutableMapping[str, str]):
         if position is None:
             return -1
         offset = position - self.base
-        return offset if 0 <= offset < len(micros) and micros[offset] >= 0 else -1
+        return offset if 0 <= offset < len(micros) and micros[offset] != _GONE else -1
 
     def __getitem__(self, key: str) -> str:
         offset = self._offset(key)
@@ -74,7 +76,7 @@ class Arrivals(MutableMapping[str, str]):
     def __setitem__(self, key: str, value: str) -> None:
         offset = self._offset(key)
         if offset >= 0:
-            self.micros[offset] = -1
+            self.micros[offset] = _GONE
             self._unset += 1
         self.stamps[key] = value
 
@@ -83,7 +85,7 @@ class Arrivals(MutableMapping[str, str]):
         if offset < 0:
             del self.stamps[key]
             return
-        self.micros[offset] = -1
+        self.micros[offset] = _GONE
         self._unset += 1
         self.stamps.pop(key, None)
 
@@ -91,7 +93,7 @@ class Arrivals(MutableMapping[str, str]):
         yield from self.stamps
         history, base = self._core.state.full_chat_history, self.base
         for offset, value in enumerate(self.micros):
-            if value >= 0:
+            if value != _GONE:
                 yield history[base + offset].id or ""
 
     def __len__(self) -> int:
@@ -105,7 +107,7 @@ class Arrivals(MutableMapping[str, str]):
         before that history is replaced: their positions would name other messages after it."""
         micros, base, stamps = self.micros, self.base, self.stamps
         for offset, value in enumerate(micros):
-            if value >= 0:
+            if value != _GONE:
                 stamps[history[base + offset].id or ""] = stamp_at(value)
         self.micros, self.base, self._unset = array("q"), -1, 0
 
