@@ -5,6 +5,7 @@ node that appends to it in place, as rule 2 allows), and when two threads append
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from session_graph import Session
 from session_graph._base.ids import stamp_at
 from session_graph.errors import MessageError
+from session_graph.resize.ledger import Ledger
 
 _START = 1_767_225_600_000_000_000  # ns
 
@@ -152,3 +154,39 @@ def test_stamps_before_the_epoch_are_kept(monkeypatch: pytest.MonkeyPatch) -> No
     assert stamps["m0"] == "1969-12-31T23:59:59.997001Z" and stamps["m3"] == "1969-12-31T23:59:59.997004Z"
     assert len(session.arrived_at) == 4 and dict(session.arrived_at) == stamps
     assert session.arrived_at["m2"] == stamps["m2"] and "m3" in session.arrived_at
+
+
+def test_a_stamp_read_from_another_thread_while_the_history_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search thread reads a stamp (``MessageSource`` reads ``arrived_at.get``) while the
+    session adopts another history (a restore, a merge on save): the stamps are settled by id
+    under the reader, which still gets the message's own stamp (not an IndexError, not another's)."""
+    now = _clock(monkeypatch)
+    session, stamps = _session(6, now)
+    entered, go = threading.Event(), threading.Event()
+    read = Ledger.held_position
+    main = threading.current_thread()
+
+    def held_position(self: Ledger, message_id: str) -> int | None:
+        if threading.current_thread() is not main:  # the reader waits for the restore
+            entered.set()
+            assert go.wait(10)
+        return read(self, message_id)
+
+    monkeypatch.setattr(Ledger, "held_position", held_position)
+    got: list[object] = []
+    thread = threading.Thread(target=lambda: got.append(_read(session, "m3")))
+    thread.start()
+    assert entered.wait(10)
+    state = session.state
+    moved = [*state.full_chat_history[:1], *reversed(state.full_chat_history[1:])]
+    session.restore(dataclasses.replace(state, full_chat_history=moved, current_chat_history=list(moved)))
+    go.set()
+    thread.join(10)
+    assert got == [stamps["m3"]]
+
+
+def _read(session: Session, key: str) -> object:
+    try:
+        return session.arrived_at.get(key)
+    except Exception as error:  # reported by the assertion
+        return error

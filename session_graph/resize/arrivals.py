@@ -56,9 +56,23 @@ class Arrivals(MutableMapping[str, str]):
         offset = position - self.base
         return offset if 0 <= offset < len(micros) and micros[offset] != _GONE else -1
 
+    def _appended(self, key: str) -> int | None:
+        """``key``'s appended stamp (None: it has none there), read as one snapshot: a reader in
+        another thread (a search) while the stamps are settled (``settle`` replaces ``micros``
+        before ``base``) gets the settled one from the dict, never another message's."""
+        base, micros = self.base, self.micros
+        if not micros or type(key) is not str:
+            return None
+        position = self._core.ledger.held_position(key)
+        if position is None or self.micros is not micros:
+            return None
+        offset = position - base
+        value = micros[offset] if 0 <= offset < len(micros) else _GONE
+        return value if value != _GONE else None
+
     def __getitem__(self, key: str) -> str:
-        offset = self._offset(key)
-        return stamp_at(self.micros[offset]) if offset >= 0 else self.stamps[key]
+        value = self._appended(key)
+        return stamp_at(value) if value is not None else self.stamps[key]
 
     @overload
     def get(self, key: str, /) -> str | None: ...
@@ -67,11 +81,11 @@ class Arrivals(MutableMapping[str, str]):
     @overload
     def get(self, key: str, default: Any, /) -> Any: ...
     def get(self, key: str, default: Any = None, /) -> Any:
-        offset = self._offset(key)
-        return stamp_at(self.micros[offset]) if offset >= 0 else self.stamps.get(key, default)
+        value = self._appended(key)
+        return stamp_at(value) if value is not None else self.stamps.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return self._offset(key) >= 0 or key in self.stamps
+        return self._appended(key) is not None or key in self.stamps
 
     def __setitem__(self, key: str, value: str) -> None:
         offset = self._offset(key)
