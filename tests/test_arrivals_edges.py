@@ -190,3 +190,20 @@ def _read(session: Session, key: str) -> object:
         return session.arrived_at.get(key)
     except Exception as error:  # reported by the assertion
         return error
+
+
+def test_a_message_replaced_in_place_by_a_node_leaves_the_stamps_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replaced node that swaps a message of the full history in place (rule 2 forbids it, the
+    checks cannot see an edit of the list they are handed): every key the stamps list can be
+    read, so ``dict(arrived_at)`` (a reload merges the stamps so) does not raise."""
+    now = _clock(monkeypatch)
+    session, stamps = _session(6, now)
+
+    def swaps(state: Any) -> dict[str, Any]:
+        state.full_chat_history[2] = HumanMessage(content="swapped", id="swapped")
+        return {"current_chat_history": state.current_chat_history[-2:]}
+
+    session.override_node("lite_prune", swaps)
+    session.resize(force="lite")
+    read = dict(session.arrived_at)
+    assert all(read[key] == stamps[key] for key in read) and {"m0", "m1", "m3", "m4", "m5"} <= set(read)

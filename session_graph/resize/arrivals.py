@@ -105,10 +105,12 @@ class Arrivals(MutableMapping[str, str]):
 
     def __iter__(self) -> Iterator[str]:
         yield from self.stamps
-        history, base = self._core.state.full_chat_history, self.base
+        history, base, held = self._core.state.full_chat_history, self.base, self._core.ledger.held_position
         for offset, value in enumerate(self.micros):
             if value != _GONE:
-                yield history[base + offset].id or ""
+                key = history[base + offset].id or ""
+                if held(key) == base + offset:  # a message swapped in place there (by a node) has no stamp to read
+                    yield key
 
     def __len__(self) -> int:
         return len(self.stamps) + len(self.micros) - self._unset
