@@ -1,6 +1,8 @@
 """Review of one record per message (ra28): the stamps by position and the ledger's positions
-stay right when the full history grows by something other than ``append_message`` (a replaced
-node that appends to it in place, as rule 2 allows), and when two threads append at once."""
+stay right when the full history is changed by something other than ``append_message`` (a
+replaced node that appends to it in place, as rule 2 allows, or swaps a message there), when two
+threads append at once or one reads a stamp while the history is replaced, and for a clock
+before 1970."""
 
 from __future__ import annotations
 
