@@ -34,12 +34,13 @@ from session_graph.resize.state import SessionState
 
 __all__ = ["PLACEHOLDER", "Arrivals", "ArrivalsField", "LoadedStamps"]
 
+_GONE = -(1 << 63)  # a stamp replaced or deleted (not -1: a clock before 1970 gives negative stamps)
 PLACEHOLDER = "1970-01-01T00:00:00.000000Z"  # written for a stamp kept in the dict, so every stamp has its width
 
 
 class LoadedStamps:
     """The stamps of a load's records, read in the pass that makes their messages: a number by
-    position from ``base`` (the position of the first record), or -1 with the stored text in
+    position from ``base`` (the position of the first record), or ``_GONE`` with the stored text in
     ``stamps`` by id when it is not ``utc_now``'s form. The load writes each stamp to ``text``
     (``write``: one C call a record) and ``finish`` reads them all at once (``micros_of_many``)."""
 
@@ -71,7 +72,7 @@ class LoadedStamps:
         assert self.text is not None
         odd, count = self.odd, self.count
         if len(odd) == count:  # every stamp in another form (an older store's): nothing to read
-            self.text, self.micros, self.odd, self.unset = None, array("q", [-1]) * count, array("q"), count
+            self.text, self.micros, self.odd, self.unset = None, array("q", [_GONE]) * count, array("q"), count
             return
         text, self.text = self.text.getvalue(), None
         micros = micros_of_many(text.encode("ascii"), count) if text.isascii() else None
@@ -82,18 +83,18 @@ class LoadedStamps:
                 value = micros_of(stamp)
                 if value is None:
                     self.stamps[messages[first + index].id or ""] = stamp
-                micros.append(-1 if value is None else value)
+                micros.append(_GONE if value is None else value)
         for index in odd:
-            micros[index] = -1
+            micros[index] = _GONE
         self.micros, self.odd = micros, array("q")
-        self.unset = micros.count(-1)
+        self.unset = micros.count(_GONE)
 
     def skip_first(self, start: int, first: BaseMessage) -> None:
         """A lazy history: its first record is ``first``, at position 0, and the next at ``start``
         (the middle stays in the store): the first stamp goes to the dict."""
         micros = self.micros
         if micros:
-            if micros[0] >= 0:
+            if micros[0] != _GONE:
                 self.stamps[first.id or ""] = stamp_at(micros[0])
             else:
                 self.unset -= 1
@@ -114,9 +115,9 @@ class Arrivals(MutableMapping[str, str]):
     def __init__(self, core: _Core) -> None:
         self._core = core
         self.stamps: dict[str, str] = {}  # set, loaded or settled stamps
-        self.micros = array("q")  # appended messages' stamps by position - base (-1: replaced or deleted, see stamps)
+        self.micros = array("q")  # appended messages' stamps by position - base (_GONE: replaced or deleted, see stamps)
         self.base = -1  # the position of the first of them (-1: none since the last settle)
-        self._unset = 0  # how many of them are -1
+        self._unset = 0  # how many of them are _GONE
 
     def _offset(self, key: object) -> int:
         """Where ``key``'s appended stamp is in ``micros`` (-1: it has none there)."""
@@ -127,11 +128,25 @@ class Arrivals(MutableMapping[str, str]):
         if position is None:
             return -1
         offset = position - self.base
-        return offset if 0 <= offset < len(micros) and micros[offset] >= 0 else -1
+        return offset if 0 <= offset < len(micros) and micros[offset] != _GONE else -1
+
+    def _appended(self, key: str) -> int | None:
+        """``key``'s appended stamp (None: it has none there), read as one snapshot: a reader in
+        another thread (a search) while the stamps are settled (``settle`` replaces ``micros``
+        before ``base``) gets the settled one from the dict, never another message's."""
+        base, micros = self.base, self.micros
+        if not micros or type(key) is not str:
+            return None
+        position = self._core.ledger.held_position(key)
+        if position is None or self.micros is not micros:
+            return None
+        offset = position - base
+        value = micros[offset] if 0 <= offset < len(micros) else _GONE
+        return value if value != _GONE else None
 
     def __getitem__(self, key: str) -> str:
-        offset = self._offset(key)
-        return stamp_at(self.micros[offset]) if offset >= 0 else self.stamps[key]
+        value = self._appended(key)
+        return stamp_at(value) if value is not None else self.stamps[key]
 
     @overload
     def get(self, key: str, /) -> str | None: ...
@@ -140,16 +155,16 @@ class Arrivals(MutableMapping[str, str]):
     @overload
     def get(self, key: str, default: Any, /) -> Any: ...
     def get(self, key: str, default: Any = None, /) -> Any:
-        offset = self._offset(key)
-        return stamp_at(self.micros[offset]) if offset >= 0 else self.stamps.get(key, default)
+        value = self._appended(key)
+        return stamp_at(value) if value is not None else self.stamps.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return self._offset(key) >= 0 or key in self.stamps
+        return self._appended(key) is not None or key in self.stamps
 
     def __setitem__(self, key: str, value: str) -> None:
         offset = self._offset(key)
         if offset >= 0:
-            self.micros[offset] = -1
+            self.micros[offset] = _GONE
             self._unset += 1
         self.stamps[key] = value
 
@@ -158,16 +173,18 @@ class Arrivals(MutableMapping[str, str]):
         if offset < 0:
             del self.stamps[key]
             return
-        self.micros[offset] = -1
+        self.micros[offset] = _GONE
         self._unset += 1
         self.stamps.pop(key, None)
 
     def __iter__(self) -> Iterator[str]:
         yield from self.stamps
-        history, base = self._core.state.full_chat_history, self.base
+        history, base, held = self._core.state.full_chat_history, self.base, self._core.ledger.held_position
         for offset, value in enumerate(self.micros):
-            if value >= 0:
-                yield history[base + offset].id or ""
+            if value != _GONE:
+                key = history[base + offset].id or ""
+                if held(key) == base + offset:  # a message swapped in place there (by a node) has no stamp to read
+                    yield key
 
     def __len__(self) -> int:
         return len(self.stamps) + len(self.micros) - self._unset
@@ -210,12 +227,12 @@ class Arrivals(MutableMapping[str, str]):
         if keep:
             if stamps:
                 for offset, value in enumerate(micros):
-                    if value >= 0:
+                    if value != _GONE:
                         stamps.pop(history[base + offset].id or "", None)
             stamps.update(loaded.stamps)
             held, start = self.micros, self.base
             if held and 0 <= base - start <= len(held):  # the held ones kept by position (``settle``): the loaded follow them
-                unset += held.count(-1) - held[base - start :].count(-1)
+                unset += held.count(_GONE) - held[base - start :].count(_GONE)
                 del held[base - start :]
                 held.extend(micros)
                 micros, base = held, start
@@ -223,10 +240,10 @@ class Arrivals(MutableMapping[str, str]):
         if micros and not self._core.ledger.distinct_ids():  # an id held twice: its last stamp only, as a dict kept it
             position = self._core.ledger.held_position
             for offset, value in enumerate(micros):
-                if value >= 0:
+                if value != _GONE:
                     message_id = history[base + offset].id or ""
                     if position(message_id) != base + offset:
-                        micros[offset] = -1
+                        micros[offset] = _GONE
                         self._unset += 1
                     elif stamps:
                         stamps.pop(message_id, None)  # an earlier message of this id's stored text
@@ -236,7 +253,7 @@ class Arrivals(MutableMapping[str, str]):
         ``new``: those of the positions where ``new`` holds the same message objects stay numbers
         (``shared``: the caller knows how many leading ones; else compared by identity, plain
         lists only), the others move into the dict by id (their positions may name other
-        messages now); the numbers then run to ``new``'s end (-1 past what was kept), so appends
+        messages now); the numbers then run to ``new``'s end (``_GONE`` past what was kept), so appends
         go on by position."""
         micros, base, stamps = self.micros, self.base, self.stamps
         if not micros:
@@ -245,17 +262,25 @@ class Arrivals(MutableMapping[str, str]):
         keep = max(0, kept - base)
         for offset in range(keep, len(micros)):
             value = micros[offset]
-            if value >= 0:
+            if value != _GONE:
                 stamps[history[base + offset].id or ""] = stamp_at(value)
         if not keep:
             self.micros, self.base, self._unset = array("q"), -1, 0
             return
-        unset = micros[:keep].count(-1)
+        unset = micros[:keep].count(_GONE)
         del micros[keep:]
         pad = len(new) - base - keep
         if pad > 0:
-            micros.extend(array("q", [-1]) * pad)
+            micros.extend(array("q", [_GONE]) * pad)
         self._unset = unset + max(pad, 0)
+
+    def start_at(self, history: Sequence[BaseMessage], position: int) -> None:
+        """The next appended stamp is for ``position``: the stamps kept so far settled first when
+        the history grew by other means since (a node that appended to it in place), so that each
+        stays with its message (the positions they were kept for still hold them)."""
+        if self.micros:
+            self.settle(history)
+        self.base = position
 
     def replace(self, stamps: Mapping[str, str]) -> None:
         """Every stamp replaced by ``stamps`` (a dict is taken as it is, not copied)."""

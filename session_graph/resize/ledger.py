@@ -288,6 +288,15 @@ class Ledger:
         self._snapshot = None
         return role
 
+    def moved(self, message: BaseMessage, position: int) -> int:
+        """``add``'s message is appended at ``position`` after all (not where ``add`` was told): its record says so."""
+        entry = self.measures.entries.get(message.id or "")
+        if entry is not None and entry[0] is message:
+            self.measures.entries[message.id or ""] = (entry[0], entry[1], entry[2], position)
+        elif not message.id:
+            self._index[""] = position
+        return position
+
     def quiet(self, state: SessionState, limits: Limits) -> bool:
         """True when the default policy surely decides nothing: the running totals are under every
         limit and no ``every_n_turns`` resize is due. O(1): the bounds (the token room after the

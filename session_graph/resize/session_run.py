@@ -191,11 +191,13 @@ class SessionCore:
         ledger.sync(state, state.settings.resolved())
         position = len(state.full_chat_history)
         role = ledger.add(message, position, state.id)  # refuses a known id first
+        if len(state.full_chat_history) != position:  # another thread appended while this one was measured (a counter's user code)
+            position = ledger.moved(message, len(state.full_chat_history))
         state.full_chat_history.append(message)
         state.current_chat_history.append(message)
         arrivals = self.arrivals
-        if arrivals.base < 0:
-            arrivals.base = position
+        if arrivals.base + len(arrivals.micros) != position:  # the first since settled, or the history grew by other means
+            arrivals.start_at(state.full_chat_history, position)
         arrivals.micros.append(time.time_ns() // 1000)  # its stamp, by position (``arrivals.py``)
         if arrivals.stamps and message.id in arrivals.stamps:
             del arrivals.stamps[message.id]  # a stamp kept from a message of this id no longer in the history
@@ -313,13 +315,14 @@ class SessionCore:
         before = self.ledger.totals
         old_window = self.state.current_chat_history
         default_route = outcome.decision["type"] in ("lite", "deep") and outcome.decision["type"] not in handlers.resize
-        if not outcome.full_replaced and default_route and self.ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
+        replaced = outcome.full_replaced or _made(outcome.state)[0::2] != self.lengths[0::2]  # a node edited the list in place: index it again
+        if not replaced and default_route and self.ledger.adopt_suffix(old_window, outcome.state.current_chat_history):
             self.state = outcome.state  # the window lost only its oldest messages: totals updated in O(dropped)
             self._revision += 1
             self.watch.mark(outcome.state.memo, outcome.state.settings._data)
             self.lengths = _made(self.state)
         else:
-            self.install(outcome.state, reindex=outcome.full_replaced)
+            self.install(outcome.state, reindex=replaced)
         self.trace.add(context.trace.record(self.trace.next_seq, state, before, self.ledger.totals, outcome, outcome.error,  # type: ignore[arg-type]
                                             force not in (False, None)))
         if outcome.error is not None:

@@ -13,7 +13,7 @@ import pytest
 from stores_util import BACKENDS, fresh_tenant, make_store
 
 from session_graph import Session
-from session_graph.resize.arrivals import LoadedStamps
+from session_graph.resize.arrivals import _GONE, LoadedStamps
 from session_graph.resize.history import LazyHistory
 from session_graph.stores import SessionManager, SessionStore
 from session_graph.stores.codec import message_record
@@ -141,4 +141,4 @@ def test_a_store_whose_every_stamp_is_in_another_form_loads_them_as_stored(store
     store.write(tenant, "old", [message_record(m, "2026-11-22T00:00:00Z") for m in messages], {"updated_at": "2026-11-22T00:00:00Z", "window": []})
     stamps = SessionManager(store, tenant=tenant).get_or_create("old").arrived_at
     assert dict(stamps) == {m.id: "2026-11-22T00:00:00Z" for m in messages} and len(stamps) == 50
-    assert list(stamps.micros) == [-1] * 50 and len(stamps.stamps) == 50
+    assert list(stamps.micros) == [_GONE] * 50 and len(stamps.stamps) == 50
