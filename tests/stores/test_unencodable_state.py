@@ -26,7 +26,7 @@ def test_a_lone_surrogate_in_the_memo_or_metadata_is_named_and_nothing_is_writte
         manager.save(session)
         session.append_message({"role": "assistant", "content": "pending"})
         getattr(session, field)["note"] = "bad \ud800 text"
-        with pytest.raises(StoreError, match=rf"session's {field} holds a lone surrogate .*Nothing was written"):
+        with pytest.raises(StoreError, match=rf"{field}\b.*lone surrogate .*Nothing was (written|saved)"):
             manager.save(session)
         with SessionManager(make_store(kind, tmp_path), tenant=tenant) as other:
             assert [m.text for m in other.get("k").full_chat_history] == ["saved"]  # the store as it was
@@ -44,7 +44,7 @@ def test_the_async_save_names_it_too(tmp_path: Path) -> None:
             session = await manager.aget_or_create("k")
             session.append_message({"role": "user", "content": "x"})
             session.memo["k"] = "\udcff"
-            with pytest.raises(StoreError, match="session's memo holds a lone surrogate"):
+            with pytest.raises(StoreError, match=r"memo\b.*lone surrogate"):
                 await manager.asave(session)
 
     asyncio.run(run())
