@@ -34,6 +34,7 @@ try:  # installed with langchain-core (through langsmith) on CPython
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
+from session_graph._base.exact_json import check_stored
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_trace import TRACE_ADDED, LazyTrace, grow_trace
@@ -136,7 +137,8 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
     """``old`` (as ``written``) with the window's first ``dropped`` ids gone, grown by ``ids``,
     and the ``changed`` fields set: the new document and its encoding, only the changed fields
     encoded again (the trace only when the meta file is written); a changed container is
-    kept as it was encoded (the session edits its memo in place after a save)."""
+    kept as it was encoded (the session edits its memo in place after a save), the memo and
+    metadata checked on that round trip (``StoreError``: not kept exactly by a store)."""
     window = [*old.get("window", ())[dropped:], *ids]
     document = {**old, **changed, "window": window}
     fields = dict(written.fields)
@@ -148,11 +150,13 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
                 fields.pop("trace", None)
             continue
         try:
-            fields[name] = FAST_DUMPS(value)
-        except TypeError:
-            fields[name] = dumps(value)
+            fields[name], refused = FAST_DUMPS(value), False
+        except TypeError:  # an int past 64 bits... (a memo: refused below, nothing written)
+            fields[name], refused = dumps(value), True
         if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
             document[name] = loads(fields[name])
+        if name in _EXACT and (refused or document[name] != value or not isinstance(value, dict | list)):
+            check_stored(value, f"session.{name}")  # the exact-JSON check on this round trip, none of its own
     try:
         fields["window"] = FAST_DUMPS(window)
     except TypeError:
@@ -338,6 +342,7 @@ def _detached(document: dict[str, Any], written: Written) -> dict[str, Any]:
 
 
 _SHARED = frozenset({"trace", "offsets"})
+_EXACT = frozenset({"memo", "metadata"})  # given back exactly (``_base/exact_json``): checked on ``grown``'s round trip
 """Containers a save makes anew each time (the trace's dump is replaced, never edited)."""
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from session_graph._base.exact_json import check_stored
 from session_graph.interop.export import commit_fields
 from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
@@ -129,8 +128,7 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
             or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
             or any(base.get(name) != ledger.get(name) for name in _COMMIT)):
         return False
-    check_stored(state.memo, "session.memo")  # as a full save's state_document: kept exactly, or refused
-    fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line
+    fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line, checked exact by ``grown``'s round trip
     fields["last_resize_turn"] = state.last_resize_turn
     fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
     if session.trace:  # the meta file's (no state line carries it), dumped when that is written
