@@ -226,10 +226,10 @@ class JsonlStore(StoreBase):
             count, position = record_lines(records, expect.persisted, size, offsets, lines)
             version = expect.version + 1
             changed, ids = {**expect.fields, "message_count": count, "version": version}, [record.get("id") for record in records]
-            document, encoded = grown(old, written, changed, ids, expect.dropped)
             # a prune's new trace records go in the state line (the meta file is not rewritten for them)
             added = trace_added(old.get("trace"), expect.fields["trace"]) if "trace" in expect.fields else None
-            lines.append(state_line(encoded, written, changed, [expect.dropped, ids], added))  # only what grown changed
+            document, encoded, line = grown(old, written, changed, ids, expect.dropped, added)  # and its state line: only what changed
+            lines.append(line)
             position += len(lines[-1])
             size = self._append(held, log, b"".join(lines), sync, inode, size)  # as update: one write, one fsync
             self.search_index.appended(log, key, start, lines, tenant=tenant)

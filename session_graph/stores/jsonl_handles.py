@@ -41,6 +41,11 @@ from session_graph._base.files import lock_file, unlock_file
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 
+try:  # POSIX: the held lock file flocked by descriptor here (lock_file's import and frame per write skipped)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: _base/files' msvcrt lock
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["HOLD_LOG", "LIMIT", "Held", "HeldFiles", "Locked", "log_status"]
 
 LIMIT = 64
@@ -179,7 +184,10 @@ class HeldFiles:
                     raise StoreError(f"cannot lock session {key!r} in {root}: {error}") from error
                 held = os.fstat(entry.lock.fileno())
                 entry.lock_inode = (held.st_dev, held.st_ino)
-            lock_file(entry.lock)
+            if fcntl is not None:
+                fcntl.flock(entry.lock.fileno(), fcntl.LOCK_EX)
+            else:  # pragma: no cover
+                lock_file(entry.lock)
             try:
                 there = os.stat(path)
                 if entry.lock_inode == (there.st_dev, there.st_ino):
@@ -243,7 +251,10 @@ class Locked:
         entry, self.entry = self.entry, None
         assert entry is not None
         try:
-            unlock_file(entry.lock)
+            if fcntl is not None:
+                fcntl.flock(entry.lock.fileno(), fcntl.LOCK_UN)
+            else:  # pragma: no cover
+                unlock_file(entry.lock)
         finally:
             self._release(entry)
 

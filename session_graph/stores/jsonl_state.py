@@ -34,6 +34,7 @@ try:  # installed with langchain-core (through langsmith) on CPython
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
+from session_graph._base.exact_json import check_stored
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_trace import TRACE_ADDED, LazyTrace, grow_trace
@@ -131,33 +132,47 @@ class Appending:
                 and ("memo" in self.fields or stored.get("memo") == self.memo))
 
 
-def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: list[Any], dropped: int = 0
-          ) -> tuple[dict[str, Any], Written]:
+def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: list[Any], dropped: int = 0,
+          trace: dict[str, Any] | None = None) -> tuple[dict[str, Any], Written, bytes]:
     """``old`` (as ``written``) with the window's first ``dropped`` ids gone, grown by ``ids``,
-    and the ``changed`` fields set: the new document and its encoding, only the changed fields
-    encoded again (the trace only when the meta file is written); a changed container is
-    kept as it was encoded (the session edits its memo in place after a save)."""
+    and the ``changed`` fields set: the new document, its encoding (only the changed fields
+    encoded again, the trace only when the meta file is written; a changed container kept as
+    it was encoded: the session edits its memo in place after a save, the memo and metadata
+    checked on that round trip, ``StoreError`` if a store would not keep them exactly) and, in
+    the same pass, the state line that says it: the changed fields whose JSON differs, the
+    window as ``"window+"`` and ``trace``, the trace rows added (``jsonl_trace.trace_added``)."""
     window = [*old.get("window", ())[dropped:], *ids]
     document = {**old, **changed, "window": window}
-    fields = dict(written.fields)
-    trace = written.trace
+    before = written.fields
+    fields = dict(before)
     loads = orjson.loads if orjson is not None else json.loads
+    parts: list[bytes] = []
     for name, value in changed.items():
         if name == "trace":  # encoded when the meta file is written (``meta_bytes``), not per save
-            if value is not trace:
+            if value is not written.trace:
                 fields.pop("trace", None)
             continue
         try:
-            fields[name] = FAST_DUMPS(value)
-        except TypeError:
-            fields[name] = dumps(value)
+            encoded, refused = FAST_DUMPS(value), False
+        except TypeError:  # an int past 64 bits... (a memo: refused below, nothing written)
+            encoded, refused = dumps(value), True
+        fields[name] = encoded
         if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
-            document[name] = loads(fields[name])
+            document[name] = loads(encoded)
+        if name in _EXACT and (refused or document[name] != value or not isinstance(value, dict | list)):
+            check_stored(value, f"session.{name}")  # the exact-JSON check on this round trip, none of its own
+        if name not in _LOCAL and before.get(name) != encoded:
+            parts.append((_KEYS.get(name) or _key(name)) + encoded)
     try:
         fields["window"] = FAST_DUMPS(window)
     except TypeError:
         fields["window"] = dumps(window)
-    return document, Written(fields, window, changed.get("trace", trace))
+    if dropped or ids:
+        parts.append(b'"window+":' + dumps([dropped, ids]))
+    if trace is not None and trace["rows"]:
+        parts.append(b'"trace+":' + dumps(trace))
+    line = STATE_PREFIX + b'"full": false, "set": {' + b",".join(parts) + b"}}\n"
+    return document, Written(fields, window, changed.get("trace", written.trace)), line
 
 
 class InFlight(Exception):
@@ -236,25 +251,10 @@ def meta_bytes(written: Written) -> bytes:
     return b"{" + b",".join(dumps(name) + b":" + value for name, value in written.fields.items()) + b"}"
 
 
-def state_line(new: Written, old: Written | None, changed: Iterable[str] | None = None,
-               window: list[Any] | None = None, trace: dict[str, Any] | None = None) -> bytes:
-    """The state line that turns ``old`` (as written last; None: write it whole) into ``new``.
-
-    ``changed``: the only fields that may differ (``grown``'s, so the others are not compared),
-    with ``window``: how the window changed, ``[dropped, added ids]``, and ``trace``: the trace
-    rows added (``jsonl_trace.trace_added``)."""
+def state_line(new: Written, old: Written | None, trace: dict[str, Any] | None = None) -> bytes:
+    """The state line that turns ``old`` (as written last; None: write it whole) into ``new``;
+    ``trace``: the trace rows added (``jsonl_trace.trace_added``). An appended save's: ``grown``'s."""
     parts: list[bytes] = []
-    if old is not None and changed is not None:
-        fields = new.fields
-        for name in changed:
-            value = fields.get(name)
-            if value is not None and name not in _LOCAL and name != "window" and old.fields.get(name) != value:
-                parts.append(_key(name) + value)
-        if window is not None and (window[0] or window[1]):
-            parts.append(b'"window+":' + dumps(window))
-        if trace is not None and trace["rows"]:
-            parts.append(b'"trace+":' + dumps(trace))
-        return STATE_PREFIX + b'"full": false, "set": {' + b",".join(parts) + b"}}\n"
     if old is not None and trace is not None and trace["rows"]:  # a change line only (a full one sets what it holds)
         parts.append(b'"trace+":' + dumps(trace))
     for name, value in new.fields.items():
@@ -338,6 +338,7 @@ def _detached(document: dict[str, Any], written: Written) -> dict[str, Any]:
 
 
 _SHARED = frozenset({"trace", "offsets"})
+_EXACT = frozenset({"memo", "metadata"})  # given back exactly (``_base/exact_json``): checked on ``grown``'s round trip
 """Containers a save makes anew each time (the trace's dump is replaced, never edited)."""
 
 

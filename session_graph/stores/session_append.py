@@ -19,9 +19,9 @@ writer stored.
 from __future__ import annotations
 
 from collections.abc import Generator
+from operator import attrgetter, is_
 from typing import Any
 
-from session_graph._base.exact_json import check_stored
 from session_graph.interop.export import commit_fields
 from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
@@ -35,6 +35,7 @@ from session_graph.stores.session_load import Entry, Owner, remember
 __all__ = ["append_flow", "appended"]
 
 _COMMIT = ("archived_through", "usage", "archives")
+_ID = attrgetter("id")
 
 
 def append_flow(manager: Owner, entry: Entry, session: Session, durable: bool, revision: int
@@ -82,7 +83,7 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
     window = session.current_chat_history
     new = history[entry.persisted :]  # a lazy history's middle stays in the store
     kept = len(window) - gained
-    if kept < 0 or any(a is not b for a, b in zip(window[kept:], new, strict=True)):
+    if kept < 0 or not all(map(is_, window[kept:], new)):  # the same messages, compared in C (both len gained)
         return None
     base, state = entry.base, session.state
     stored = base.get("window")
@@ -91,7 +92,7 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
     now = utc_now()
     fields: dict[str, Any] = {"updated_at": now, "turns": state.turns}
     dropped = len(stored) - kept
-    ids = [m.id for m in window[:kept]]  # one pass, compared in C: the window is checked on every save
+    ids = list(map(_ID, window[:kept]))  # one pass, compared in C: the window is checked on every save
     if ids != stored[dropped:]:
         return None  # the window is not the stored one without its first ids and with the new messages
     pruned = revision - entry.revision != gained or dropped  # more than appends: a prune, or nothing it can append
@@ -104,7 +105,7 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
         if version is None:
             return False
         entry.version, entry.persisted, entry.revision = version, entry.persisted + gained, revision
-        entry.base = {**base, **fields, "window": [*stored[dropped:], *(m.id for m in new)], "message_count": entry.persisted}
+        entry.base = {**base, **fields, "window": [*stored[dropped:], *map(_ID, new)], "message_count": entry.persisted}
         remember(manager, session.id, entry)
         return True
 
@@ -121,7 +122,7 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
     state, position = session.state, session._ledger.position
     if base.get("inline"):
         return False
-    positions = [position(i or "") for i in kept]  # as ``index_of`` places a message
+    positions = list(map(position, kept))  # as ``index_of`` places a message (an id None: not there either)
     if None in positions:
         return False
     ledger = commit_fields(state)
@@ -129,8 +130,7 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
             or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
             or any(base.get(name) != ledger.get(name) for name in _COMMIT)):
         return False
-    check_stored(state.memo, "session.memo")  # as a full save's state_document: kept exactly, or refused
-    fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line
+    fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line, checked exact by ``grown``'s round trip
     fields["last_resize_turn"] = state.last_resize_turn
     fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
     if session.trace:  # the meta file's (no state line carries it), dumped when that is written
