@@ -1,0 +1,59 @@
+"""The async pool when the server refuses connections (a role's or the server's connection limit
+reached): the call fails with a StoreError that names the cost (``max_size`` connections per event
+loop) and the fix, and the store recovers on the same loop once connections are free again.
+
+The async pool is opened full (``max_size`` connections, waited for); a failed open closed the
+pool, and psycopg_pool cannot reopen a closed pool: every later async call on that loop (a
+server's one loop: the process's life) failed with "pool has already been opened/closed and
+cannot be reused", however many connections were free by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+import uuid
+
+import pytest
+from stores_util import fresh_tenant, postgres_dsn
+
+from session_graph.errors import StoreError
+from session_graph.stores import PostgresStore
+
+
+@pytest.fixture
+def limited_role() -> Iterator[tuple[str, str]]:
+    """A login role allowed 5 connections, owning a database of its own (the sync pool's 1 and the async pool's 4), its DSN."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    role = f"sg_limited_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_dsn(), autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 5')  # (a superuser has no limit)
+        admin.execute(f'CREATE DATABASE "{role}" OWNER "{role}"')  # its tables its own
+    try:
+        yield make_conninfo(postgres_dsn(), user=role, dbname=role), role
+    finally:
+        with psycopg.connect(postgres_dsn(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+            admin.execute(f'DROP DATABASE IF EXISTS "{role}" WITH (FORCE)')
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_a_refused_open_names_the_cost_and_the_loop_recovers(limited_role: tuple[str, str]) -> None:
+    import psycopg
+
+    dsn, _ = limited_role
+    store = PostgresStore(dsn, connect_timeout=1)  # the sync pool holds 1 of the role's 5
+    tenant = fresh_tenant()
+
+    async def run() -> None:
+        try:
+            with psycopg.connect(dsn):  # a sixth client holds one: 3 left, fewer than the async pool's 4
+                with pytest.raises(StoreError, match="max_size=4"):
+                    await store.alist(tenant)
+            assert await store.alist(tenant) == []  # freed: the same loop serves again (it said "cannot be reused")
+        finally:
+            await store.aclose()
+
+    asyncio.run(run())
