@@ -11,6 +11,8 @@ cannot be reused", however many connections were free by then.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import Iterator
 import uuid
 
@@ -29,7 +31,7 @@ def limited_role() -> Iterator[tuple[str, str]]:
 
     role = f"sg_limited_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(postgres_dsn(), autocommit=True) as admin:
-        admin.execute(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 5')  # (a superuser has no limit)
+        admin.execute(f'CREATE ROLE "{role}" LOGIN CONNECTION LIMIT 8')  # (a superuser has no limit)
         admin.execute(f'CREATE DATABASE "{role}" OWNER "{role}"')  # its tables its own
     try:
         yield make_conninfo(postgres_dsn(), user=role, dbname=role), role
@@ -40,18 +42,38 @@ def limited_role() -> Iterator[tuple[str, str]]:
             admin.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
+def _until_the_server_counts(role: str, most: int) -> None:
+    """Wait until the server holds at most ``most`` connections of ``role`` (a closed one leaves its
+    backend a moment later)."""
+    import psycopg
+
+    deadline = time.monotonic() + 10
+    with psycopg.connect(postgres_dsn(), autocommit=True) as probe:
+        while True:
+            row = probe.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s", (role,)).fetchone()
+            assert row is not None
+            if row[0] <= most:
+                return
+            assert time.monotonic() < deadline, f"the server still holds {row[0]} connections of {role}"
+            time.sleep(0.02)
+
+
 def test_a_refused_open_names_the_cost_and_the_loop_recovers(limited_role: tuple[str, str]) -> None:
     import psycopg
 
-    dsn, _ = limited_role
+    dsn, role = limited_role
     store = PostgresStore(dsn, connect_timeout=1)  # the sync pool holds 1 of the role's 5
     tenant = fresh_tenant()
 
     async def run() -> None:
         try:
-            with psycopg.connect(dsn):  # a sixth client holds one: 3 left, fewer than the async pool's 4
+            with contextlib.ExitStack() as others:
+                with contextlib.suppress(psycopg.OperationalError):  # other clients take what the role has left
+                    while True:
+                        others.enter_context(psycopg.connect(dsn))
                 with pytest.raises(StoreError, match="max_size=4"):
                     await store.alist(tenant)
+            _until_the_server_counts(role, 2)  # the others' gone: the role's 8 less the sync pool's (1 or 2) are free
             assert await store.alist(tenant) == []  # freed: the same loop serves again (it said "cannot be reused")
         finally:
             await store.aclose()
