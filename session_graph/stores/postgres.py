@@ -114,8 +114,21 @@ class PostgresStore(SqlStore):
             raise StoreError(f"the Postgres store at {self._where} is closed (aclose() ran): open a new store")
         pool = self._async_pool()
         if pool.closed:
-            with self._errors():  # closed by hand: a StoreError, as the sync methods after close() (not PoolClosed)
+            from psycopg_pool import PoolTimeout
+
+            try:
                 await pool.open(wait=True, timeout=self._kwargs["connect_timeout"])
+            except PoolTimeout:  # wait() closed it, and psycopg_pool cannot reopen a closed pool: the next call makes another
+                with self._alock:
+                    if self._apools.get(asyncio.get_running_loop()) is pool:
+                        del self._apools[asyncio.get_running_loop()]
+                raise StoreError(f"the Postgres store at {self._where} could not open its async pool's max_size={self._max_size} "
+                                 f"connections within {self._kwargs['connect_timeout']} s (each event loop that uses the store "
+                                 "opens max_size): is the server up, and has it (and the role) that many free connections? "
+                                 "Lower max_size, or raise max_connections") from None
+            except Exception:
+                with self._errors():  # a StoreError, as the sync methods after close() (not PoolClosed)
+                    raise
 
     # -- native async twins -----------------------------------------------------------------------
     async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
