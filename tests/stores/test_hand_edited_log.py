@@ -89,4 +89,4 @@ def test_a_message_line_removed_by_hand_is_said_not_loaded_silently(tmp_path: Pa
             session = manager.get("k")
             assert session is not None and [m.text for m in session.full_chat_history] == ["q0", "a0", "q1", "q2", "a2"]
     missing = [str(w.message) for w in said if "by hand" in str(w.message)]
-    assert missing and "1 message" in missing[0] and "k.jsonl" in missing[0], [str(w.message) for w in said]
+    assert missing and "1 message" in missing[0] and "'k'" in missing[0], [str(w.message) for w in said]
