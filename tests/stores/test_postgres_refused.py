@@ -11,9 +11,9 @@ cannot be reused", however many connections were free by then.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 import contextlib
 import time
-from collections.abc import Iterator
 import uuid
 
 import pytest
