@@ -51,7 +51,7 @@ dsn = make_conninfo(sys.argv[1], host="127.0.0.1", port=listener.getsockname()[1
 store = PostgresStore(dsn, connect_timeout=30)
 
 async def main():
-    await store.alist("t-hang")
+    await asyncio.gather(store.alist("t-hang"), store.alist("t-hang"))  # two connections at least
     pool = store._apool
     pid = pool._pool[0].info.backend_pid  # the connection the next call takes
     with psycopg.connect(sys.argv[1], autocommit=True) as admin:

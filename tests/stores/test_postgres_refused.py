@@ -58,6 +58,33 @@ def _until_the_server_counts(role: str, most: int) -> None:
             time.sleep(0.02)
 
 
+def test_a_server_with_fewer_free_connections_than_max_size_serves_the_async_twins(limited_role: tuple[str, str]) -> None:
+    """An async pool opens the connections it uses, not ``max_size`` per event loop: opened full,
+    a store whose server (or role) had 2 connections free failed every async call."""
+    import psycopg
+
+    dsn, role = limited_role
+    store = PostgresStore(dsn, connect_timeout=1)
+    tenant = fresh_tenant()
+
+    async def run() -> None:
+        others: list[psycopg.Connection] = []
+        try:
+            with contextlib.suppress(psycopg.OperationalError):  # other clients take what the role has left
+                while True:
+                    others.append(psycopg.connect(dsn))
+            for other in others[:2]:  # then give 2 back: fewer free than max_size=4
+                other.close()
+            _until_the_server_counts(role, 6)
+            assert await store.alist(tenant) == []
+        finally:
+            for other in others:
+                other.close()
+            await store.aclose()
+
+    asyncio.run(run())
+
+
 def test_a_refused_open_names_the_cost_and_the_loop_recovers(limited_role: tuple[str, str]) -> None:
     import psycopg
 
