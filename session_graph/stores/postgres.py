@@ -92,10 +92,12 @@ class PostgresStore(SqlStore):
         """The async pool of the running event loop, made on first use; the pools of loops that
         have ended are closed here first (``_dispose``).
 
-        It is opened full (``max_size`` connections, waited for): a pool that grows connects in a
-        task of its own, and psycopg_pool's connecting task takes the cancellation ``asyncio.run``
-        sends as it ends for a failed attempt and retries, so ``asyncio.run`` waited for it
-        forever: a program that used the store concurrently hung at its exit, one run in three."""
+        It opens the connections it uses (up to ``max_size``), not ``max_size`` per event loop:
+        a server or role with few free connections still serves. A pool that grows connects in a
+        task of its own, and psycopg_pool's worker takes the cancellation ``asyncio.run`` sends
+        as it ends for a failed connect (so does a broken or expired connection's replacement),
+        and ``asyncio.run`` waited for it forever; a guard task (``_close_at_loop_end``) closes
+        the pool on its loop as that loop ends, which stops the worker."""
         from psycopg_pool import AsyncConnectionPool
 
         loop = asyncio.get_running_loop()
@@ -104,8 +106,8 @@ class PostgresStore(SqlStore):
                 _dispose(self._apools.pop(ended), self._where)
                 self._guards.pop(ended, None)
             pool = self._apools.get(loop)
-            if pool is None:
-                pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=self._max_size, max_size=self._max_size, kwargs=self._kwargs,
+            if pool is None or self._guards[loop].done():  # (its guard cancelled, the loop running on: closed by it)
+                pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
                                                                 check=AsyncConnectionPool.check_connection, open=False,
                                                                 name="session_graph-async")
                 self._guards[loop] = loop.create_task(_close_at_loop_end(pool), name="session_graph-async-pool-guard")
@@ -117,23 +119,8 @@ class PostgresStore(SqlStore):
             raise StoreError(f"the Postgres store at {self._where} is closed (aclose() ran): open a new store")
         pool = self._async_pool()
         if pool.closed:
-            from psycopg_pool import PoolTimeout
-
-            try:
-                await pool.open(wait=True, timeout=self._kwargs["connect_timeout"])
-            except PoolTimeout:  # wait() closed it, and psycopg_pool cannot reopen a closed pool: the next call makes another
-                loop = asyncio.get_running_loop()
-                with self._alock:
-                    if self._apools.get(loop) is pool:
-                        del self._apools[loop]
-                        self._guards.pop(loop).cancel()
-                raise StoreError(f"the Postgres store at {self._where} could not open its async pool's max_size={self._max_size} "
-                                 f"connections within {self._kwargs['connect_timeout']} s (each event loop that uses the store "
-                                 "opens max_size): is the server up, and has it (and the role) that many free connections? "
-                                 "Lower max_size, or raise max_connections") from None
-            except Exception:
-                with self._errors():  # a StoreError, as the sync methods after close() (not PoolClosed)
-                    raise
+            with self._errors():  # closed by hand: a StoreError, as the sync methods after close() (not PoolClosed)
+                await pool.open()
 
     # -- native async twins -----------------------------------------------------------------------
     async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
