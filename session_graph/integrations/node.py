@@ -100,11 +100,13 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
                         **options: Unpack[BindingOptions]) -> tuple[Any, Any]:
     """``(pre_model_hook, post_model_hook)`` over one session binding, for ``create_react_agent``.
 
-    The pre-model hook is ``session_pre_model_hook``'s. The post-model hook records the model's
-    reply at once and writes it when it ends the turn (no tool calls; written without an fsync,
-    as the middleware writes an answer: it outlives the process, and the next turn's durable
-    save makes it durable against a power loss too); a reply that calls tools stays in the
-    agent's state and is written with its results. It changes nothing in the agent's state.
+    The pre-model hook is ``session_pre_model_hook``'s. The post-model hook records and writes a
+    reply that ends the turn (no tool calls; written without an fsync, as the middleware writes an
+    answer: it outlives the process, and the next turn's durable save makes it durable against a
+    power loss too); a reply that calls tools is left to the agent's state, recorded with its
+    results by the next model call's hook. A turn that ends on a ``return_direct`` tool's result
+    is seen by no hook: without a checkpointer, that turn's call and result are not stored. The
+    post-model hook changes nothing in the agent's state but a reply's id the session holds.
 
     Example:
         >>> from langgraph.prebuilt import create_react_agent  # doctest: +SKIP
@@ -133,10 +135,14 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
             return update(current, turn)
         return await asyncio.to_thread(update, current, turn)  # recall searches the history: never on the event loop
 
-    def after(messages: list[Any]) -> dict[str, Any]:
+    def ends(messages: list[Any]) -> bool:
+        """Whether the reply ends the turn (no tool calls). A reply calling tools is left to the
+        agent's state and recorded with its results by the next model call's pre-model hook: no
+        hook sees a ``return_direct`` tool's result, so recorded here, the call was stored
+        without it (a split pair) when no checkpointer gave the next turn the state."""
         last = messages[-1] if messages else None
-        ended = not (isinstance(last, AIMessage) and last.tool_calls)
-        return {"save": True if ended else len(current_turn(messages)), "durable": False}
+        return not (isinstance(last, AIMessage) and last.tool_calls)
+
 
     def own_id(messages: list[Any], config: RunnableConfig) -> tuple[list[Any], dict[str, Any]]:
         """The reply with an id of its own when the session holds its id for another message (a
@@ -154,12 +160,14 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
 
     def post_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages, update = own_id(state["messages"], config)
-        binding.step(messages, config, resize=False, **after(messages))
+        if ends(messages):
+            binding.step(messages, config, resize=False, save=True, durable=False)
         return update
 
     async def apost_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages, update = own_id(state["messages"], config)
-        await binding.astep(messages, config, resize=False, **after(messages))
+        if ends(messages):
+            await binding.astep(messages, config, resize=False, save=True, durable=False)
         return update
 
     return (RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook"),

@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
+import warnings
 
 from langchain_core.messages import (
     AIMessage,
@@ -300,12 +301,29 @@ def snapshot_state(
         raise StoreError(f"{where}: the stored state document is damaged ({error}); restore it from a backup.") from None
 
 
+def _say_missing(records: Sequence[dict[str, Any]], where: str) -> None:
+    """Say when a full read's record numbers skip (a message line removed from the log by hand):
+    the session loads without those messages, which is not to pass unsaid. O(1): the numbers
+    rise from 0 as written, so the last one tells."""
+    last = records[len(records) - 1].get("seq") if len(records) else None
+    if isinstance(last, int) and records[0].get("seq") == 0 and last >= len(records):
+        missing = last + 1 - len(records)
+        message = (f"{where}: {missing} message{'s' if missing > 1 else ''} of the stored history "
+                   f"{'are' if missing > 1 else 'is'} missing (its record numbers skip: {len(records)} read, numbered up to "
+                   f"{last}): a line removed from the store's log by hand, or a damaged one quarantined? The session loads "
+                   "without them; restore the log from a backup to get them back.")
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        log.warning("%s", message)
+
+
 def _snapshot_state(
     snapshot: Snapshot, where: str, held: Sequence[BaseMessage], progress: Progress | None, middle: Middle | None,
     arrived: dict[str, str] | LoadedStamps | None = None, own: bool = False,
 ) -> tuple[SessionState, dict[str, Any]]:
     state = check_schema(snapshot.state, where)
     start = _gap(snapshot.records, state) if not held else 1
+    if start == 1 and not held:
+        _say_missing(snapshot.records, where)
     full = messages_of(snapshot.records, where, held, progress, arrived, own)
     if start > 1:
         if middle is None:

@@ -58,6 +58,7 @@ class PostgresStore(SqlStore):
         self._apools: dict[asyncio.AbstractEventLoop, Any] = {}  # the async pool of each event loop that used the store
         self._apool: Any = None  # the one opened or used last
         self._aclosed = False  # aclose() ran: the async twins fail as the sync methods after close()
+        self._guards: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}  # each pool's closer at its loop's end
         self._alock = threading.Lock()
         try:
             with psycopg.connect(dsn, **self._kwargs):  # fail fast, and clearly, when unreachable
@@ -91,21 +92,25 @@ class PostgresStore(SqlStore):
         """The async pool of the running event loop, made on first use; the pools of loops that
         have ended are closed here first (``_dispose``).
 
-        It is opened full (``max_size`` connections, waited for): a pool that grows connects in a
-        task of its own, and psycopg_pool's connecting task takes the cancellation ``asyncio.run``
-        sends as it ends for a failed attempt and retries, so ``asyncio.run`` waited for it
-        forever: a program that used the store concurrently hung at its exit, one run in three."""
+        It opens the connections it uses (up to ``max_size``), not ``max_size`` per event loop:
+        a server or role with few free connections still serves. A pool that grows connects in a
+        task of its own, and psycopg_pool's worker takes the cancellation ``asyncio.run`` sends
+        as it ends for a failed connect (so does a broken or expired connection's replacement),
+        and ``asyncio.run`` waited for it forever; a guard task (``_close_at_loop_end``) closes
+        the pool on its loop as that loop ends, which stops the worker."""
         from psycopg_pool import AsyncConnectionPool
 
         loop = asyncio.get_running_loop()
         with self._alock:
             for ended in [other for other in self._apools if other.is_closed()]:
                 _dispose(self._apools.pop(ended), self._where)
+                self._guards.pop(ended, None)
             pool = self._apools.get(loop)
-            if pool is None:
-                pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=self._max_size, max_size=self._max_size, kwargs=self._kwargs,
+            if pool is None or self._guards[loop].done():  # (its guard cancelled, the loop running on: closed by it)
+                pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
                                                                 check=AsyncConnectionPool.check_connection, open=False,
                                                                 name="session_graph-async")
+                self._guards[loop] = loop.create_task(_close_at_loop_end(pool), name="session_graph-async-pool-guard")
             self._apool = pool
             return pool
 
@@ -115,7 +120,7 @@ class PostgresStore(SqlStore):
         pool = self._async_pool()
         if pool.closed:
             with self._errors():  # closed by hand: a StoreError, as the sync methods after close() (not PoolClosed)
-                await pool.open(wait=True, timeout=self._kwargs["connect_timeout"])
+                await pool.open()
 
     # -- native async twins -----------------------------------------------------------------------
     async def aupdate(self, tenant: str, key: str, fn: UpdateFn, *, since: int | None = None) -> int:
@@ -160,6 +165,9 @@ class PostgresStore(SqlStore):
                 _dispose(pool, self._where)
             elif loop.is_running():
                 await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(pool.close(), loop))
+            guard = self._guards.get(loop)
+            if guard is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(guard.cancel)  # its pool is closed: nothing to wait for
         self._pool.close()
         self._warn_open()
 
@@ -170,12 +178,35 @@ class PostgresStore(SqlStore):
         with self._alock:
             for ended in [loop for loop in self._apools if loop.is_closed()]:
                 _dispose(self._apools.pop(ended), self._where)
+                self._guards.pop(ended, None)
         self._warn_open()
 
     def _warn_open(self) -> None:
         if any(not pool.closed for pool in self._apools.values()):  # said, not left to the garbage collector silently
             log.warning("Postgres store closed with its async pool still open (its connections stay until the process "
                         "exits): close it with `await store.aclose()` (or `await manager.aclose()`) on the loop that used it")
+
+
+async def _close_at_loop_end(pool: Any) -> None:
+    """Wait, on the pool's loop, for that loop's end, and close the pool there before it ends.
+
+    ``asyncio.run`` cancels every task as it ends and waits for them; psycopg_pool's worker takes
+    that cancellation for a failed connect when it comes mid-connect (a broken or expired
+    connection replaced in the background) and waits for its next job: the loop never ended.
+    Cancelled here too, this closes the pool: its workers get their stop, its idle connections
+    are closed on their loop, and the loop ends. ``pool.close()`` stops at its workers when the
+    loop's end cancelled them too (it gathers them): the idle connections it took (``_pool``, the
+    field ``_dispose`` reads) are closed here then."""
+    try:
+        await asyncio.get_running_loop().create_future()  # never set: only the loop's end (or aclose) ends it
+    except asyncio.CancelledError:
+        idle = list(getattr(pool, "_pool", ()))
+        with contextlib.suppress(asyncio.CancelledError):
+            await pool.close()
+        for connection in idle:
+            with contextlib.suppress(Exception):
+                await connection.close()
+        raise
 
 
 def _dispose(pool: Any, where: str) -> None:

@@ -71,3 +71,22 @@ def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_message(tmp_path: Pa
         session.append_message({"role": "user", "content": "after"})
         manager.save(session)
     assert _texts(tmp_path)[-2:] == ["a2", "after"]
+
+
+@pytest.mark.parametrize("meta", ["kept", "deleted"])
+def test_a_message_line_removed_by_hand_is_said_not_loaded_silently(tmp_path: Path, meta: str) -> None:
+    """The record numbers skip where the line was: the load names the log and how many messages
+    are missing (it loaded a session without them and said nothing, meta file kept or not)."""
+    log = _stored(tmp_path)
+    lines = log.read_text().splitlines()
+    del lines[3]  # a1
+    log.write_text("\n".join(lines) + "\n")
+    if meta == "deleted":
+        (tmp_path / "default" / "k.meta.json").unlink()
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with SessionManager(tmp_path) as manager:
+            session = manager.get("k")
+            assert session is not None and [m.text for m in session.full_chat_history] == ["q0", "a0", "q1", "q2", "a2"]
+    missing = [str(w.message) for w in said if "by hand" in str(w.message)]
+    assert missing and "1 message" in missing[0] and "'k'" in missing[0], [str(w.message) for w in said]

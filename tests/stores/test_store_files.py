@@ -61,8 +61,8 @@ def test_a_corrupt_middle_line_is_quarantined_not_the_reason_to_load_empty(tmp_p
     lines = log.read_bytes().splitlines(keepends=True)
     lines[2] = b'{"seq": 2, "this is not json\n'
     log.write_bytes(b"".join(lines))
-    with pytest.warns(RuntimeWarning, match="1 corrupt line"):
-        loaded = SessionManager(tmp_path).get_or_create("chat:1")
+    with pytest.warns(RuntimeWarning, match="1 corrupt line"), pytest.warns(RuntimeWarning, match="1 message .* is missing"):
+        loaded = SessionManager(tmp_path).get_or_create("chat:1")  # and the message it held is missing: said too
     assert [m.content[:2] for m in loaded.full_chat_history] == ["u0", "a0", "a1", "u2", "a2"]
     quarantine = log.with_name(log.name.replace(".jsonl", ".quarantine.jsonl"))
     assert json.loads(quarantine.read_text())["line"] == 2
