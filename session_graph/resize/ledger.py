@@ -130,14 +130,9 @@ class Ledger:
 
     def held_positions(self, message_ids: list[str]) -> list[int | None]:
         """``held_position`` of each id, in one pass (a reader of many, ``Arrivals.instants``)."""
-        index, entries, full, indexed = self._index, self.measures.entries, self._full, self._indexed
-        size, found = len(full), []
-        for message_id in message_ids:
-            position = index.get(message_id)
-            if position is None and (entry := entries.get(message_id)) is not None and indexed <= entry[3] < size:
-                position = entry[3] if full[entry[3]].id == message_id else None
-            found.append(position)
-        return found
+        index, entries, full, indexed, size = self._index, self.measures.entries, self._full, self._indexed, len(self._full)
+        return [index.get(i) if i in index else  # else as ``_appended`` reads its entry
+                e[3] if (e := entries.get(i)) is not None and indexed <= e[3] < size and full[e[3]].id == i else None for i in message_ids]
 
     def distinct_ids(self) -> bool:
         """Whether each message held (not a lazy history's middle) has an id of its own, indexed."""
