@@ -155,8 +155,13 @@ class Arrivals(MutableMapping[str, str]):
     @overload
     def get(self, key: str, default: Any, /) -> Any: ...
     def get(self, key: str, default: Any = None, /) -> Any:
-        value = self._appended(key)
-        return stamp_at(value) if value is not None else self.stamps.get(key, default)
+        base, micros = self.base, self.micros  # ``_appended`` inlined: one snapshot, read by many callers
+        if micros and type(key) is str:
+            position = self._core.ledger.held_position(key)
+            if (position is not None and self.micros is micros and 0 <= (offset := position - base) < len(micros)
+                    and (value := micros[offset]) != _GONE):
+                return stamp_at(value)
+        return self.stamps.get(key, default)
 
     def instants(self, keys: Iterable[str]) -> list[int | None]:
         """Each key's appended or loaded stamp as a number (microseconds; ``stamp_at`` gives its
