@@ -172,7 +172,7 @@ class Arrivals(MutableMapping[str, str]):
         base, micros = self.base, self.micros
         if not micros:
             return [None] * len(keys)
-        size, found = len(micros), []
+        size, found = len(micros), list[int | None]()
         append = found.append
         try:
             for position in self._core.ledger.held_positions(keys):
@@ -190,11 +190,11 @@ class Arrivals(MutableMapping[str, str]):
         """``[self.get(key, default) for key in keys]`` at a fraction of its cost (a full save's
         records): the numbers read in one pass, consecutive ones sharing their text up to the
         millisecond or second (``stamp_at``)."""
-        keys = keys if isinstance(keys, list) else list(keys)
+        keys = list(keys) if not isinstance(keys, list) else keys
         base, micros, get = self.base, self.micros, self.stamps.get
         if not micros:
             return [get(key, default) for key in keys]
-        size, found = len(micros), []
+        size, found = len(micros), list[Any]()
         append = found.append
         try:
             for key, position in zip(keys, self._core.ledger.held_positions(keys), strict=True):

@@ -234,7 +234,7 @@ class PooledSource(MessageSource):
         return sorted([*super().documents(tenant, keys), *stored])
 
 
-def _within(stamps: list[int | str], since: str | None, until: str | None) -> Iterable[bool]:
+def _within(stamps: list[Any], since: str | None, until: str | None) -> Iterable[bool]:
     """Whether each stamp is in ``since <= stamp < until`` as text compares: a number (an
     instant, ``stamp_at``'s text) against the bounds' instants, read once
     (``micros_not_before``: the same answer as its text's), any other stamp as text."""
