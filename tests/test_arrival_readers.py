@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 import random
 import time
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
@@ -19,6 +20,7 @@ from session_graph._base import ids
 from session_graph._base.ids import micros_not_before, stamp_at, utc_now
 from session_graph.interop.nanobot import session_history
 from session_graph.resize.arrivals import stamps_of
+from session_graph.resize.ledger import Ledger
 from session_graph.retrieval.messages import MessageSource
 from session_graph.retrieval.search import time_bound
 from session_graph.stores import JsonlStore, SessionManager
@@ -143,3 +145,32 @@ def test_an_export_of_the_history_reads_the_stamps_get_reads(monkeypatch: pytest
     for compat in ("nanobot-0.1", "nanobot-0.3"):
         assert session_history(history, session.arrived_at, {}, 0, compat) == session_history(history, dict(session.arrived_at), {}, 0, compat)
     assert session.get_history(compat="nanobot-0.1") == session_history(history, dict(session.arrived_at), {}, 0, "nanobot-0.1")
+
+
+
+@pytest.mark.parametrize("kept", [None, 20])
+def test_a_settle_while_many_are_read_gives_each_its_own_stamp(monkeypatch: pytest.MonkeyPatch, kept: int | None) -> None:
+    """Another thread's clear or load settles the stamps (into the dict by id) while a search or a
+    save reads them: each read still gives each message its own stamp (read again)."""
+    expected = [stamp_at(START // 1000 + i) for i in range(50)]
+    for read in ("texts", "instants"):
+        session = _session(monkeypatch, 50)
+        stamps, keys, calls = session.arrived_at, [m.id or "" for m in session.full_chat_history], []
+        real = Ledger.held_positions
+
+        def racing(ledger: Ledger, ids: list[str], session: Session = session, real: Any = real, calls: list[int] = calls) -> list[int | None]:
+            found = real(ledger, ids)
+            if not calls:  # the first read races a settle: every number (kept None) or those after 20 into the dict
+                calls.append(1)
+                history = list(session.full_chat_history)
+                session.arrived_at.settle(history, [] if kept is None else history[:kept], kept)
+            return found
+
+        monkeypatch.setattr(Ledger, "held_positions", racing)
+        if read == "texts":
+            assert stamps.texts(keys) == expected
+        else:
+            numbers = stamps.instants(keys)
+            assert [stamp_at(n) if n is not None else stamps.get(k) for k, n in zip(keys, numbers, strict=True)] == expected
+        assert calls and stamps.texts(keys) == expected and [stamps.get(k) for k in keys] == expected
+        monkeypatch.undo()
