@@ -13,7 +13,9 @@ batches alternated between trees, the order reversed every round, medians of the
 - ``save stamps``: a full save's records' stamps of every message, as each tree's
   ``session_save`` reads them (``arrived_at.get(id, now)`` each, or ``resize.arrivals.stamps_of``
   where the tree has it); the records themselves (``message_record``: pydantic's dump, the same
-  code in every tree) are not timed.
+  code in every tree) are not timed;
+- ``stamp_at``: the text of the same 20,000 stamp numbers (this tree's session's, in order)
+  by each tree's ``_base/ids.stamp_at`` (trees without one are left out).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def load(root: str) -> dict[str, Any]:
         sys.path.remove(root)
     if not str(package.__file__).startswith(root):
         raise SystemExit(f"{root} has no session_graph package (found {package.__file__})")
-    return {"Session": package.Session, "stamps_of": getattr(arrivals, "stamps_of", None)}
+    ids = importlib.import_module("session_graph._base.ids")
+    return {"Session": package.Session, "stamps_of": getattr(arrivals, "stamps_of", None), "stamp_at": getattr(ids, "stamp_at", None)}
 
 
 def build(tree: dict[str, Any], count: int) -> Any:
@@ -87,13 +90,23 @@ def main() -> None:
             return stamps_of(stamps, history, "now")
         return [stamps.get(m.id or "", "now") for m in history]
 
-    cases = {"get": get, "search since/until": ranked, "save stamps": save}
+    mine = sessions["this tree"]
+    numbers = [n for n in mine.arrived_at.instants([m.id or "" for m in mine.full_chat_history]) if n is not None]
+
+    def texts(name: str) -> Any:
+        stamp_at = trees[name]["stamp_at"]
+        return [stamp_at(n) for n in numbers]
+
+    cases = {"get": get, "search since/until": ranked, "save stamps": save, "stamp_at": texts}
     for label, case in cases.items():
-        results = {name: case(name) for name in trees}
+        names = [name for name in trees if label != "stamp_at" or trees[name]["stamp_at"] is not None]
+        results = {name: case(name) for name in names}
         if label == "search since/until":  # each tree's session has its own stamps: the same hits, not the same times
             assert len({repr([seq for seq, _ in r]) for r in results.values()}) == 1, f"{label}: trees disagree"
-        times: dict[str, list[float]] = {name: [] for name in trees}
-        order = list(trees)
+        if label == "stamp_at":
+            assert len({repr(r) for r in results.values()}) == 1, "stamp_at: trees disagree"
+        times: dict[str, list[float]] = {name: [] for name in names}
+        order = list(names)
         for _ in range(args.rounds):
             for name in order:
                 start = time.process_time()
