@@ -71,8 +71,54 @@ def utc_now() -> str:
 
 
 def stamp_at(micros: int) -> str:
-    """``utc_now``'s text for an instant in microseconds since the epoch (a stamp kept as a number)."""
-    return _millisecond(micros // 1000) + _MICROS[micros % 1000]
+    """``utc_now``'s text for an instant in microseconds since the epoch (a stamp kept as a number).
+
+    Consecutive stamps of a session share their millisecond or at least their second: the text
+    up to the millisecond is kept for the last one read (``_STAMP_MILLI``), and up to the second
+    (``_SECOND``, ``_millisecond``'s), so a stamp is one lookup and one or two concatenations."""
+    global _STAMP_MILLI
+    milli = _STAMP_MILLI  # read once: another thread may replace it between two reads
+    offset = micros - milli[0]
+    if 0 <= offset < 1000:
+        return milli[1] + _MICROS[offset]
+    offset = micros % 1000
+    start = micros - offset
+    second = _SECOND
+    within = start // 1000 - second[0] * 1000
+    text = second[1] + _MILLIS[within] if second[1] and 0 <= within < 1000 else _millisecond(start // 1000)
+    _STAMP_MILLI = (start, text)
+    return text + _MICROS[offset]
+
+
+_STAMP_MILLI: tuple[int, str] = (_NEVER, "")  # ``stamp_at``'s last millisecond (apart from ``utc_now``'s clock)
+_MILLIS: tuple[str, ...] = tuple(f".{n:03d}" for n in range(1000))
+_FIRST = -62_135_596_800_000_000  # 0001-01-01T00:00:00.000000Z, the first instant ``stamp_at`` writes
+_LAST = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, its last
+
+
+def micros_not_before(text: str) -> int:
+    """The first instant whose ``stamp_at`` text is at or after ``text`` (as text compares), so
+    ``stamp_at(m) >= text`` is ``m >= micros_not_before(text)`` for every instant ``m``: a time
+    bound compared with numbers, read once (its instant when it is in ``utc_now``'s form, else
+    found by bisection: ``stamp_at``'s text grows with its instant)."""
+    exact = micros_of(text)
+    if exact is not None:
+        return exact
+    low, high = _FIRST, _LAST + 1  # stamp_at(high - 1) < text < ... : the answer is in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        if _stamp_of(middle) >= text:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def _stamp_of(micros: int) -> str:
+    """``stamp_at``'s text, made without touching its caches (a bisection reads far-apart instants)."""
+    seconds, micro = divmod(micros, 1_000_000)
+    day, rest = divmod(seconds, 86_400)
+    return f"{(_EPOCH + timedelta(days=day)).isoformat()}T{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}.{micro:06d}Z"
 
 
 _DIGITS3: dict[str, int] = {f"{n:03d}": n for n in range(1000)}  # "000".."999": a check and a parse in one lookup

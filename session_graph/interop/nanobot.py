@@ -36,6 +36,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert
 
 from session_graph.errors import ConfigurationError, MessageError
 from session_graph.messages import role_of, to_message
+from session_graph.resize.arrivals import stamps_of
 
 __all__ = ["NANOBOT_FAMILIES", "archive_offset", "nanobot_history", "nanobot_message", "nanobot_record", "session_history"]
 
@@ -168,7 +169,8 @@ def session_history(
     start = 0 if family == "0.1" else archive_offset(meta.get("header") or {}, len(messages))  # 0.1.x has no watermark
     if limit > 0:
         start = max(start, len(messages) - limit)
-    records = [nanobot_record(message, stamps.get(message.id or "", "")) for message in messages[start:]]
+    tail = messages[start:]
+    records = [nanobot_record(message, stamp) for message, stamp in zip(tail, stamps_of(stamps, tail, ""), strict=True)]
     return nanobot_history(records, limit, family)
 
 

@@ -18,6 +18,7 @@ import weakref
 
 from langchain_core.messages import BaseMessage
 
+from session_graph._base.ids import micros_not_before
 from session_graph.retrieval.bm25 import Bm25Index
 from session_graph.retrieval.hits import SearchHit
 from session_graph.retrieval.search import SearchOptions, search
@@ -85,13 +86,24 @@ class MessageSource:
              since: str | None = None, until: str | None = None) -> list[tuple[Ref, float]]:
         allow = None
         if since is not None or until is not None:
-            times = [self._ts(self.index.key_of(d)[1]) for d in range(self.index.ids)]
-            allow = self.index.mask((since is None or t >= since) and (until is None or t < until) for t in times)
+            allow = self.index.mask(_within(self._stamps([self.index.key_of(d)[1] for d in range(self.index.ids)]), since, until))
         return self.index.search(words, limit, allow=allow)  # type: ignore[return-value]
 
     def _ts(self, position: int) -> str:
         message = self._held.get(position)
         return self._times.get(message.id or "", "") if message is not None else ""
+
+    def _stamps(self, positions: list[int]) -> list[int | str]:
+        """``_ts`` of each position, without making text where the session keeps a stamp as a
+        number (``resize/arrivals.Arrivals.instants``: microseconds; compared with the bounds'
+        instants by ``_within``)."""
+        times, held = self._times, self._held
+        instants = getattr(times, "instants", None)
+        if instants is None:
+            return [self._ts(p) for p in positions]
+        messages = [held.get(p) for p in positions]
+        numbers = instants([m.id or "" if m is not None else "" for m in messages])
+        return [n if n is not None else times.get(m.id or "", "") if m is not None else "" for n, m in zip(numbers, messages, strict=True)]
 
     def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
         def hit(position: int, value: float = 0.0) -> SearchHit | None:
@@ -195,6 +207,11 @@ class PooledSource(MessageSource):
         hit = self._stored.get(position)
         return hit.ts if hit is not None else super()._ts(position)
 
+    def _stamps(self, positions: list[int]) -> list[int | str]:
+        stored = self._stored
+        found = super()._stamps(positions)
+        return [stored[p].ts if p in stored else t for p, t in zip(positions, found, strict=True)] if stored else found
+
     def fetch(self, tenant: str, refs: list[Ref], score: dict[Ref, float], around: int = 0) -> list[SearchHit]:
         held = {ref: hit for hit in super().fetch(tenant, [r for r in refs if r[1] in self._held], score, around)
                 for ref in [(hit.key, hit.seq)]}
@@ -215,6 +232,16 @@ class PooledSource(MessageSource):
     def documents(self, tenant: str, keys: list[str] | None = None) -> list[tuple[Ref, str | None, str, int | None]]:
         stored = [((self.key, p), h.message_id, h.ts, hash(h.text)) for p, h in self._stored.items()]
         return sorted([*super().documents(tenant, keys), *stored])
+
+
+def _within(stamps: list[Any], since: str | None, until: str | None) -> Iterable[bool]:
+    """Whether each stamp is in ``since <= stamp < until`` as text compares: a number (an
+    instant, ``stamp_at``'s text) against the bounds' instants, read once
+    (``micros_not_before``: the same answer as its text's), any other stamp as text."""
+    low = micros_not_before(since) if since is not None else None
+    high = micros_not_before(until) if until is not None else None
+    return [(low is None or s >= low) and (high is None or s < high) if type(s) is int
+            else (since is None or s >= since) and (until is None or s < until) for s in stamps]
 
 
 def bind_store(session: Any, index: Any, tenant: str) -> None:

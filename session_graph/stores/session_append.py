@@ -23,6 +23,7 @@ from operator import attrgetter, is_
 from typing import Any
 
 from session_graph.interop.export import commit_fields
+from session_graph.resize.arrivals import stamps_of
 from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
 from session_graph.stores.base import utc_now
@@ -99,7 +100,7 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
     if pruned and (not (dropped or gained) or not _only_pruned(session, base, ids, fields, entry.persisted if gained else len(history))):
         return None
     expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
-    records = [message_record(message, session.arrived_at.get(message.id or "", now)) for message in new]
+    records = [message_record(message, stamp) for message, stamp in zip(new, stamps_of(session.arrived_at, new, now), strict=True)]
 
     def done(version: int | None) -> bool:
         if version is None:
