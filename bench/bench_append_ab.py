@@ -17,33 +17,23 @@ without its resizes and its batches of 10).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 from pathlib import Path
 import random
 import statistics
-import sys
 import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+import trees as checkouts
 
 HERE = str(Path(__file__).resolve().parents[1])
 WORDS = ["the", "session", "keeps", "full", "history", "window", "memo", "budget", "tokens", "model", "reply", "tool", "call", "result", "user"]
 
 
 def load(root: str) -> Any:
-    """The ``Session`` class of the checkout at ``root``, its modules imported afresh."""
-    for name in [k for k in sys.modules if k == "session_graph" or k.startswith("session_graph.")]:
-        del sys.modules[name]
-    sys.path.insert(0, root)
-    try:
-        package = importlib.import_module("session_graph")
-    finally:
-        sys.path.remove(root)
-    if not str(package.__file__).startswith(root):
-        raise SystemExit(f"{root} has no session_graph package (found {package.__file__})")
-    return package.Session
+    """The ``Session`` class of the checkout at ``root``, its modules imported afresh (``checkouts.load``)."""
+    return checkouts.load(root)["session_graph"].Session
 
 
 def main() -> None:

@@ -21,35 +21,24 @@ batches alternated between trees, the order reversed every round, medians of the
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 import statistics
-import sys
 import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
+import trees as checkouts
 
 HERE = str(Path(__file__).resolve().parents[1])
 
 
 def load(root: str) -> dict[str, Any]:
-    """The modules used here of the checkout at ``root``, imported afresh."""
-    for name in [k for k in sys.modules if k == "session_graph" or k.startswith("session_graph.")]:
-        del sys.modules[name]
-    sys.path.insert(0, root)
-    try:
-        package = importlib.import_module("session_graph")
-        try:  # main before today has no arrivals module: its stamps are a dict
-            arrivals: Any = importlib.import_module("session_graph.resize.arrivals")
-        except ModuleNotFoundError:
-            arrivals = None
-    finally:
-        sys.path.remove(root)
-    if not str(package.__file__).startswith(root):
-        raise SystemExit(f"{root} has no session_graph package (found {package.__file__})")
-    ids = importlib.import_module("session_graph._base.ids")
-    return {"Session": package.Session, "stamps_of": getattr(arrivals, "stamps_of", None), "stamp_at": getattr(ids, "stamp_at", None)}
+    """The modules used here of the checkout at ``root``, imported afresh (``checkouts.load``;
+    main before today has no arrivals module: its stamps are a dict)."""
+    modules = checkouts.load(root, optional=("session_graph.resize.arrivals",))
+    arrivals, ids = modules.get("session_graph.resize.arrivals"), modules["session_graph._base.ids"]
+    return {"Session": modules["session_graph"].Session, "stamps_of": getattr(arrivals, "stamps_of", None),
+            "stamp_at": getattr(ids, "stamp_at", None)}
 
 
 def build(tree: dict[str, Any], count: int) -> Any:

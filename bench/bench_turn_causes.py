@@ -36,11 +36,9 @@ turn's input, and LangGraph applying the cut command and our state schema on a o
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 from pathlib import Path
 import statistics
-import sys
 import tempfile
 import time
 from typing import Any
@@ -53,34 +51,18 @@ from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
+import trees as checkouts
 
 HERE = str(Path(__file__).resolve().parents[1])
 PROMPT = "You are a research assistant."
 
 
-def _ours() -> list[str]:
-    return [k for k in sys.modules if k == "session_graph" or k.startswith("session_graph.")]
-
-
 def load(root: str) -> dict[str, Any]:
-    """The ``session_graph`` of the checkout at ``root``: its modules, imported afresh."""
-    for name in _ours():
-        del sys.modules[name]
-    sys.path.insert(0, root)
-    try:
-        package = importlib.import_module("session_graph")
-        importlib.import_module("session_graph.integrations")
-    finally:
-        sys.path.remove(root)
-    if not str(package.__file__).startswith(root):
-        raise SystemExit(f"{root} has no session_graph package (found {package.__file__})")
-    return {name: sys.modules[name] for name in _ours()}
+    """The ``session_graph`` of the checkout at ``root`` with its integrations (``checkouts.load``)."""
+    return checkouts.load(root, "session_graph.integrations")
 
 
-def use(modules: dict[str, Any]) -> None:
-    for name in _ours():
-        del sys.modules[name]
-    sys.modules.update(modules)
+use = checkouts.use
 
 
 def shape(modules: dict[str, Any]) -> AgentMiddleware:

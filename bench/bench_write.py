@@ -23,16 +23,15 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 import fcntl
-import importlib
 import os
 from pathlib import Path
 import statistics
-import sys
 import tempfile
 import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+import trees as checkouts
 
 HERE = str(Path(__file__).resolve().parents[1])
 QUESTION = "How does the session keep its window inside the budget when tool results are large? " * 2
@@ -42,28 +41,10 @@ KINDS = ("input, durable (1 message)", "turn end, durable=False (3 messages)", "
 SYSCALLS = ("stat", "fstat", "lstat", "open", "close", "write", "fsync", "lseek", "utime", "replace", "getpid", "read")
 
 
-def _ours() -> list[str]:
-    return [k for k in sys.modules if k == "session_graph" or k.startswith("session_graph.")]
+load = checkouts.load
 
 
-def load(root: str) -> dict[str, Any]:
-    """The ``session_graph`` of the checkout at ``root``: its modules, imported afresh."""
-    for name in _ours():
-        del sys.modules[name]
-    sys.path.insert(0, root)
-    try:
-        package = importlib.import_module("session_graph")
-    finally:
-        sys.path.remove(root)
-    if not str(package.__file__).startswith(root):
-        raise SystemExit(f"{root} has no session_graph package (found {package.__file__})")
-    return {name: sys.modules[name] for name in _ours()}
-
-
-def use(modules: dict[str, Any]) -> None:
-    for name in _ours():
-        del sys.modules[name]
-    sys.modules.update(modules)
+use = checkouts.use
 
 
 class Tree:
