@@ -43,6 +43,8 @@ BENCHES = [
           "an agent turn with SessionMiddleware + JSONL vs a stock agent, CPU; fsyncs per turn"),
     Bench("turn_causes", "bench_turn_causes.py", (), ("--rounds", "8", "--batch", "6"),
           "where the middleware's turn spends its CPU: saves, resize, the rest (record, judge, view, glue)"),
+    Bench("write", "bench_write.py", (), ("--rounds", "20"),
+          "one write of an agent turn (JSONL appended save: durable input, turn end, after a lite prune) vs one os.write (+ fsync) of its bytes; syscalls per write"),
     Bench("speed", "bench_speed.py", (), ("--quick",),
           "resize vs bare invoke, window vs trim_messages, loads, memory (RSS and tracemalloc), append + judge"),
     Bench("stores", "bench_stores.py", (), ("--rss-sizes", "100000", "--turns", "10", "--flat-rounds", "20", "--writer-turns", "100", "--merge-rounds", "10"),
