@@ -71,3 +71,42 @@ def test_a_log_saved_with_a_byte_order_mark_keeps_its_first_message(tmp_path: Pa
         session.append_message({"role": "user", "content": "after"})
         manager.save(session)
     assert _texts(tmp_path)[-2:] == ["a2", "after"]
+
+
+@pytest.mark.parametrize("edit", ["removed", "damaged"])
+@pytest.mark.parametrize("meta", ["kept", "deleted"])
+def test_a_cached_session_of_an_edited_log_reloads_another_writers_messages_once(tmp_path: Path, edit: str, meta: str) -> None:
+    """A record's ``seq`` is where it was written, so a line removed by hand leaves the loaded
+    history one shorter than the store's numbering; a cached session reloading what another
+    writer added reads the records from ``seq`` = the messages it holds: it got the last one it
+    held again (a2 twice in its history, then in its window and its saves), and the stamps
+    by position were read for the wrong messages."""
+    log = _stored(tmp_path)
+    lines = log.read_text().splitlines()
+    lines[1:2] = [] if edit == "removed" else [_drop_message_field(lines[1])]
+    log.write_text("\n".join(lines) + "\n")
+    if meta == "deleted":
+        (tmp_path / "default" / "k.meta.json").unlink()
+    expected = ["q0", "q1", "a1", "q2", "a2"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with SessionManager(tmp_path) as first, SessionManager(tmp_path) as second:
+            mine = first.get("k")
+            assert mine is not None and [m.text for m in mine.full_chat_history] == expected
+            theirs = second.get("k")
+            assert theirs is not None
+            theirs.append_message({"role": "user", "content": "from the other"})
+            second.save(theirs)
+            mine = first.get("k")  # the cached one, reloaded with what the other writer added
+            assert mine is not None
+            assert [m.text for m in mine.full_chat_history] == [*expected, "from the other"]
+            stamps = {json.loads(line)["id"]: json.loads(line)["ts"] for line in log.read_text().splitlines()
+                      if '"message"' in line and "message" in json.loads(line)}
+            assert {m.id: mine.arrived_at[m.id or ""] for m in mine.full_chat_history} == {
+                m.id: stamps[m.id] for m in mine.full_chat_history}
+            mine.append_message({"role": "user", "content": "from me"})
+            first.save(mine)
+            theirs = second.get("k")
+            assert theirs is not None
+            assert [m.text for m in theirs.full_chat_history] == [*expected, "from the other", "from me"]
+    assert _texts(tmp_path) == [*expected, "from the other", "from me"]
