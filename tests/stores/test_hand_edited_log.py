@@ -112,13 +112,11 @@ def test_a_cached_session_of_an_edited_log_reloads_another_writers_messages_once
     assert _texts(tmp_path) == [*expected, "from the other", "from me"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a record's seq is where it was written, and a save stores the window's start as a position in the "
-    "loaded history: after a line removed by hand they differ by one, so a lazy load reads the window from "
-    "the wrong record and its middle is one short (StoreError on first use, until the meta file is deleted). "
-    "Fix: the JSONL store renumbers a log whose numbering has a gap at its first write under the lock "
-    "(one rewrite, seq = position), or stores the positional count beside the seq count"))
 def test_an_edited_log_whose_window_then_moves_still_loads(tmp_path: Path) -> None:
+    """A save after a line removed by hand numbers its records by count (seqs now repeat) and
+    stores the window's start as a position; a lazy load read the window from that seq, got one
+    record too many, and every use of the history then failed (its middle one short) until the
+    meta file was deleted. The window read now checks it got the count the state says, else reads all."""
     with SessionManager(tmp_path) as manager:
         session = manager.get_or_create("k")
         for turn in range(10):
