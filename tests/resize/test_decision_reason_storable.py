@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from session_graph import Session
-from session_graph.errors import PolicyResultError
+from session_graph.errors import HandlerResultError, PolicyResultError
 from session_graph.stores import SessionManager
 
 
@@ -43,3 +43,21 @@ def test_a_plain_reason_is_kept_in_the_memo(tmp_path: Path) -> None:
         session.append_message({"role": "assistant", "content": f"a{turn}"})
     session.resize()
     assert session.memo["last_resize"]["reason"] == "mine"
+
+
+def test_a_resize_handlers_memo_no_store_gives_back_is_refused_at_the_resize(tmp_path: Path) -> None:
+    """A resize handler's memo holding a datetime: the resize was committed and every save then
+    refused (the memo blamed, not the handler); now the resize fails naming the handler, and the
+    session, unchanged, saves on."""
+    def handler(full: Any, current: Any, memo: Any, settings: Any) -> Any:
+        return full, current[-2:], {**memo, "when": datetime(2026, 1, 1, tzinfo=UTC)}
+
+    with SessionManager(tmp_path, session_factory=lambda key: Session(key, resize_handlers={"lite": handler})) as manager:
+        session = manager.get_or_create("k")
+        for turn in range(3):
+            session.append_message({"role": "user", "content": f"q{turn}"})
+            session.append_message({"role": "assistant", "content": f"a{turn}"})
+        with pytest.raises(HandlerResultError, match="'lite' resize handler.*datetime"):
+            session.resize(force="lite")
+        assert "when" not in session.memo and len(session.current_chat_history) == 6
+        manager.save(session)
