@@ -27,7 +27,7 @@ def test_a_decision_reason_no_store_gives_back_is_refused_by_the_judge(tmp_path:
             session.append_message({"role": "user", "content": f"q{turn}"})
             session.append_message({"role": "assistant", "content": f"a{turn}"})
         session.append_message({"role": "user", "content": "q2"})
-        with pytest.raises(PolicyResultError, match="policy handler.*reason"):
+        with pytest.raises(PolicyResultError, match=r"policy handler.*reason"):
             session.resize()
         assert "last_resize" not in session.memo
         manager.save(session)  # the session saves on: nothing of the refused decision was kept
@@ -57,7 +57,7 @@ def test_a_resize_handlers_memo_no_store_gives_back_is_refused_at_the_resize(tmp
         for turn in range(3):
             session.append_message({"role": "user", "content": f"q{turn}"})
             session.append_message({"role": "assistant", "content": f"a{turn}"})
-        with pytest.raises(HandlerResultError, match="'lite' resize handler.*datetime"):
+        with pytest.raises(HandlerResultError, match=r"'lite' resize handler.*datetime"):
             session.resize(force="lite")
         assert "when" not in session.memo and len(session.current_chat_history) == 6
         manager.save(session)
