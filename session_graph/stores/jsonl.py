@@ -271,6 +271,8 @@ class JsonlStore(StoreBase):
                 raise InFlight
             recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 4)
             state = {"message_count": len(records)}
+        elif int(state.get("window_start", 0) or 0) > 1:  # a full read: a gap in its numbering (a line removed by hand)
+            state = {**state, "window_start": 0}  # at the window's start is no window read (codec._gap)
         return Snapshot(key, state, records, int(state.get("version", 0)))
 
     def version(self, tenant: str, key: str) -> int | None:

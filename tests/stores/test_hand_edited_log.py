@@ -139,3 +139,23 @@ def test_an_edited_log_whose_window_then_moves_still_loads(tmp_path: Path) -> No
             manager.save(session)
     texts = _texts(tmp_path)
     assert texts[:3] == ["q0 " + "x" * 50, "q1 " + "x" * 50, "a1 " + "y" * 50] and texts[-1] == "q10" and len(texts) == 20
+
+
+def test_a_line_removed_just_before_the_window_is_not_taken_for_a_window_read(tmp_path: Path) -> None:
+    """The window starts at record 2 and record 1 is removed by hand: the full read (the log no
+    longer as its state left it) numbers its second record 2, the window's start, so the load took
+    it for a window read and every use of the history failed (its middle one short)."""
+    with SessionManager(tmp_path) as manager:
+        session = manager.get_or_create("k")
+        for turn in range(4):
+            session.append_message({"role": "user", "content": f"q{turn}"})
+            session.append_message({"role": "assistant", "content": f"a{turn}"})
+        session.configure(limit={"messages": 6})
+        session.resize(force="lite")
+        assert [m.text for m in session.current_chat_history][0] == "q1"  # the window starts at record 2
+        manager.save(session)
+    log = tmp_path / "default" / "k.jsonl"
+    lines = log.read_text().splitlines()
+    lines[1:2] = []  # a0 removed by hand
+    log.write_text("\n".join(lines) + "\n")
+    assert _texts(tmp_path) == ["q0", "q1", "a1", "q2", "a2", "q3", "a3"]
