@@ -152,7 +152,7 @@ def test_a_line_removed_just_before_the_window_is_not_taken_for_a_window_read(tm
             session.append_message({"role": "assistant", "content": f"a{turn}"})
         session.configure(limit={"messages": 6})
         session.resize(force="lite")
-        assert [m.text for m in session.current_chat_history][0] == "q1"  # the window starts at record 2
+        assert session.current_chat_history[0].text == "q1"  # the window starts at record 2
         manager.save(session)
     log = tmp_path / "default" / "k.jsonl"
     lines = log.read_text().splitlines()
