@@ -150,6 +150,8 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
         as the middleware's ``_new_ids``), and the state update that swaps it in."""
         reply = messages[-1] if messages else None
         session = binding.live(binding.key(config)) if isinstance(reply, AIMessage) and reply.id else None
+        if session is None and reply is not None and not isinstance(reply, AIMessage):
+            return _in_place(binding.live(binding.key(config)), messages)
         if session is None or reply not in session:
             return messages, {}
         last = session.full_chat_history[-1]
@@ -157,6 +159,27 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
             return messages, {}  # this very reply, recorded by a run of this hook that did not finish (a resume)
         copy = reply.model_copy(update={"id": uuid.uuid4().hex})
         return [*messages[:-1], copy], {"messages": [RemoveMessage(id=reply.id), copy]}
+
+    def _in_place(session: Session | None, messages: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+        """A reply that repeated the id of an earlier reply of this turn (a model or proxy giving
+        every reply one id): ``add_messages`` put it in that reply's place, so the turn lost its
+        tool call (and ended with a tool result, the model called again). The recorded reply is
+        put back and the new one appended with an id of its own."""
+        if session is None:
+            return messages, {}
+        start = len(messages) - len(current_turn(messages))
+        for index in range(len(messages) - 1, start - 1, -1):
+            message = messages[index]
+            position = session._ledger.held_position(message.id) if isinstance(message, AIMessage) and message.id else None
+            if position is None:
+                continue
+            held = session.full_chat_history[position]
+            if held.content == message.content and getattr(held, "tool_calls", None) == message.tool_calls:
+                return messages, {}  # the newest reply of this turn is the one recorded: nothing replaced
+            copy = message.model_copy(update={"id": uuid.uuid4().hex})
+            fixed = [*messages[:index], held, *messages[index + 1 :], copy]
+            return fixed, {"messages": [held, copy]}
+        return messages, {}
 
     def post_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages, update = own_id(state["messages"], config)

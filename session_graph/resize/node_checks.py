@@ -26,6 +26,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from session_graph._base.exact_json import unstorable
 from session_graph.errors import ConfigurationError, HandlerResultError
 from session_graph.resize.state import SessionState
 
@@ -84,6 +85,9 @@ def check_node_update(name: str, state: SessionState, update: Any) -> Any:
         _window(where, full, update.get("current_chat_history", state.current_chat_history))
     if "memo" in update and not isinstance(update["memo"], dict):
         raise HandlerResultError(f"{where} returned memo as {type(update['memo']).__name__}; the memo is a dict (rule 5).")
+    why = unstorable(update["memo"], "the memo it returned") if "memo" in update and update["memo"] is not state.memo else None
+    if why is not None:  # else every save of the session is refused, the memo blamed
+        raise HandlerResultError(f"{where}: {why} (rule 5).")
     for key in ("turns", "last_resize_turn", "memo_cursor", "archived_through"):
         value = update.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):

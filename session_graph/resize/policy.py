@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NotRequired, TypedDict
 
+from session_graph._base.exact_json import unstorable
 from session_graph._base.flow import Call, Flow
 from session_graph.accounting.budget import window_room
 from session_graph.accounting.window import Totals
@@ -77,6 +78,9 @@ def normalize_decision(result: Any) -> Decision | None:
     if isinstance(result, str) and result:
         return {"type": result}
     if isinstance(result, Mapping) and isinstance(result.get("type"), str) and result["type"]:
+        why = unstorable(result.get("reason"), "its decision's 'reason'") if "reason" in result else None
+        if why is not None:  # it goes into the memo (memo["last_resize"]): every save would be refused
+            raise PolicyResultError(f"the policy handler returned {result!r:.120}: {why}")
         return dict(result)  # type: ignore[return-value]
     raise PolicyResultError(
         f"the policy handler returned {result!r:.120}; return None, a resize type name such as "

@@ -271,7 +271,8 @@ class JsonlStore(StoreBase):
                 raise InFlight
             recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 4)
             state = {"message_count": len(records)}
-        return Snapshot(key, state, records, int(state.get("version", 0)))
+        full = {**state, "window_start": 0} if state.get("window_start") else state  # never a window read (codec._gap)
+        return Snapshot(key, full, records, int(state.get("version", 0)))  # (a line removed by hand at the window's start)
 
     def version(self, tenant: str, key: str) -> int | None:
         """The stored version (from the meta file alone), or None if the session is not stored."""

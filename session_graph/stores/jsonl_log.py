@@ -189,6 +189,8 @@ def window_records(log: Path, state: dict[str, Any]) -> list[dict[str, Any]] | N
             records.append(record)
     if not is_record(first) or first.get("seq") != 0 or len(records) < 2 or records[1].get("seq") != start:
         return None
+    if len(records) - 1 != int(state.get("message_count", 0)) - start:  # seqs not positions (a line removed by hand
+        return None  # or quarantined, records appended after it): the window's start, a position, is no seq there
     return records
 
 

@@ -14,7 +14,7 @@ store, tenant, factory and cache, read at each use).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 import logging
@@ -199,7 +199,8 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     held = prefix(entry.session.full_chat_history, entry.persisted) if entry is not None else []
     window = not held and getattr(manager.store, "reads_windows", False)  # a lazy load: the middle stays in the store
     snapshot = yield Call("read", (manager.tenant, key), {"since": len(held)} if held else {"window": True} if window else {})
-    if snapshot is not None and held and cleared(entry, snapshot.state, None, len(held)):
+    if snapshot is not None and held and (cleared(entry, snapshot.state, None, len(held))
+                                          or overlaps(entry.session, snapshot.records, len(held))):
         held = []
         snapshot = yield Call("read", (manager.tenant, key))
     if snapshot is None:
@@ -235,7 +236,7 @@ def merge_flow(manager: Owner, key: str, entry: Entry) -> Operation:
     session = entry.session
     held = min(entry.persisted, len(session.full_chat_history))
     snapshot = yield Call("read", (manager.tenant, key), {"since": held})
-    if snapshot is not None and held and cleared(entry, snapshot.state, None, held):
+    if snapshot is not None and held and (cleared(entry, snapshot.state, None, held) or overlaps(session, snapshot.records, held)):
         held = 0
         snapshot = yield Call("read", (manager.tenant, key))
     if snapshot is None:  # deleted meanwhile: what we hold is all there is
@@ -284,6 +285,16 @@ def cleared(entry: Entry | None, state: dict[str, Any], count: int | None, held:
     (another writer cleared the session since: fewer messages, or another ``resets``)."""
     count = int(state.get("message_count", 0)) if count is None else count
     return count < held or (entry is not None and resets(state) != resets(entry.base))
+
+
+def overlaps(session: Session, records: Sequence[dict[str, Any]], held: int) -> bool:
+    """Whether the records read from ``seq`` ``held`` on start with a message the session already
+    holds before ``held``: a log whose numbering has a gap (a line removed by hand, a damaged one
+    quarantined) numbers its records past their positions, so such a read repeats the last ones
+    held (the caller then reads the whole log, numbered by position)."""
+    first = records[0].get("id") if len(records) else None
+    position = session._ledger.held_position(first) if type(first) is str and first else None
+    return position is not None and position < held
 
 
 def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> Merged:

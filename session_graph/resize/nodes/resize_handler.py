@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
+from session_graph._base.exact_json import unstorable
 from session_graph._base.flow import Flow, call
 from session_graph.errors import HandlerResultError, MessageError
 from session_graph.messages import to_message
@@ -44,6 +45,9 @@ def check_resize_result(result: Any, before: list[Any], resize_type: str) -> tup
         raise HandlerResultError(f"{name} must return lists for both histories, got {type(full).__name__} and {type(current).__name__}.")
     if not isinstance(memo, dict):
         raise HandlerResultError(f"{name} must return the memo as a dict, got {type(memo).__name__}.")
+    why = unstorable(memo, "the memo it returned")  # else every save of the session is refused, the memo blamed
+    if why is not None:
+        raise HandlerResultError(f"{name}: {why}")
     if len(full) < len(before):
         raise HandlerResultError(
             f"{name} returned a full history of {len(full)} messages, shorter than the {len(before)} "
