@@ -315,7 +315,7 @@ class Arrivals(MutableMapping[str, str]):
         if not keep:
             self.micros, self.base, self._unset = array("q"), -1, 0
             return
-        unset = micros[:keep].count(_GONE)
+        unset = self._unset - micros[keep:].count(_GONE)  # O(what is cut): a merge keeps the long prefix
         del micros[keep:]
         pad = len(new) - base - keep
         if pad > 0:
