@@ -10,27 +10,16 @@ from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 import pytest
+from resize_util import executor_choices
 
 from session_graph import Session
 from session_graph.integrations import SessionMiddleware
-from session_graph.resize import session_run
-from session_graph.resize.direct import FORCE_PREGEL_ENV
 
 
 @pytest.fixture
 def chosen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each resize's ``select`` chose the direct executor."""
-    monkeypatch.delenv(FORCE_PREGEL_ENV, raising=False)  # the suite may run with Pregel forced: these tests read the default choice
-    picks: list[bool] = []
-    real = session_run.select
-
-    def select(graph: Any, handlers: Any, *, sync: bool) -> Any:
-        plan = real(graph, handlers, sync=sync)
-        picks.append(plan is not None)
-        return plan
-
-    monkeypatch.setattr(session_run, "select", select)
-    return picks
+    return executor_choices(monkeypatch)
 
 
 def _agent() -> tuple[Session, Any]:

@@ -13,6 +13,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from resize_util import WordCounter
 
 from session_graph import Session
 from session_graph.integrations import SessionMiddleware, session_node, session_pre_model_hook
@@ -149,22 +150,8 @@ def test_a_merge_of_the_views_system_messages_keeps_the_blocks() -> None:
     assert not any(isinstance(m, SystemMessage) for m in sent[1:])
 
 
-class Words:
-    """Words as tokens; remembers every text it counted."""
-
-    name = "words"
-    exact = True
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def count_text(self, text: str) -> int:
-        self.texts.append(text)
-        return len(text.split())
-
-
 def test_the_agents_blocks_are_counted_once_per_content_and_again_after_an_edit() -> None:
-    counter = Words()
+    counter = WordCounter()
     session = Session().configure(limit={"tokens": 4000})
     session.set_token_counter(counter)
     session.append_message(HumanMessage(content="hi", id="h1"))

@@ -27,6 +27,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers.context import tracing_v2_enabled
 from langgraph.graph.state import CompiledStateGraph
 import pytest
+from resize_util import executor_choices
 
 from session_graph import Session
 from session_graph.resize import direct, session_run
@@ -237,17 +238,7 @@ def _pruning(session: Session) -> Session:
 @pytest.fixture
 def chosen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each run's ``select`` chose the direct executor."""
-    monkeypatch.delenv(FORCE_PREGEL_ENV, raising=False)  # the suite may run with Pregel forced: these tests read the default choice
-    picks: list[bool] = []
-    real = session_run.select
-
-    def select(graph: Any, handlers: Any, *, sync: bool) -> Any:
-        plan = real(graph, handlers, sync=sync)
-        picks.append(plan is not None)
-        return plan
-
-    monkeypatch.setattr(session_run, "select", select)
-    return picks
+    return executor_choices(monkeypatch)
 
 
 def test_a_plain_unobserved_run_goes_direct_sync_and_async(chosen: list[bool]) -> None:

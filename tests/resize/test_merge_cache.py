@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from resize_util import WordCounter
 
 from session_graph import Session
 
 
-class CountingCounter:
-    """Words as tokens; remembers every text it was asked to count."""
-
-    name = "words"
-    exact = True
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def count_text(self, text: str) -> int:
-        self.texts.append(text)
-        return len(text.split())
-
-
 def test_the_merged_system_message_is_counted_once_while_the_system_messages_stay_the_same() -> None:
-    counter = CountingCounter()
+    counter = WordCounter()
     session = Session().configure(limit={"tokens": 5000}, every_n_turns=0)
     session.set_settings("session.view.system_messages", "merge")
     session.set_token_counter(counter)
@@ -51,7 +38,7 @@ def test_the_merged_system_message_is_counted_once_while_the_system_messages_sta
 
 
 def test_a_merge_keeps_every_block_and_is_made_again_after_an_edit_in_place() -> None:
-    counter = CountingCounter()
+    counter = WordCounter()
     session = Session().configure(limit={"tokens": 5000}, every_n_turns=0)
     session.set_settings("session.view.system_messages", "merge")
     session.set_token_counter(counter)
