@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 import contextlib
 import functools
 import gc
@@ -130,9 +130,12 @@ def resize_vs_invoke(size: int, n: int) -> None:
         for _ in range(4):
             session.append_message(next(extra))
 
-    def batches(base: Callable[[], Any], ours: Callable[[], Any]) -> tuple[float, float, float]:
-        """Medians of the baseline, the direct resize and the Pregel one, in batches of 10 whose order
-        turns (``slot_orders``: each first, second and last, after each other one, equally often)."""
+    def schedule() -> Generator[int, float, tuple[float, float, float]]:
+        """The batches of 10 in turning order (``slot_orders``: each first, second and last, after each
+        other one, equally often), sync and async from one loop: yields the slot of each timed call
+        (0 the baseline, 1 the direct resize, 2 the Pregel one: its executor set, the untimed turn that
+        puts the window over its limit appended), receives the CPU time its caller spent on it; returns
+        the three medians."""
         times: tuple[list[float], list[float], list[float]] = ([], [], [])
         for order in slot_orders(n):
             spent = [0.0, 0.0, 0.0]
@@ -141,12 +144,22 @@ def resize_vs_invoke(size: int, n: int) -> None:
                     for _ in range(10):
                         if slot:
                             grow()  # untimed: the turn that puts the window over its limit
-                        start = time.process_time()
-                        base() if slot == 0 else ours()
-                        spent[slot] += time.process_time() - start
+                        spent[slot] += yield slot
             for slot in range(3):
                 times[slot].append(spent[slot] / 10)
         return statistics.median(times[0]), statistics.median(times[1]), statistics.median(times[2])
+
+    def batches(base: Callable[[], Any], ours: Callable[[], Any]) -> tuple[float, float, float]:
+        """Medians of the baseline, the direct resize and the Pregel one (``schedule``)."""
+        flow, spent = schedule(), None
+        while True:
+            try:
+                slot = flow.send(spent)
+            except StopIteration as stop:
+                return stop.value
+            start = time.process_time()
+            base() if slot == 0 else ours()
+            spent = time.process_time() - start
 
     if not unobserved():  # every resize would then run through Pregel, and the lines saying "direct" would lie
         raise SystemExit("bench_speed section 1: callbacks or LangSmith tracing observe this process, so no resize "
@@ -165,20 +178,15 @@ def resize_vs_invoke(size: int, n: int) -> None:
           f"{base * 1e3:.3f} ms = {ours / base:.2f}x (the run's graph: START -> lite_prune; through Pregel {pregel / base:.2f}x)")
 
     async def run(graph: Any) -> tuple[float, float, float]:
-        loop_times: tuple[list[float], list[float], list[float]] = ([], [], [])
-        for order in slot_orders(n):
-            spent = [0.0, 0.0, 0.0]
-            for slot in order:
-                with executor(None if slot < 2 else "pregel"):
-                    for _ in range(10):
-                        if slot:
-                            grow()
-                        start = time.process_time()
-                        await (graph.ainvoke({"x": 0}) if slot == 0 else session.async_resize("lite"))
-                        spent[slot] += time.process_time() - start
-            for slot in range(3):
-                loop_times[slot].append(spent[slot] / 10)
-        return statistics.median(loop_times[0]), statistics.median(loop_times[1]), statistics.median(loop_times[2])
+        flow, spent = schedule(), None
+        while True:
+            try:
+                slot = flow.send(spent)
+            except StopIteration as stop:
+                return stop.value
+            start = time.process_time()
+            await (graph.ainvoke({"x": 0}) if slot == 0 else session.async_resize("lite"))
+            spent = time.process_time() - start
 
     abase, aours, apregel = asyncio.run(run(bare))
     print(f"  async: lite resize that prunes (4 messages over; direct, no Pregel) at {size:,} msgs {aours * 1e3:.3f} ms / bare 3-node ainvoke "
