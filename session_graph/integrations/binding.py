@@ -303,10 +303,9 @@ class SessionBinding:
             else:
                 held = before_resize(session) if self.manager is not None and type(save) is int and save > 0 else None
                 yield _Op("resize", session)  # a prune with the unsaved messages still held: the next write carries it
-                resized = held is None or self.manager.unsaved(session) > save or not only_pruned(session, held)  # type: ignore[union-attr,operator]
+                resized = held is None or not only_pruned(session, held)  # more than `save` unsaved: saved below anyway
         if self.manager is not None and save is not False:
-            unsaved = self.manager.unsaved(session)
-            needed = save is True or resized or unsaved > int(save) or edited_since_save(self.manager, session)
+            needed = save is True or resized or self.manager.unsaved(session) > int(save) or edited_since_save(self.manager, session)
             if needed:
                 yield _Op("save" if durable else "write", session)
         return session
