@@ -255,7 +255,7 @@ def _check_value(value: Any, path: str, depth: int) -> None:
         if kind is str:
             if item.isascii() or not _SURROGATE.search(item):
                 continue
-        elif (kind is int and -0x8000000000000000 <= item <= 0xFFFFFFFFFFFFFFFF) or kind is bool or item is None:
+        elif (kind is int and -(2**63) <= item <= 2**64 - 1) or kind is bool or item is None:  # _base/exact_json's range (folded: no look-up)
             continue
         at = at if key is None else f"{at}[{key}]" if type(key) is int else f"{at}.{key}"
         if isinstance(item, str):
