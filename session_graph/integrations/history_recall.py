@@ -162,13 +162,12 @@ def newest_user_text(session: Session) -> str:
 
 def recall_text(session: Session, recall: HistoryRecall | None) -> str:
     """The recalled evicted messages for the newest user message, as context text ("" for none)."""
-    known = known_recall(session, recall)
+    known, made_from = _lookup(session, recall)
     if known is not None:
         return known
-    assert recall is not None  # known_recall answers "" without one
-    current, query = session.current_chat_history, newest_user_text(session)
-    made_from = (session.state, current[0], _inputs(session, recall, query))  # before the search: a change during it (another run's step) is no match
-    window = {m.id for m in current}
+    assert recall is not None and made_from is not None  # _lookup answers "" without one
+    query = made_from[2][1]  # taken before the search: a change during it (another run's step) is no match
+    window = {m.id for m in session.current_chat_history}
     memo = _strings(session.memo) if session.memo else []
     try:
         hits = session.search(query, k=recall.k + len(window), around=recall.around)
@@ -191,20 +190,28 @@ def known_recall(session: Session, recall: HistoryRecall | None) -> str | None:
     same object), the memo's text (what it already says is left out) and the settings. Messages
     appended to the window since (a tool call and its results: the turn's next model call) are
     never recalled, so the answer stands: one search a turn."""
+    return _lookup(session, recall)[0]
+
+
+def _lookup(session: Session, recall: HistoryRecall | None) -> tuple[str | None, tuple[Any, Any, tuple[Any, ...]] | None]:
+    """``known_recall``'s answer, and when it is None, what a search now is made from (the
+    session's state, the window's first message, ``_inputs``: computed once, for the check and
+    for the search's record)."""
     if recall is None or not recall.k or not recall.chars:
-        return ""
+        return "", None
     if session.settings.resolved().mode == "lite" and not recall.lite:
-        return ""
+        return "", None
     if len(session.full_chat_history) <= len(session.current_chat_history):
-        return ""  # nothing was evicted: nothing to recall (and no index to build)
+        return "", None  # nothing was evicted: nothing to recall (and no index to build)
     query = newest_user_text(session)
     if not query.strip():
-        return ""
+        return "", None
     with _RECALLED_GUARD:
         last = _RECALLED.get(session)
-    if last is not None and last[0] is session.state and last[1] is session.current_chat_history[0] and last[2] == _inputs(session, recall, query):
-        return last[3]
-    return None
+    made_from = (session.state, session.current_chat_history[0], _inputs(session, recall, query))
+    if last is not None and last[0] is made_from[0] and last[1] is made_from[1] and last[2] == made_from[2]:
+        return last[3], None
+    return None, made_from
 
 
 def _inputs(session: Session, recall: HistoryRecall, query: str) -> tuple[Any, ...]:
