@@ -268,7 +268,7 @@ class Arrivals(MutableMapping[str, str]):
             stamps.update(loaded.stamps)
             held, start = self.micros, self.base
             if held and 0 <= base - start <= len(held):  # the held ones kept by position (``settle``): the loaded follow them
-                unset += held.count(_GONE) - held[base - start :].count(_GONE)
+                unset += self._unset - held[base - start :].count(_GONE)  # O(what is cut): the held prefix may be long
                 del held[base - start :]
                 held.extend(micros)
                 micros, base = held, start
