@@ -60,24 +60,17 @@ def utc_now() -> str:
     costs several microseconds), then each stamp is one concatenation with its last three
     digits, looked up. The same text as ``datetime.isoformat``.
     """
-    global _MILLI
-    micros = time.time_ns() // 1000
-    milli = _MILLI
-    offset = micros - milli[0]
-    if not 0 <= offset < 1000:
-        offset = micros % 1000
-        milli = _MILLI = (micros - offset, _millisecond(micros // 1000))
-    return milli[1] + _MICROS[offset]
+    return stamp_at(time.time_ns() // 1000)
 
 
 def stamp_at(micros: int) -> str:
     """``utc_now``'s text for an instant in microseconds since the epoch (a stamp kept as a number).
 
     Consecutive stamps of a session share their millisecond or at least their second: the text
-    up to the millisecond is kept for the last one read (``_STAMP_MILLI``), and up to the second
+    up to the millisecond is kept for the last one read (``_MILLI``), and up to the second
     (``_SECOND``, ``_millisecond``'s), so a stamp is one lookup and one or two concatenations."""
-    global _STAMP_MILLI
-    milli = _STAMP_MILLI  # read once: another thread may replace it between two reads
+    global _MILLI
+    milli = _MILLI  # read once: another thread may replace it between two reads
     offset = micros - milli[0]
     if 0 <= offset < 1000:
         return milli[1] + _MICROS[offset]
@@ -86,11 +79,10 @@ def stamp_at(micros: int) -> str:
     second = _SECOND
     within = start // 1000 - second[0] * 1000
     text = second[1] + _MILLIS[within] if second[1] and 0 <= within < 1000 else _millisecond(start // 1000)
-    _STAMP_MILLI = (start, text)
+    _MILLI = (start, text)
     return text + _MICROS[offset]
 
 
-_STAMP_MILLI: tuple[int, str] = (_NEVER, "")  # ``stamp_at``'s last millisecond (apart from ``utc_now``'s clock)
 _MILLIS: tuple[str, ...] = tuple(f".{n:03d}" for n in range(1000))
 _FIRST = -62_135_596_800_000_000  # 0001-01-01T00:00:00.000000Z, the first instant ``stamp_at`` writes
 _LAST = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, its last

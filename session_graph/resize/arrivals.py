@@ -188,23 +188,11 @@ class Arrivals(MutableMapping[str, str]):
 
     def texts(self, keys: Iterable[str], default: Any = None) -> list[Any]:
         """``[self.get(key, default) for key in keys]`` at a fraction of its cost (a full save's
-        records): the numbers read in one pass, consecutive ones sharing their text up to the
-        millisecond or second (``stamp_at``)."""
-        keys = list(keys) if not isinstance(keys, list) else keys
-        base, micros, get = self.base, self.micros, self.stamps.get
-        if not micros:
-            return [get(key, default) for key in keys]
-        size, found = len(micros), list[Any]()
-        append = found.append
-        try:
-            for key, position in zip(keys, self._core.ledger.held_positions(keys), strict=True):
-                if position is not None and 0 <= (offset := position - base) < size and (value := micros[offset]) != _GONE:
-                    append(stamp_at(value))
-                else:
-                    append(get(key, default))
-        except IndexError:  # cut by a settle meanwhile (another thread): read again
-            return self.texts(keys, default)
-        return found
+        records): ``instants``' numbers as text, consecutive ones sharing their text up to the
+        millisecond or second (``stamp_at``), the dict read for the others."""
+        keys = keys if isinstance(keys, list) else list(keys)
+        get = self.stamps.get
+        return [get(key, default) if value is None else stamp_at(value) for key, value in zip(keys, self.instants(keys), strict=True)]
 
     def __contains__(self, key: object) -> bool:
         return self._appended(key) is not None or key in self.stamps
@@ -280,7 +268,7 @@ class Arrivals(MutableMapping[str, str]):
             stamps.update(loaded.stamps)
             held, start = self.micros, self.base
             if held and 0 <= base - start <= len(held):  # the held ones kept by position (``settle``): the loaded follow them
-                unset += held.count(_GONE) - held[base - start :].count(_GONE)
+                unset += self._unset - held[base - start :].count(_GONE)  # O(what is cut): the held prefix may be long
                 del held[base - start :]
                 held.extend(micros)
                 micros, base = held, start

@@ -42,7 +42,7 @@ class Ledger:
     """Positions of messages in the full history, their sizes and tokens, and the window totals."""
 
     __slots__ = ("_bounds", "_context", "_counter_key", "_custom", "_full", "_index", "_indexed", "_lazy", "_running", "_snapshot", "_synced",
-                 "_undo", "counter", "measures", "rules", "size", "tokens")
+                 "_undo", "counter", "kept", "measures", "rules", "size", "tokens")
 
     def __init__(self, state: SessionState, previous: Ledger | None = None, before: Sequence[BaseMessage] | None = None,
                  shared: int | None = None) -> None:
@@ -63,6 +63,7 @@ class Ledger:
         self._context: tuple[object, int] = (None, 0)
         self._bounds: tuple[Any, ...] | None = None  # what the default judge compares the running totals with (``quiet``)
         self._undo: Callable[[], None] | None = None  # puts back the index taken over from the previous ledger
+        self.kept: int | None = None  # how many leading messages the new history shares with ``before`` (its index taken over), if known
         if previous is not None:  # a history that shares message objects keeps their measures (each checks identity)
             self.measures, self.size, self.counter, self.rules = previous.measures, previous.size, previous.counter, previous.rules
             self.tokens, self._counter_key, self._custom = previous.tokens, previous._counter_key, previous._custom
@@ -203,7 +204,7 @@ class Ledger:
         replaced = {i: index[i] for _, i in added if i in index}
         for position, message_id in added:
             index[message_id] = position
-        self._index, self._full, self._indexed = index, full, len(full)
+        self._index, self._full, self._indexed, self.kept = index, full, len(full), shared
 
         def undo() -> None:
             for _, message_id in added:

@@ -368,7 +368,7 @@ class SessionCore:
         self.ledger = ledger
         self.state = state
         if old is not None:  # stamps by position stay where the same messages stay; the others by id
-            self.arrivals.settle(old, state.full_chat_history, shared)
+            self.arrivals.settle(old, state.full_chat_history, shared if shared is not None else ledger.kept)  # the prefix the ledger found
         window = state.current_chat_history
         self.extras = any(self.has_extras(m) for m in window) or bool(state.full_chat_history and self.has_extras(state.full_chat_history[0]))
         self._revision += 1
