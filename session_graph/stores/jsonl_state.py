@@ -338,8 +338,9 @@ def _detached(document: dict[str, Any], written: Written) -> dict[str, Any]:
 
 
 _SHARED = frozenset({"trace", "offsets"})
-_EXACT = frozenset({"memo", "metadata"})  # given back exactly (``_base/exact_json``): checked on ``grown``'s round trip
 """Containers a save makes anew each time (the trace's dump is replaced, never edited)."""
+_EXACT = frozenset({"memo", "metadata"})
+"""Fields given back exactly (``_base/exact_json``): checked on ``grown``'s round trip."""
 
 
 class MetaCache:
