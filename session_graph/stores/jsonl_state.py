@@ -143,8 +143,7 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
     window as ``"window+"`` and ``trace``, the trace rows added (``jsonl_trace.trace_added``)."""
     window = [*old.get("window", ())[dropped:], *ids]
     document = {**old, **changed, "window": window}
-    before = written.fields
-    fields = dict(before)
+    fields = dict(before := written.fields)
     loads = orjson.loads if orjson is not None else json.loads
     parts: list[bytes] = []
     for name, value in changed.items():
@@ -153,13 +152,15 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
                 fields.pop("trace", None)
             continue
         try:
-            encoded, refused = FAST_DUMPS(value), False
-        except TypeError:  # an int past 64 bits... (a memo: refused below, nothing written)
-            encoded, refused = dumps(value), True
+            encoded = FAST_DUMPS(value)
+        except TypeError:  # an int past 64 bits, a lone surrogate: a memo's refused by the shared check before json meets it
+            if name in _EXACT:
+                check_stored(value, f"session.{name}")
+            encoded = dumps(value)
         fields[name] = encoded
         if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
             document[name] = loads(encoded)
-        if name in _EXACT and (refused or document[name] != value or not isinstance(value, dict | list)):
+        if name in _EXACT and (document[name] != value or not isinstance(value, dict | list)):
             check_stored(value, f"session.{name}")  # the exact-JSON check on this round trip, none of its own
         if name not in _LOCAL and before.get(name) != encoded:
             parts.append((_KEYS.get(name) or _key(name)) + encoded)
@@ -339,8 +340,7 @@ def _detached(document: dict[str, Any], written: Written) -> dict[str, Any]:
 
 _SHARED = frozenset({"trace", "offsets"})
 """Containers a save makes anew each time (the trace's dump is replaced, never edited)."""
-_EXACT = frozenset({"memo", "metadata"})
-"""Fields given back exactly (``_base/exact_json``): checked on ``grown``'s round trip."""
+_EXACT = frozenset({"memo", "metadata"})  # given back exactly (``_base/exact_json``), checked by ``grown``
 
 
 class MetaCache:
