@@ -34,7 +34,7 @@ try:  # installed with langchain-core (through langsmith) on CPython
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
-from session_graph._base.exact_json import check_stored
+from session_graph._base.exact_json import check_stored, dumps
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_trace import TRACE_ADDED, LazyTrace, grow_trace
@@ -66,19 +66,9 @@ state lines up to this document (so a writer that did not write it may write wha
 
 
 FAST_DUMPS: Callable[[Any], bytes] = (partial(orjson.dumps, option=orjson.OPT_NON_STR_KEYS) if orjson is not None
-                                     else lambda value: dumps(value))
+                                     else dumps)
 """``dumps`` in one C call, no Python frame, for the write path's many small values; raises
 ``TypeError`` where orjson refuses the value (the caller then calls ``dumps``): the same bytes."""
-
-
-def dumps(value: Any) -> bytes:
-    """``value`` as compact UTF-8 JSON (orjson when it can; ``json`` for what orjson refuses)."""
-    if orjson is not None:
-        try:
-            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-        except TypeError:  # an int past 64 bits, a subclass orjson will not take...
-            pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 _KEYS: dict[str, bytes] = {}
