@@ -102,6 +102,12 @@ def _walk(value: Any, where: str) -> str | None:
                     if not isinstance(key, str):
                         return _refuse(at, f"a dict with the key {key!r} (JSON keys are strings)",
                                       "use string keys: str(key)")
+                    if not key.isascii():  # a key with a lone surrogate: what no store can encode
+                        try:
+                            key.encode("utf-8")
+                        except UnicodeEncodeError:
+                            return _refuse(at, f"a dict with the key {key!r} (a lone surrogate in it)",
+                                           "decode the text with errors='replace' (or fix its source)")
                     stack.append((child, f"{at}[{key!r}]", level + 1))
             else:
                 stack.extend((child, f"{at}[{index}]", level + 1) for index, child in enumerate(item))
