@@ -13,6 +13,7 @@ does not come back equal is walked to name the culprit.
 from __future__ import annotations
 
 from collections.abc import Mapping
+import json
 import math
 from typing import Any
 
@@ -23,7 +24,7 @@ try:
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["MAX_STORED_DEPTH", "check_stored", "unstorable"]
+__all__ = ["MAX_STORED_DEPTH", "check_stored", "dumps", "unstorable"]
 
 MAX_STORED_DEPTH = 250
 """How deeply a memo or metadata value may nest: within orjson's 255 levels (its round trip
@@ -39,6 +40,17 @@ _FIXES = {
     "set": "store a sorted list",
     "frozenset": "store a sorted list",
 }
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON, as every store encodes it (orjson when it can; ``json``
+    for what orjson refuses)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # an int past 64 bits, a subclass orjson will not take...
+            pass
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def unstorable(value: Any, where: str) -> str | None:
@@ -90,6 +102,12 @@ def _walk(value: Any, where: str) -> str | None:
                     if not isinstance(key, str):
                         return _refuse(at, f"a dict with the key {key!r} (JSON keys are strings)",
                                       "use string keys: str(key)")
+                    if not key.isascii():  # a key with a lone surrogate: what no store can encode
+                        try:
+                            key.encode("utf-8")
+                        except UnicodeEncodeError:
+                            return _refuse(at, f"a dict with the key {key!r} (a lone surrogate in it)",
+                                           "decode the text with errors='replace' (or fix its source)")
                     stack.append((child, f"{at}[{key!r}]", level + 1))
             else:
                 stack.extend((child, f"{at}[{index}]", level + 1) for index, child in enumerate(item))

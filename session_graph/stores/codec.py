@@ -9,7 +9,6 @@ writer) are not lost on load: they join the history and the window.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-import json
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from session_graph._base.exact_json import check_stored
+from session_graph._base.exact_json import check_stored, unstorable
 from session_graph._base.gc import paused_gc
 from session_graph._base.ids import STAMP_WIDTH
 from session_graph._base.progress import Progress, tracked
@@ -375,15 +374,14 @@ def _snapshot_state(
 def unencodable(session: Any, error: UnicodeEncodeError) -> StoreError:
     """The error for a save that met text no UTF-8 encodes (a lone surrogate), naming where it is:
     messages are checked when appended, so it is in what a user edits in place, the memo or the
-    metadata (read only here, on the failure: the save path pays nothing for it)."""
-    culprit = "the session's state"
+    metadata, named by ``_base.exact_json.unstorable`` (read only here, on the failure: the save
+    path pays nothing for it)."""
     for name, value in (("memo", session.memo), ("metadata", session.metadata)):
-        try:
-            json.dumps(value, ensure_ascii=False, default=str).encode()
-        except UnicodeEncodeError:
-            culprit = f"the session's {name}"
-            break
+        why = unstorable(value, f"session.{name}")
+        if why is not None:
+            return StoreError(f"session {session.id!r} cannot be saved: {why}. Nothing was written.")
     return StoreError(
-        f"session {session.id!r} cannot be saved: {culprit} holds a lone surrogate ({error.object[error.start:error.end]!r}), "
-        "which is not valid UTF-8; replace it (text decoded with errors='replace') and save again. Nothing was written."
+        f"session {session.id!r} cannot be saved: the session's state holds a lone surrogate "
+        f"({error.object[error.start:error.end]!r}), which is not valid UTF-8; replace it (text decoded with "
+        "errors='replace') and save again. Nothing was written."
     )

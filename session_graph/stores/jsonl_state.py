@@ -34,7 +34,7 @@ try:  # installed with langchain-core (through langsmith) on CPython
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
-from session_graph._base.exact_json import check_stored
+from session_graph._base.exact_json import check_stored, dumps
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_trace import TRACE_ADDED, LazyTrace, grow_trace
@@ -66,19 +66,9 @@ state lines up to this document (so a writer that did not write it may write wha
 
 
 FAST_DUMPS: Callable[[Any], bytes] = (partial(orjson.dumps, option=orjson.OPT_NON_STR_KEYS) if orjson is not None
-                                     else lambda value: dumps(value))
+                                     else dumps)
 """``dumps`` in one C call, no Python frame, for the write path's many small values; raises
 ``TypeError`` where orjson refuses the value (the caller then calls ``dumps``): the same bytes."""
-
-
-def dumps(value: Any) -> bytes:
-    """``value`` as compact UTF-8 JSON (orjson when it can; ``json`` for what orjson refuses)."""
-    if orjson is not None:
-        try:
-            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-        except TypeError:  # an int past 64 bits, a subclass orjson will not take...
-            pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 _KEYS: dict[str, bytes] = {}
@@ -143,8 +133,7 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
     window as ``"window+"`` and ``trace``, the trace rows added (``jsonl_trace.trace_added``)."""
     window = [*old.get("window", ())[dropped:], *ids]
     document = {**old, **changed, "window": window}
-    before = written.fields
-    fields = dict(before)
+    fields = dict(before := written.fields)
     loads = orjson.loads if orjson is not None else json.loads
     parts: list[bytes] = []
     for name, value in changed.items():
@@ -153,13 +142,15 @@ def grown(old: dict[str, Any], written: Written, changed: dict[str, Any], ids: l
                 fields.pop("trace", None)
             continue
         try:
-            encoded, refused = FAST_DUMPS(value), False
-        except TypeError:  # an int past 64 bits... (a memo: refused below, nothing written)
-            encoded, refused = dumps(value), True
+            encoded = FAST_DUMPS(value)
+        except TypeError:  # an int past 64 bits, a lone surrogate: a memo's refused by the shared check before json meets it
+            if name in _EXACT:
+                check_stored(value, f"session.{name}")
+            encoded = dumps(value)
         fields[name] = encoded
         if isinstance(value, dict | list) and name not in _SHARED:  # the memo: kept as stored, not the session's object
             document[name] = loads(encoded)
-        if name in _EXACT and (refused or document[name] != value or not isinstance(value, dict | list)):
+        if name in _EXACT and (document[name] != value or not isinstance(value, dict | list)):
             check_stored(value, f"session.{name}")  # the exact-JSON check on this round trip, none of its own
         if name not in _LOCAL and before.get(name) != encoded:
             parts.append((_KEYS.get(name) or _key(name)) + encoded)
@@ -338,8 +329,8 @@ def _detached(document: dict[str, Any], written: Written) -> dict[str, Any]:
 
 
 _SHARED = frozenset({"trace", "offsets"})
-_EXACT = frozenset({"memo", "metadata"})  # given back exactly (``_base/exact_json``): checked on ``grown``'s round trip
 """Containers a save makes anew each time (the trace's dump is replaced, never edited)."""
+_EXACT = frozenset({"memo", "metadata"})  # given back exactly (``_base/exact_json``), checked by ``grown``
 
 
 class MetaCache:

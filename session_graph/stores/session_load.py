@@ -121,7 +121,13 @@ class SessionCache:
 
     def remember(self, key: str, entry: Entry) -> None:
         """Keep ``entry`` as the newest; evict the oldest entries without unsaved changes (and not
-        held) past ``size``."""
+        held) past ``size``. Its base never shares the session's memo or metadata (whoever cached
+        it: a save, a load, an import): an edit in place after this is a change the next merge keeps."""
+        base, session = entry.base, entry.session
+        if base.get("memo") is session.state.memo:
+            base["memo"] = detached(session.state.memo)
+        if base.get("metadata") is session.metadata:
+            base["metadata"] = detached(session.metadata)
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
@@ -308,13 +314,7 @@ def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> M
 
 
 def remember(manager: Owner, key: str, entry: Entry) -> None:
-    """Cache ``entry`` as the newest (``SessionCache.remember``). Its base never shares the
-    session's memo or metadata: an edit in place after this save is a change the next merge keeps."""
-    base, session = entry.base, entry.session
-    if base.get("memo") is session.state.memo:
-        base["memo"] = detached(session.state.memo)
-    if base.get("metadata") is session.metadata:
-        base["metadata"] = detached(session.metadata)
+    """Cache ``entry`` as the newest (``SessionCache.remember``, which detaches its base)."""
     manager.cache.remember(key, entry)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import json
 from typing import Any
 
+from session_graph._base.exact_json import dumps
 from session_graph.errors import StoreError
 
 __all__ = ["Exec", "Flow", "json_text", "loads", "stored_json"]
@@ -29,23 +30,15 @@ Flow = Generator[Exec, Any, Any]
 
 
 try:  # installed with langchain-core (through langsmith) on CPython; 5x faster to decode
-    from orjson import OPT_NON_STR_KEYS, loads
-    from orjson import dumps as _dumps
+    from orjson import loads
 except ImportError:  # pragma: no cover
-    _dumps = None  # type: ignore[assignment]
     loads = json.loads  # type: ignore[assignment]
 
 
 def json_text(value: Any) -> str:
-    """``value`` as the JSON text a column stores: orjson (a state document with its trace is
-    ~10x faster than ``json.dumps``, which ran on every save), as the JSONL store encodes it;
-    ``json`` for what orjson refuses (an int past 64 bits, a lone surrogate)."""
-    if _dumps is not None:
-        try:
-            return _dumps(value, option=OPT_NON_STR_KEYS).decode()
-        except TypeError:
-            pass
-    return json.dumps(value, ensure_ascii=False)
+    """``value`` as the JSON text a column stores: ``_base.exact_json.dumps``, as the JSONL store
+    encodes it (orjson: a state document with its trace is ~10x faster than ``json.dumps``)."""
+    return dumps(value).decode()
 
 
 def stored_json(text: str, where: str) -> Any:

@@ -243,3 +243,32 @@ def test_a_merge_keeps_both_writers_nested_metadata_and_my_deletions(make_store:
     manager.save(session)
     expected = {"owner": {"name": "ada", "team": "infra", "email": "ada@example.org"}, "both": "mine"}
     assert stored(make_store).metadata == expected and session.metadata == expected
+
+
+def test_an_edit_in_place_after_an_import_survives_a_merge(make_store: Any) -> None:
+    """An imported session is cached with the document it was written with as its base; that base
+    must not share the session's memo or metadata (it did: the import cached it without the copy
+    a save or load makes), else an edit in place after the import equals the base, counts as no
+    change of mine, and a merge with another writer drops it."""
+    manager = SessionManager(make_store())
+    key = manager.import_nanobot(Path(__file__).parents[1] / "data" / "nanobot" / "0.2.2" / "sessions")[0]
+    session = manager.get(key)
+    assert session is not None
+    session.memo["facts"] = {"n": 2}  # mine, in place, no save since the import
+    session.metadata["tags"] = {"t": 2}
+    other = SessionManager(make_store())
+    theirs = other.get(key)
+    assert theirs is not None
+    theirs.append_message(HumanMessage(content="theirs", id="o1"))
+    other.save(theirs)
+    session.append_message(HumanMessage(content="mine", id="m1"))
+    manager.save(session)
+    loaded = stored_key(make_store, key)
+    assert loaded.memo["facts"] == {"n": 2} and loaded.metadata["tags"] == {"t": 2}
+    assert [m.content for m in loaded.full_chat_history[-2:]] == ["theirs", "mine"]
+
+
+def stored_key(make_store: Any, key: str) -> Any:
+    session = SessionManager(make_store()).get(key)
+    assert session is not None
+    return session

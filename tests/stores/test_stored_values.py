@@ -52,6 +52,7 @@ REFUSED = {
     "bytes": (b"ab", "base64"),
     "set": ({1, 2}, "list"),
     "lone surrogate": ("a\ud800b", "surrogate"),
+    "lone surrogate in a key": ({"k\ud800": 1}, "surrogate"),
     "int past 64 bits": (2**64, "string"),
     "negative int past 64 bits": (-(2**63) - 1, "string"),
     "too deep": (_deep(260), "deeper"),
