@@ -12,6 +12,7 @@ from agents_util import lookup, model
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 import pytest
+from save_util import counted_writes
 
 from session_graph import Session, SessionManager
 from session_graph._base.files import encode_name
@@ -121,21 +122,6 @@ def test_the_meta_file_may_lag_and_a_reader_still_sees_the_newest_state(tmp_path
     with pytest.warns(RuntimeWarning, match="damaged"):
         rebuilt = SessionManager(tmp_path).get("k")
     assert rebuilt.metadata == {"step": 4} and [m.id for m in rebuilt.full_chat_history] == [m.id for m in again.full_chat_history]
-
-
-def counted_writes(manager: SessionManager) -> list[bool]:
-    """The writes ``manager.save`` makes (``durable`` of each save that changed the store)."""
-    writes: list[bool] = []
-    real = manager.save
-
-    def counted(session, *, durable: bool = True) -> None:
-        before = manager.store.version(manager.tenant, session.id)
-        real(session, durable=durable)
-        if manager.store.version(manager.tenant, session.id) != before:
-            writes.append(durable)
-
-    manager.save = counted  # type: ignore[method-assign]
-    return writes
 
 
 def test_a_one_tool_turn_writes_twice_the_input_durably_then_the_answer_with_the_tool_results(tmp_path: Path) -> None:

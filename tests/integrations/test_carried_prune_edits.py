@@ -8,23 +8,10 @@ import asyncio
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from save_util import counted_writes
 
 from session_graph import Session, SessionManager
 from session_graph.integrations.binding import SessionBinding
-
-
-def counted(manager: SessionManager) -> list[str]:
-    writes: list[str] = []
-    real = manager.save
-
-    def save(session, *, durable: bool = True) -> None:
-        before = manager.store.version(manager.tenant, session.id)
-        real(session, durable=durable)
-        if manager.store.version(manager.tenant, session.id) != before:
-            writes.append(session.id)
-
-    manager.save = save  # type: ignore[method-assign]
-    return writes
 
 
 def tool_round(turn: list, t: int, k: int) -> None:
@@ -35,7 +22,7 @@ def tool_round(turn: list, t: int, k: int) -> None:
 def hooked(tmp_path: Path) -> tuple[SessionManager, SessionBinding, list[str]]:
     manager = SessionManager(tmp_path)
     manager.session_factory = lambda key: Session(key).use_lite(messages=2)
-    return manager, SessionBinding(manager=manager), counted(manager)
+    return manager, SessionBinding(manager=manager), counted_writes(manager, lambda session, durable: session.id)
 
 
 CONFIG = {"configurable": {"thread_id": "t1"}}
@@ -89,7 +76,7 @@ def test_a_resize_that_edits_the_memo_in_place_is_written_at_once(tmp_path: Path
 
     manager = SessionManager(tmp_path)
     manager.session_factory = make
-    binding, writes = SessionBinding(manager=manager), counted(manager)
+    binding, writes = SessionBinding(manager=manager), counted_writes(manager, lambda session, durable: session.id)
     turn: list = [HumanMessage(content="q", id="h0")]
     binding.step(turn, CONFIG, save=len(turn))
     del writes[:]

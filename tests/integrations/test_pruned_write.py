@@ -10,24 +10,11 @@ from pathlib import Path
 from agents_util import lookup, model
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from save_util import counted_writes
 
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
 from session_graph.integrations.pruned import before_resize, only_pruned
-
-
-def counted_writes(manager: SessionManager) -> list[bool]:
-    writes: list[bool] = []
-    real = manager.save
-
-    def counted(session, *, durable: bool = True) -> None:
-        before = manager.store.version(manager.tenant, session.id)
-        real(session, durable=durable)
-        if manager.store.version(manager.tenant, session.id) != before:
-            writes.append(durable)
-
-    manager.save = counted  # type: ignore[method-assign]
-    return writes
 
 
 def counted_resizes(monkeypatch) -> list[int]:
