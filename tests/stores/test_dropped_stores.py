@@ -23,6 +23,20 @@ def open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def held_under(root: Path) -> list[str]:
+    """The files under ``root`` this process holds open (a leak of the stores made there, whatever
+    an earlier test's background threads close meanwhile)."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # closed since the listing
+        if target.startswith(str(root)):
+            held.append(target)
+    return held
+
+
 def one_turn(manager: SessionManager, key: str) -> None:
     session = manager.get_or_create(key)
     session.append_message({"role": "user", "content": "hi"})
@@ -39,7 +53,9 @@ def test_dropped_managers_hold_no_descriptor_after_a_collection(tmp_path: Path, 
     for index in range(40):
         one_turn(SessionManager(make(tmp_path)), f"k{index}")  # dropped at once, never closed
     gc.collect()
-    assert open_descriptors() == before
+    # none of the 40 stores' files is held; the count never grows (it may fall: an earlier test's
+    # pool threads can close their sockets meanwhile, as one CI run saw: 21 before, 17 after)
+    assert held_under(tmp_path) == [] and open_descriptors() <= before
 
 
 @pytest.mark.parametrize("kind", sorted(STORES))
