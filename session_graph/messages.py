@@ -244,20 +244,41 @@ def _field_getter(kind: type) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
     return getter
 
 
+def _path(path: str, trail: tuple[Any, str | int] | None) -> str:
+    """The path of a value ``_check_value`` reached by ``trail`` (its keys, innermost last) from ``path``."""
+    keys: list[str | int] = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(key)
+    for key in reversed(keys):
+        path = f"{path}[{key}]" if type(key) is int else f"{path}.{key}"
+    return path
+
+
 def _check_value(value: Any, path: str, depth: int) -> None:
-    # Each entry: a value, its container's path and its key (None: the path is the value's own),
-    # so a path is only written for a container or an error, not for every leaf (a tool call's
-    # arguments are mostly short strings).
-    stack: list[tuple[Any, str, str | int | None, int]] = [(value, path, None, depth)]
+    # Each entry: a value, the trail of keys that reached it ((parent's trail, key), None at the
+    # top) and its depth; the path is written only for an error, not for every container or leaf
+    # (a tool call's arguments are mostly short strings). Plain dicts and lists first, no path.
+    stack: list[tuple[Any, Any, int]] = [(value, None, depth)]
     while stack:
-        item, at, key, level = stack.pop()
+        item, trail, level = stack.pop()
         kind = type(item)
         if kind is str:
             if item.isascii() or not _SURROGATE.search(item):
                 continue
         elif (kind is int and -(2**63) <= item <= 2**64 - 1) or kind is bool or item is None:  # _base/exact_json's range (folded: no look-up)
             continue
-        at = at if key is None else f"{at}[{key}]" if type(key) is int else f"{at}.{key}"
+        elif (kind is dict or kind is list) and level < MAX_DEPTH:
+            if kind is list:
+                stack.extend(zip(item, zip(repeat(trail), count()), repeat(level + 1)))
+                continue
+            for name, child in item.items():
+                if type(name) is not str or (not name.isascii() and _SURROGATE.search(name)):
+                    break  # refused below, with its path
+                stack.append((child, (trail, name), level + 1))
+            else:
+                continue
+        at = _path(path, trail)
         if isinstance(item, str):
             if not item.isascii() and _SURROGATE.search(item):
                 raise MessageError(
@@ -288,10 +309,10 @@ def _check_value(value: Any, path: str, depth: int) -> None:
                             f"{at} has a key {name!r} holding a lone surrogate, which is not valid UTF-8 and cannot be "
                             "stored; decode the text with errors='replace' (or fix its source) before appending."
                         )
-                    stack.append((child, at, name, level + 1))
+                    stack.append((child, (trail, name), level + 1))
             else:
-                stack.extend(zip(item, repeat(at), count(), repeat(level + 1)))
+                stack.extend(zip(item, zip(repeat(trail), count()), repeat(level + 1)))
         elif hasattr(item, "model_dump"):  # a pydantic object langchain keeps (usage details...): check its dump
-            stack.append((item.model_dump(), at, None, level))
+            stack.append((item.model_dump(), trail, level))
         else:
             raise MessageError(f"{at} is a {type(item).__name__}, which JSON cannot store; convert it to a string or a dict.")

@@ -20,8 +20,11 @@ from session_graph.messages import part_text, role_of
 __all__ = ["Measures", "content_chars", "message_chars"]
 
 
+_DUMPS = json.JSONEncoder(ensure_ascii=False, default=str).encode  # made once: ``json.dumps`` makes one per call for these options
+
+
 def _json_len(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, default=str))
+    return len(_DUMPS(value))
 
 
 def content_chars(content: str | list[Any]) -> int:

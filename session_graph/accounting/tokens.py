@@ -39,6 +39,7 @@ __all__ = [
     "CostRules",
     "TiktokenCounter",
     "TokenCounter",
+    "calls_text",
     "image_tokens",
     "load_encoding",
     "message_tokens",
@@ -270,6 +271,15 @@ def _role_tokens(counter: TokenCounter, role: str) -> int:
     return _ROLE_TOKENS[key]
 
 
+_DUMPS = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)``, the encoder made once (``dumps`` makes one per call for non-default options)."""
+
+
+def calls_text(calls: list[Any]) -> str:
+    """The text a reply's tool calls are counted by: each call's id, name and JSON arguments, as JSON."""
+    return _DUMPS([{"id": c.get("id"), "name": c["name"], "arguments": _DUMPS(c["args"])} for c in calls])
+
+
 def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules = CostRules()) -> int:
     """What one message costs: text, images, tool calls, ids, name, and the per-message overhead.
 
@@ -293,8 +303,7 @@ def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules
         else:
             total += counter.count_text(json.dumps(part, ensure_ascii=False, default=str))
     if isinstance(message, AIMessage) and message.tool_calls:
-        calls = [{"id": c.get("id"), "name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)} for c in message.tool_calls]
-        total += counter.count_text(json.dumps(calls, ensure_ascii=False))
+        total += counter.count_text(calls_text(message.tool_calls))
     if isinstance(message, ToolMessage):
         total += counter.count_text(message.tool_call_id)
     if message.name:
@@ -308,7 +317,10 @@ def token_measure(counter: TokenCounter, rules: CostRules = CostRules()) -> Call
     What is the same for every message (whether the counter prices whole messages, the
     per-message overhead and each role's tokens) is settled here, not per message: a plain
     message (a text content, no name, no tool calls, no tool call id) then costs one
-    ``count_text`` and two lookups, the rest goes through ``message_tokens``. The same counts.
+    ``count_text`` and two lookups; a reply's tool calls, a tool result's call id and a name (a
+    tool's recurs: counted once per name for this module's counters) are added as
+    ``message_tokens`` adds them; content blocks and other classes go through ``message_tokens``.
+    The same counts.
     """
     if getattr(counter, "count_message", None) is not None or isinstance(counter, CharCounter):
         return lambda message: message_tokens(message, counter, rules)
@@ -316,18 +328,38 @@ def token_measure(counter: TokenCounter, rules: CostRules = CostRules()) -> Call
     encode_ascii = counter.encode_ascii if type(counter) is TiktokenCounter else None  # ASCII text: one call, no wrapper
     try:
         base = {kind: rules.per_message + _role_tokens(counter, role)
-                for kind, role in ((HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"))}
+                for kind, role in ((HumanMessage, "user"), (AIMessage, "assistant"), (SystemMessage, "system"), (ToolMessage, "tool"))}
     except Exception:  # a counter that fails on a role name fails in message_tokens, on the message
         base = {}  # that is appended (nothing registered), as it would on any other text
+    per_name = rules.per_name
+    names: dict[str, int] | None = {} if type(counter) in (TiktokenCounter, ApproxTokenCounter) else None  # a tool's name recurs: counted once (this module's counters only: a user's may not be a function of the text)
 
     def measure(message: BaseMessage) -> int:
-        overhead = base.get(type(message))
+        kind = type(message)
+        overhead = base.get(kind)
         content = message.content
-        if overhead is None or type(content) is not str or message.name or message.__dict__.get("tool_calls"):
+        if overhead is None or type(content) is not str:
             return message_tokens(message, counter, rules)
-        if not content:
-            return overhead
-        return overhead + (len(encode_ascii(content)) if encode_ascii is not None and content.isascii() else count(content))
+        total = overhead + ((len(encode_ascii(content)) if encode_ascii is not None and content.isascii() else count(content))
+                            if content else 0)
+        if kind is AIMessage:
+            calls = message.tool_calls
+            if calls:
+                total += count(calls_text(calls))
+        elif kind is ToolMessage:
+            total += count(message.tool_call_id)  # type: ignore[attr-defined]
+        name = message.name
+        if name:
+            if names is None:
+                total += per_name + count(name)
+            else:
+                tokens = names.get(name)
+                if tokens is None:
+                    if len(names) >= 256:
+                        names.clear()
+                    tokens = names[name] = count(name)
+                total += per_name + tokens
+        return total
 
     return measure
 
