@@ -293,7 +293,7 @@ class Session:
 
     def __contains__(self, message: object) -> bool:
         """Whether a message (by id) is in the full history."""
-        return isinstance(message, BaseMessage) and self._ledger.index_of(message) is not None
+        return isinstance(message, BaseMessage) and self._core.ledger.holds(message.id or "")
 
     def judge_resize(self, force: Force = False) -> Decision | None:
         """The policy's decision for the current window (``force`` overrides it)."""

@@ -15,9 +15,12 @@ def is_view_artifact(message: Any) -> bool:
     tool result) or the summary LangChain's ``SummarizationMiddleware`` puts in the agent's state
     in place of messages the session already holds in full (recorded, it would read as the
     user's)."""
-    marks = getattr(message, "response_metadata", {}).get("session_graph") or {}
-    return bool(marks.get("context") or marks.get("synthetic")) or (
-        getattr(message, "additional_kwargs", {}).get("lc_source") == "summarization")
+    metadata = getattr(message, "response_metadata", None)  # read once per new message of every step: no default dicts made
+    marks = metadata.get("session_graph") if metadata else None
+    if marks and (marks.get("context") or marks.get("synthetic")):
+        return True
+    kwargs = getattr(message, "additional_kwargs", None)
+    return bool(kwargs) and kwargs.get("lc_source") == "summarization"
 
 
 def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -124,6 +124,11 @@ class Ledger:
                 position = self._index.get(message_id)
         return position
 
+    def holds(self, message_id: str) -> bool:
+        """``position(message_id) is not None`` in one call (``Session.__contains__``: each message of an agent's state, each step)."""
+        return message_id in self._index or ((entry := self.measures.entries.get(message_id)) is not None and self._indexed <= entry[3]
+                < len(self._full) and self._full[entry[3]].id == message_id) or (self._lazy is not None and self.position(message_id) is not None)
+
     def held_position(self, message_id: str) -> int | None:
         """``position`` without reading a lazy history's middle (None for a message there)."""
         position = self._index.get(message_id)
@@ -269,11 +274,9 @@ class Ledger:
     # -- updates -----------------------------------------------------------------------------
     def check_new(self, message: BaseMessage, session_id: str) -> None:
         """Refuse a message whose id is already in the history."""
-        if message.id in self._index or (bool(message.id) and self.index_of(message) is not None):
-            raise MessageError(
-                f"a message with id {message.id!r} is already in session {session_id}; "
-                "append each message once (give a copy a new id to repeat it)."
-            )
+        if message.id and self.holds(message.id):
+            raise MessageError(f"a message with id {message.id!r} is already in session {session_id}; "
+                               "append each message once (give a copy a new id to repeat it).")
 
     def add(self, message: BaseMessage, position: int, session_id: str | None = None) -> str:
         """Account for one appended message; returns its role. With ``session_id``, first refuse

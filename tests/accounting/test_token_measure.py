@@ -24,6 +24,12 @@ MESSAGES = [
     AIMessage("", tool_calls=[{"id": "c1", "name": "lookup", "args": {"q": "x"}}]),
     SystemMessage("you are helpful"),
     ToolMessage("a result", tool_call_id="c1", name="lookup"),
+    ToolMessage("a result without a name", tool_call_id="c2"),
+    ToolMessage("", tool_call_id="c3", name="lookup"),
+    ToolMessage([{"type": "text", "text": "a block result"}], tool_call_id="c4"),
+    AIMessage("thinking aloud", name="planner", tool_calls=[{"id": "c5", "name": "lookup", "args": {"q": "x", "n": [1, 2]}},
+                                                            {"id": None, "name": "search", "args": {"q": "会话 \"quoted\""}}]),
+    AIMessage("", tool_calls=[{"id": "c6", "name": "lookup", "args": {}}], invalid_tool_calls=[]),
     ChatMessage(role="critic", content="a custom role"),
     HumanMessage("会话管理库把完整的历史记录保存下来"),
 ]
@@ -81,3 +87,18 @@ def test_a_counter_that_fails_is_refused_when_a_message_is_counted_and_nothing_i
     with pytest.raises(ConfigurationError, match="returned -1"):
         session.append_message({"role": "user", "content": "hi"})
     assert session.full_chat_history == []
+
+
+def test_a_tool_name_is_counted_once_only_by_this_packages_counters() -> None:
+    """A tool's name recurs in every result: this package's counters count it once; a user's
+    counter (which need not be a function of the text alone) is asked every time."""
+    from session_graph.accounting.counters import as_token_counter
+
+    asked: list[str] = []
+    user = as_token_counter(lambda text: asked.append(text) or len(text))
+    results = [ToolMessage(f"result {i}", tool_call_id=f"c{i}", name="lookup") for i in range(3)]
+    assert [token_measure(user)(m) for m in results] == [message_tokens(m, user) for m in results]
+    assert asked.count("lookup") == 6  # three by each function
+    exact = TiktokenCounter("o200k_base")
+    measure = token_measure(exact)
+    assert [measure(m) for m in results] == [message_tokens(m, exact) for m in results]
