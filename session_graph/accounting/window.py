@@ -8,9 +8,9 @@ prune cut, memo chunks, the view) live in ``budget.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["BOUNDARY_ROLES", "RunningTotals", "Totals", "WindowTotals", "unit_starts"]
 
@@ -106,20 +106,40 @@ class RunningTotals:
     """The window's totals as the ledger keeps them while messages arrive: updated in place
     (one append makes no object), read as a frozen ``WindowTotals`` by ``snapshot``."""
 
-    __slots__ = ("chars", "count", "tail_count", "tokens", "turn_count")
+    __slots__ = ("chars", "count", "owed", "tail_count", "tokens", "turn_count")
 
     def __init__(self, totals: WindowTotals | None = None) -> None:
         totals = totals or WindowTotals()
         self.chars, self.count, self.tail_count = totals.chars, totals.count, totals.tail_count
         self.tokens, self.turn_count = totals.tokens, totals.turn_count
+        self.owed: list[Any] = []  # messages whose tokens are not in ``tokens`` yet (``settle`` counts them in)
 
-    def add(self, role: str, size: int, tokens: int = 0) -> None:
-        """One more message (a tool result joins the newest unit), as ``WindowTotals.add``."""
+    def add(self, role: str, size: int, tokens: int = 0, owed: Any = None) -> None:
+        """One more message (a tool result joins the newest unit), as ``WindowTotals.add``; ``owed``:
+        the message, when its ``tokens`` are counted later (``settle``)."""
         self.tail_count = self.tail_count + 1 if role == "tool" and self.count else 1
         self.turn_count = 1 if role == "user" else self.turn_count + 1
         self.chars += size
         self.count += 1
         self.tokens += tokens
+        if owed is not None:
+            self.owed.append(owed)
+
+    def settle(self, count: Callable[[Any], int]) -> RunningTotals:
+        """The owed messages' tokens counted into ``tokens`` (each popped once: a reader in another
+        thread never counts one twice); returns self."""
+        owed = self.owed
+        while owed:
+            try:
+                message = owed.pop()
+            except IndexError:  # another thread took the last
+                break
+            try:
+                self.tokens += count(message)
+            except BaseException:
+                owed.append(message)
+                raise
+        return self
 
     def snapshot(self) -> WindowTotals:
         """The totals now, frozen."""

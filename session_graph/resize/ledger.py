@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import math
+from threading import get_ident, main_thread
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -19,6 +20,7 @@ from session_graph.accounting.tokens import (
     ApproxTokenCounter,
     CharCounter,
     CostRules,
+    TiktokenCounter,
     TokenCounter,
     counter_for,
     message_tokens,
@@ -35,6 +37,7 @@ from session_graph.settings import Limits
 __all__ = ["Ledger"]
 
 _ESTIMATE = ApproxTokenCounter()
+_MAIN = main_thread().ident
 _EXTEND_FROM = 1_000  # shorter histories are re-indexed whole (as cheap, and simplest)
 
 
@@ -96,8 +99,8 @@ class Ledger:
     def totals(self) -> WindowTotals:
         """The window's totals, frozen (made once per change, when read)."""
         snapshot = self._snapshot
-        if snapshot is None:
-            snapshot = self._snapshot = self._running.snapshot()
+        if snapshot is None:  # an append (owing or not) drops it
+            snapshot = self._snapshot = self._settled().snapshot()
         return snapshot
 
     @totals.setter
@@ -107,7 +110,11 @@ class Ledger:
     @property
     def running(self) -> RunningTotals:
         """The window's totals as they run (what the default judge compares; do not change them)."""
-        return self._running
+        return self._settled()
+
+    def _settled(self) -> RunningTotals:
+        running = self._running  # the tokens owed by messages appended off the main thread (``add``) counted in first
+        return running.settle(self.tokens) if running.owed and self.tokens is not None else running
 
     # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
@@ -238,21 +245,15 @@ class Ledger:
         return self.tokens(message) if self.tokens is not None else self.size(message)
 
     def uncached_count(self, message: BaseMessage) -> int:
-        """``token_count`` of a message that is not in the history (a view's merged system message),
-        cached nowhere: it may share an id with a message that is, whose count stays cached."""
+        """``token_count`` of a message not in the history (a view's merged system message), cached nowhere (its id may be held)."""
         return self.measures.uncached_tokens(message)
 
     def measure_context(self, message: BaseMessage) -> int:
         """Tokens of a summary or memo message: exact with a token counter, else the estimate."""
-        if self.tokens is not None:
-            return message_tokens(message, self.counter, self.rules)
-        return message_tokens(message, _ESTIMATE, self.rules)
+        return message_tokens(message, self.counter if self.tokens is not None else _ESTIMATE, self.rules)
 
     def held_tokens(self, state: SessionState, limits: Limits) -> int:
-        """Tokens the summary or memo message takes in the view: what it holds, at most its reserve.
-
-        Cached per memo object (a resize installs a new one), so judging stays O(1) per turn.
-        """
+        """Tokens the summary or memo message takes in the view: what it holds, at most its reserve (cached per memo: O(1) a judge)."""
         if not (limits.summary_enabled or limits.memo_enabled):
             return 0
         memo = state.memo
@@ -281,20 +282,20 @@ class Ledger:
     def add(self, message: BaseMessage, position: int, session_id: str | None = None) -> str:
         """Account for one appended message; returns its role. With ``session_id``, first refuse
         it as ``check_new`` does (one call per append instead of two)."""
-        key, index = message.id, self._index
+        key, index, role = message.id, self._index, role_of(message)
+        # off the main thread (a tool result, in LangGraph's worker thread) tiktoken's count is owed until the totals are read
+        owed = self.tokens is not None and get_ident() != _MAIN and type(self.counter) is TiktokenCounter and type(message.content) is str
         if session_id is not None and key:
             if key in index or self._lazy is not None or key in self.measures.entries:
                 self.check_new(message, session_id)  # raises for a known id (a lazy history's middle is looked up there)
-            role = role_of(message)
-            size, tokens = self.measures.add(message, role, position)  # its one record: sizes and position (registered last)
+            size, tokens = self.measures.add(message, role, position, not owed)  # its one record: sizes and position (registered last)
         else:
-            role = role_of(message)
-            size, tokens = self.measures.add(message, role, position)  # measured first: a message that cannot be measured is not registered
+            size, tokens = self.measures.add(message, role, position, not owed)  # measured first: a message that cannot be measured is not registered
             index[key or ""] = position
         running = self._running
         if not running.count:
             self._bounds = None  # the first message of the window: what lies outside it may have changed
-        running.add(role, size, tokens if self.tokens is not None else 0)
+        running.add(role, size, tokens if self.tokens is not None and not owed else 0, message if owed else None)
         self._snapshot = None
         return role
 
@@ -319,7 +320,7 @@ class Ledger:
             room = window_room(limits.tokens, self.fixed_tokens(state, limits))
             bounds = self._bounds = (limits, memo, len(memo), memo.get("summary"), limits.chars or math.inf,
                                      limits.messages or math.inf, room if room > 0 else math.inf)
-        running = self._running
+        running = self._settled()
         every = limits.every_n_turns
         return (running.tokens <= bounds[6] and running.chars < bounds[4] and running.count <= bounds[5]
                 and not (every and state.turns - state.last_resize_turn >= every))

@@ -1,0 +1,106 @@
+"""A message appended off the main thread owes its exact count to the running totals until they are read
+(``Ledger.add``: an agent's tool result, recorded in LangGraph's worker thread, is encoded where tiktoken's
+caches are warm); every reader sees the same exact totals as if it had been counted at once."""
+
+from __future__ import annotations
+
+import threading
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from session_graph import Session
+from session_graph.accounting.tokens import TiktokenCounter, message_tokens
+
+COUNTER = TiktokenCounter("o200k_base")
+
+
+def _turn(i: int) -> list:
+    return [HumanMessage(f"question {i} about the topic", id=f"q{i}"),
+            AIMessage("", tool_calls=[{"id": f"c{i}", "name": "lookup", "args": {"topic": f"t{i}"}}], id=f"a{i}"),
+            ToolMessage(f"result {i}: " + "facts and figures " * 20, tool_call_id=f"c{i}", name="lookup", id=f"t{i}"),
+            AIMessage(f"answer {i}", id=f"r{i}")]
+
+
+def _in_thread(session: Session, message) -> None:
+    worker = threading.Thread(target=session.append_message, args=(message,))
+    worker.start()
+    worker.join()
+
+
+def _session() -> Session:
+    return Session().configure(limit={"tokens": 100_000})
+
+
+def test_a_message_appended_in_a_worker_thread_is_counted_when_the_totals_are_read() -> None:
+    main, threaded = _session(), _session()
+    for i in range(3):
+        for message in _turn(i):
+            main.append_message(message)
+            if isinstance(message, ToolMessage):
+                _in_thread(threaded, message)
+                assert threaded._ledger._running.owed[-1] is message  # not counted yet (appends add, reads settle)
+            else:
+                threaded.append_message(message)
+    expected = sum(message_tokens(m, COUNTER) for i in range(3) for m in _turn(i))
+    assert threaded.window_totals == main.window_totals
+    assert threaded.window_totals.tokens == expected
+    assert threaded._ledger._running.owed == []
+
+
+def test_every_reader_settles_what_is_owed() -> None:
+    reference = _session()
+    for message in _turn(0):
+        reference.append_message(message)
+    for read in (lambda s: s.judge_resize(), lambda s: s._ledger.running.tokens, lambda s: s.window_totals.tokens):
+        session = _session()
+        for message in _turn(0)[:2]:
+            session.append_message(message)
+        _in_thread(session, _turn(0)[2])
+        read(session)
+        assert session._ledger._running.owed == []
+        session.append_message(_turn(0)[3])
+        assert session.window_totals == reference.window_totals
+
+
+def test_the_view_counts_an_owed_message_as_any_other() -> None:
+    """The view reads each message's count (not the running totals): an owed one is counted there, once."""
+    session, reference = Session().configure(limit={"tokens": 150}), Session().configure(limit={"tokens": 150})
+    for message in _turn(0):
+        reference.append_message(message)
+        if isinstance(message, ToolMessage):
+            _in_thread(session, message)
+        else:
+            session.append_message(message)
+    assert session.view() == reference.view()
+    assert session.window_totals == reference.window_totals
+
+
+def test_owed_counts_survive_a_prune_a_counter_swap_and_a_judge_that_resizes() -> None:
+    session = Session().configure(limit={"tokens": 400}, every_n_turns=0)
+    reference = Session().configure(limit={"tokens": 400}, every_n_turns=0)
+    for i in range(12):
+        for message in _turn(i):
+            reference.append_message(message)
+            if isinstance(message, ToolMessage):
+                _in_thread(session, message)
+            else:
+                session.append_message(message)
+        assert session.window_totals == reference.window_totals
+        if reference.judge_resize() is not None:
+            assert session.judge_resize() is not None
+            reference.resize()
+            session.resize()
+        assert session.current_chat_history == reference.current_chat_history
+        assert session.window_totals == reference.window_totals
+    assert len(session.trace) >= 2  # it pruned
+    _in_thread(session, HumanMessage("one more, owed", id="last"))
+    session.set_settings("session.tokens.encoding", "cl100k_base")
+    session.judge_resize()
+    assert session.window_totals.tokens == sum(message_tokens(m, TiktokenCounter("cl100k_base")) for m in session.current_chat_history)
+
+
+def test_a_user_counter_is_never_owed_so_its_failure_refuses_the_append() -> None:
+    counted: list[str] = []
+    session = Session(settings={"session.limit": {"tokens": 1000}}, token_counter=lambda text: counted.append(text) or len(text))
+    _in_thread(session, HumanMessage("counted at once", id="x"))
+    assert session._ledger._running.owed == [] and "counted at once" in counted
