@@ -284,7 +284,7 @@ class Ledger:
         it as ``check_new`` does (one call per append instead of two)."""
         key, index, role = message.id, self._index, role_of(message)
         # off the main thread (a tool result, in LangGraph's worker thread) tiktoken's count is owed until the totals are read
-        owed = self.tokens is not None and get_ident() != _MAIN and type(self.counter) is TiktokenCounter and type(message.content) is str
+        owed = get_ident() != _MAIN and self.tokens is not None and type(self.counter) is TiktokenCounter and type(message.content) is str
         if session_id is not None and key:
             if key in index or self._lazy is not None or key in self.measures.entries:
                 self.check_new(message, session_id)  # raises for a known id (a lazy history's middle is looked up there)
@@ -320,7 +320,7 @@ class Ledger:
             room = window_room(limits.tokens, self.fixed_tokens(state, limits))
             bounds = self._bounds = (limits, memo, len(memo), memo.get("summary"), limits.chars or math.inf,
                                      limits.messages or math.inf, room if room > 0 else math.inf)
-        running = self._settled()
+        running = self._running if not self._running.owed else self._settled()
         every = limits.every_n_turns
         return (running.tokens <= bounds[6] and running.chars < bounds[4] and running.count <= bounds[5]
                 and not (every and state.turns - state.last_resize_turn >= every))
