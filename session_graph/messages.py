@@ -275,7 +275,8 @@ def _check_value(value: Any, path: str, depth: int) -> None:
             for name, child in item.items():
                 if type(name) is not str or (not name.isascii() and _SURROGATE.search(name)):
                     break  # refused below, with its path
-                stack.append((child, (trail, name), level + 1))
+                if (type(child) is not str or not child.isascii()) and child is not None and type(child) is not bool:
+                    stack.append((child, (trail, name), level + 1))  # plain ASCII text, None or a bool: nothing to check
             else:
                 continue
         at = _path(path, trail)
