@@ -275,9 +275,19 @@ _DUMPS = json.JSONEncoder(ensure_ascii=False).encode
 """``json.dumps(value, ensure_ascii=False)``, the encoder made once (``dumps`` makes one per call for non-default options)."""
 
 
+_TEXT = json.encoder.encode_basestring  # what ``_DUMPS`` makes of a str (ensure_ascii=False), without an encoder
+
+
 def calls_text(calls: list[Any]) -> str:
-    """The text a reply's tool calls are counted by: each call's id, name and JSON arguments, as JSON."""
-    return _DUMPS([{"id": c.get("id"), "name": c["name"], "arguments": _DUMPS(c["args"])} for c in calls])
+    """The text a reply's tool calls are counted by: each call's id, name and JSON arguments, as JSON
+    (``_DUMPS`` of ``[{"id", "name", "arguments"}]``, written around the arguments' JSON: one encoder a call)."""
+    parts = []
+    for call in calls:
+        key, name = call.get("id"), call["name"]
+        if type(name) is not str or (key is not None and type(key) is not str):
+            return _DUMPS([{"id": c.get("id"), "name": c["name"], "arguments": _DUMPS(c["args"])} for c in calls])
+        parts.append(f'{{"id": {"null" if key is None else _TEXT(key)}, "name": {_TEXT(name)}, "arguments": {_TEXT(_DUMPS(call["args"]))}}}')
+    return f"[{', '.join(parts)}]"
 
 
 def message_tokens(message: BaseMessage, counter: TokenCounter, rules: CostRules = CostRules()) -> int:

@@ -102,3 +102,19 @@ def test_a_tool_name_is_counted_once_only_by_this_packages_counters() -> None:
     exact = TiktokenCounter("o200k_base")
     measure = token_measure(exact)
     assert [measure(m) for m in results] == [message_tokens(m, exact) for m in results]
+
+
+@pytest.mark.parametrize("calls", [
+    [],
+    [{"id": "c1", "name": "lookup", "args": {"q": "x"}}],
+    [{"id": None, "name": 's"q', "args": {"q": '会话 "quoted"\n\t\\', "n": [1, 2.5, None, True]}}, {"name": "x", "args": {}}],
+    [{"id": "é\u2028", "name": "naïve", "args": {"k": "\x00\x1f"}}],
+    [{"id": 5, "name": "n", "args": {}}],  # not a str id: the whole list through the encoder
+], ids=["none", "one", "escapes", "non-ascii", "int-id"])
+def test_calls_text_is_the_json_of_the_calls_with_their_arguments_as_json(calls) -> None:
+    import json
+
+    from session_graph.accounting.tokens import calls_text
+
+    expected = [{"id": c.get("id"), "name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)} for c in calls]
+    assert calls_text(calls) == json.dumps(expected, ensure_ascii=False)
