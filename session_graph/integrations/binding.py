@@ -180,9 +180,9 @@ class SessionBinding:
 
         What the view made (the summary or memo message, synthetic tool results) is skipped.
         """
-        added = 0
+        added, holds = 0, session._ledger.holds  # ``message in session``, by id, without its frame and type check per message
         for message in messages:
-            if isinstance(message, BaseMessage) and ((message.id and message in session) or is_view_artifact(message)):
+            if isinstance(message, BaseMessage) and (((key := message.id) and holds(key)) or is_view_artifact(message)):
                 continue
             session.append_message(message)
             added += 1
