@@ -1,6 +1,6 @@
-"""A message appended off the main thread owes its exact count to the running totals until they are read
-(``Ledger.add``: an agent's tool result, recorded in LangGraph's worker thread, is encoded where tiktoken's
-caches are warm); every reader sees the same exact totals as if it had been counted at once."""
+"""A tool result appended off the main thread owes its exact count to the running totals until they are read
+(``Ledger.add``: an agent's tool result, recorded in the worker thread LangGraph makes for a run's tools, is
+encoded where tiktoken's caches are warm); every reader sees the same exact totals as if it had been counted at once."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_owed_counts_survive_a_prune_a_counter_swap_and_a_judge_that_resizes() -
         assert session.current_chat_history == reference.current_chat_history
         assert session.window_totals == reference.window_totals
     assert len(session.trace) >= 2  # it pruned
-    _in_thread(session, HumanMessage("one more, owed", id="last"))
+    _in_thread(session, ToolMessage("one more, owed", tool_call_id="c11", id="last"))
     session.set_settings("session.tokens.encoding", "cl100k_base")
     session.judge_resize()
     assert session.window_totals.tokens == sum(message_tokens(m, TiktokenCounter("cl100k_base")) for m in session.current_chat_history)
@@ -102,5 +102,13 @@ def test_owed_counts_survive_a_prune_a_counter_swap_and_a_judge_that_resizes() -
 def test_a_user_counter_is_never_owed_so_its_failure_refuses_the_append() -> None:
     counted: list[str] = []
     session = Session(settings={"session.limit": {"tokens": 1000}}, token_counter=lambda text: counted.append(text) or len(text))
-    _in_thread(session, HumanMessage("counted at once", id="x"))
+    _in_thread(session, ToolMessage("counted at once", tool_call_id="c", id="x"))
     assert session._ledger._running.owed == [] and "counted at once" in counted
+
+
+def test_only_a_tool_result_is_owed() -> None:
+    """A user's or a model's message appended in a worker thread (a server's thread pool) is counted at once."""
+    session = _session()
+    _in_thread(session, HumanMessage("a question from a server thread", id="q"))
+    _in_thread(session, AIMessage("an answer", id="r"))
+    assert session._ledger._running.owed == []
