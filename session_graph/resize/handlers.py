@@ -114,7 +114,7 @@ class Handlers:
             size=ledger.size,
             index_of=ledger.index_of,
             totals=ledger.totals,
-            tokens=ledger.token_count,
+            tokens=ledger.tokens if ledger.tokens is not None else ledger.size,  # ledger.token_count, one call less a message
             fixed_tokens=ledger.fixed_tokens(state, limits),
             outside=lambda current: ledger.fixed_tokens(current, current.settings.resolved()),
             measure_context=ledger.measure_context,
