@@ -197,9 +197,8 @@ def unobserved() -> bool:
     run's callbacks (and tracing env, context, debug and hooks) has no handler."""
     ambient = var_child_runnable_config.get()
     callbacks = ambient.get("callbacks") if ambient else None
-    if callbacks:  # the enclosing run's handlers are the configured manager's: any of them observes
-        if isinstance(callbacks, list) or callbacks.handlers or callbacks.inheritable_handlers:
-            return False
+    if callbacks and (isinstance(callbacks, list) or callbacks.handlers or callbacks.inheritable_handlers):
+        return False  # the enclosing run's handlers are the configured manager's: any of them observes
     # what configure adds to an empty manager (tracing env or context, debug, hooks): the same with
     # or without the enclosing run's empty one, whose tags and metadata it would only copy (an agent's: ~10 us)
     manager = CallbackManager.configure()
