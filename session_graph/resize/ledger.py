@@ -29,6 +29,7 @@ from session_graph.compression.context import context_message
 from session_graph.errors import MessageError
 from session_graph.messages import role_of
 from session_graph.resize.history import LazyHistory, Spliced
+from session_graph.resize.prune_walk import dropped_totals
 from session_graph.resize.state import SessionState
 from session_graph.settings import Limits
 
@@ -362,20 +363,7 @@ class Ledger:
         if dropped > totals.count - max(totals.tail_count, totals.turn_count):
             return False
         self._bounds = None
-        size, count, entries = self.size, self.tokens, self.measures.entries
-        chars = tokens = 0
-        for i in range(dropped):  # one loop, no slice: a prune drops a turn or two, measured by the walk
-            message = old[i]
-            entry = entries.get(message.id or "")  # both measures in one lookup (Measures.chars and .tokens' check)
-            if entry is not None and entry[0] is message and entry[1] >= 0 and entry[2] >= 0:
-                chars += entry[1]
-                tokens += entry[2]
-            else:
-                chars += size(message)
-                if count is not None:
-                    tokens += count(message)
-        if count is None:
-            tokens = 0
+        chars, tokens = dropped_totals(self.measures, old, dropped, counting=self.tokens is not None)  # O(dropped)
         self.totals = WindowTotals(totals.chars - chars, totals.count - dropped, totals.tail_count, totals.tokens - tokens,
                                    totals.turn_count)
         return True
