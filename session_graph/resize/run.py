@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+from contextvars import Token
 from dataclasses import dataclass
 import os
 from typing import Any
@@ -82,8 +83,11 @@ def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: Res
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
     if direct is not None:
-        with _direct_runtime(context) as runtime:
+        runtime, token = _direct_runtime(context)
+        try:
             drive(execute(direct, out, context, _limit(state), runtime))
+        finally:
+            var_child_runnable_config.reset(token)
         return _outcome(state, out, appended_before)
     with _own_run():
         for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
@@ -97,8 +101,11 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
     if direct is not None:
-        with _direct_runtime(context) as runtime:
+        runtime, token = _direct_runtime(context)
+        try:
             await adrive(execute(direct, out, context, _limit(state), runtime))
+        finally:
+            var_child_runnable_config.reset(token)
         return _outcome(state, out, appended_before)
     with _own_run():
         async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
@@ -189,13 +196,13 @@ def _own_run() -> Iterator[None]:
         var_child_runnable_config.reset(token)
 
 
-@contextlib.contextmanager
-def _direct_runtime(context: ResizeContext) -> Iterator[Runtime[ResizeContext]]:
+def _direct_runtime(context: ResizeContext) -> tuple[Runtime[ResizeContext], Token[RunnableConfig | None]]:
     """A direct run's config (what ``_own_run`` keeps of the enclosing run's, set once) with its
     ``Runtime``, as Pregel's run of the graph would make it, in the config the nodes' code sees
-    (``var_child_runnable_config``): a chat model's code calling LangGraph's
-    ``get_stream_writer()`` or ``get_store()`` gets the run's writer (its writes go nowhere: the
-    resize's own stream has no reader) and the enclosing runtime's store (None outside one)."""
+    (``var_child_runnable_config``; the caller resets ``token`` after the run): a chat model's
+    code calling LangGraph's ``get_stream_writer()`` or ``get_store()`` gets the run's writer (its
+    writes go nowhere: the resize's own stream has no reader) and the enclosing runtime's store
+    (None outside one)."""
     kept = _kept(var_child_runnable_config.get())
     if kept is None:
         kept, configurable = RunnableConfig(), {}
@@ -204,11 +211,7 @@ def _direct_runtime(context: ResizeContext) -> Iterator[Runtime[ResizeContext]]:
     runtime = Runtime(context=context, store=getattr(configurable.get(_RUNTIME_KEY), "store", None))
     configurable[_RUNTIME_KEY] = runtime
     kept["configurable"] = configurable
-    token = var_child_runnable_config.set(kept)
-    try:
-        yield runtime
-    finally:
-        var_child_runnable_config.reset(token)
+    return runtime, var_child_runnable_config.set(kept)
 
 
 _INTERRUPT = "__interrupt__"
