@@ -332,22 +332,3 @@ def test_the_recursion_limit_and_a_bad_update_stop_a_run_as_pregel_does() -> Non
     assert outcome(graph, 5, pregel=False) == outcome(graph, 5, pregel=True)
     assert outcome(graph, 5, pregel=False)[0] == "InvalidUpdateError"
 
-
-def test_an_enclosing_manager_observes_by_its_handlers_only() -> None:
-    from langchain_core.callbacks import CallbackManager
-    from langchain_core.runnables.config import var_child_runnable_config
-
-    def under(callbacks: Any) -> bool:
-        token = var_child_runnable_config.set({"callbacks": callbacks, "configurable": {}})
-        try:
-            return direct.unobserved()
-        finally:
-            var_child_runnable_config.reset(token)
-
-    empty = CallbackManager(handlers=[], tags=["agent"], metadata={"thread_id": "t"})  # an agent's run: tags, metadata, no handler
-    assert under(empty) and under([]) and under(None)
-    assert not under(CallbackManager(handlers=[_Seen()]))
-    assert not under(CallbackManager(handlers=[], inheritable_handlers=[_Seen()]))
-    assert not under([_Seen()])
-    with tracing_v2_enabled(project_name="never-sent", client=MagicMock()):  # the tracing context, whatever the manager holds
-        assert not under(empty)
