@@ -29,6 +29,7 @@ from session_graph.resize.state import (
     ResizeHandler,
     SessionState,
     SummaryHandler,
+    context_of,
 )
 from session_graph.resize.trace_recording import TraceRecorder
 from session_graph.settings import Limits
@@ -105,7 +106,7 @@ class Handlers:
         def count(fn: Any, fold: bool) -> Any:
             return fn if recorder is None else recorder.counting(fn, fold=fold)
 
-        context = ResizeContext(
+        context = context_of(  # every field: ResizeContext(...) without its frozen per-field setattr
             force=force,
             policy=self.policy,
             resize_handlers=dict(self.resize),
