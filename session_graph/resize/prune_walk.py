@@ -56,13 +56,11 @@ def walk_prune(
         return None
     token_mark = max_tokens if tokens is not None else 0
 
-    def fits(c: int, count: int, t: int) -> bool:
-        return (not chars or c < chars) and (not messages or count <= messages) and (not token_mark or t <= token_mark)
-
     # the first unit start whose suffix fits; the newest unit is kept whatever it holds
     c, t, i, fill = total_chars, total_tokens, 0, None
     while i < n:
-        if (i == 0 or role(i) != "tool") and fits(c, n - i, t):  # a unit starts here and all from it fits
+        if ((i == 0 or role(i) != "tool")  # a unit starts here and all from it fits every mark
+                and (not chars or c < chars) and (not messages or n - i <= messages) and (not token_mark or t <= token_mark)):
             fill = i
             break
         c -= size(i)
@@ -94,14 +92,17 @@ def walk_prune(
         return None  # plan_prune may keep what fits the full limits instead: it needs the whole window
     keep, kc = head, hc
     if keep_turn:
-        newest_user = next((k for k in range(n - 1, -1, -1) if role(k) == "user"), None)
-        if newest_user is not None and newest_user < keep:
+        newest_user = n - 1
+        while newest_user >= 0 and role(newest_user) != "user":
+            newest_user -= 1
+        if 0 <= newest_user < keep:
             kc += sum(size(k) for k in range(newest_user, keep))
             keep = newest_user
     if calls is not None and answer is not None:  # a late result keeps its call (reads the dropped prefix)
         back = keep_calls(keep, n, calls, answer)
-        kc += sum(size(k) for k in range(back, keep))
-        keep = back
+        if back < keep:
+            kc += sum(size(k) for k in range(back, keep))
+            keep = back
     return PrunePlan(keep, kc, n - keep, False)
 
 
