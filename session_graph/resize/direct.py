@@ -39,10 +39,13 @@ from typing import Any, Protocol
 import weakref
 
 from langchain_core.callbacks import CallbackManager
+from langchain_core.callbacks.manager import _configure, _get_debug
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.runnables import RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
+from langchain_core.utils.env import env_var_is_set
 from langgraph.errors import ErrorCode, GraphRecursionError, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
@@ -197,8 +200,50 @@ def unobserved() -> bool:
     run's callbacks (and tracing env, context, debug and hooks) has no handler."""
     ambient = var_child_runnable_config.get()
     callbacks = ambient.get("callbacks") if ambient else None
-    manager = CallbackManager.configure(inheritable_callbacks=callbacks)
+    if callbacks and (isinstance(callbacks, list) or callbacks.handlers or callbacks.inheritable_handlers):
+        return False  # the enclosing run's handlers are the configured manager's: any of them observes
+    if _QUIET_READS and _nothing_on():
+        return True
+    # what configure adds to an empty manager (tracing env or context, debug, hooks): the same with
+    # or without the enclosing run's empty one, whose tags and metadata it would only copy (an agent's: ~10 us)
+    manager = CallbackManager.configure()
     return not manager.handlers and not manager.inheritable_handlers
+
+
+_CONFIGURE_READS = frozenset({
+    "ConsoleCallbackHandler", "Exception", "LangChainTracer", "RuntimeError", "StdOutCallbackHandler", "_configure_hooks",
+    "_external_run_ids", "_get_debug", "_get_tracer_kwargs", "_tracing_v2_is_enabled", "add_handler", "add_metadata",
+    "add_tags", "any", "cast", "copy", "dotted_order", "env_var_is_set", "get", "get_tracing_context", "handlers", "id",
+    "inheritable_handlers", "inheritable_metadata", "inheritable_tags", "isinstance", "langchain_core.tracers.context",
+    "langchain_core.tracers.langchain", "langchain_core.tracers.stdout", "langsmith.run_helpers", "list", "logger",
+    "metadata", "order_map", "parent_run_id", "repr", "run_map", "setdefault", "str", "tags", "trace_id",
+    "tracing_v2_callback_var", "warning"})
+"""The names langchain-core's ``_configure`` (1.x) reads; ``_nothing_on`` mirrors what adds a handler there."""
+_V1_TRACING = ("LANGCHAIN_TRACING", "LANGCHAIN_HANDLER")
+
+
+def _quiet_reads() -> bool:
+    """Whether ``_nothing_on`` may answer for ``configure``: its code reads exactly the names it
+    read when the mirror was written and no environment variable but ``_V1_TRACING`` (another
+    version of langchain-core: False, and ``configure`` itself answers every time)."""
+    code = getattr(_configure, "__code__", None)
+    if code is None:
+        return False
+    names = {c for c in code.co_consts if isinstance(c, str) and c.isupper() and c.isidentifier()}
+    return frozenset(code.co_names) == _CONFIGURE_READS and names == set(_V1_TRACING)
+
+
+def _nothing_on() -> bool:
+    """Nothing ``configure`` adds a handler for is on: debug, LangSmith tracing (its callback var,
+    context or environment), the v1 tracing variables (``configure`` raises for them: it answers),
+    a configure hook's variable or environment. The reads ``configure`` makes, without its
+    imports and the managers it builds (~7 us of a resize's ~90)."""
+    if _get_debug() or _tracing_v2_is_enabled() or env_var_is_set(_V1_TRACING[0]) or env_var_is_set(_V1_TRACING[1]):
+        return False
+    return not any(var.get() is not None or (env and env_var_is_set(env)) for var, _, _, env in _configure_hooks)
+
+
+_QUIET_READS = _quiet_reads()
 
 
 def execute(plan: Plan, values: dict[str, Any], context: ResizeContext, recursion_limit: int,

@@ -29,6 +29,7 @@ from session_graph.resize.state import (
     ResizeHandler,
     SessionState,
     SummaryHandler,
+    context_of,
 )
 from session_graph.resize.trace_recording import TraceRecorder
 from session_graph.settings import Limits
@@ -105,7 +106,7 @@ class Handlers:
         def count(fn: Any, fold: bool) -> Any:
             return fn if recorder is None else recorder.counting(fn, fold=fold)
 
-        context = ResizeContext(
+        context = context_of(  # every field: ResizeContext(...) without its frozen per-field setattr
             force=force,
             policy=self.policy,
             resize_handlers=dict(self.resize),
@@ -114,7 +115,7 @@ class Handlers:
             size=ledger.size,
             index_of=ledger.index_of,
             totals=ledger.totals,
-            tokens=ledger.token_count,
+            tokens=ledger.tokens if ledger.tokens is not None else ledger.size,  # ledger.token_count, one call less a message
             fixed_tokens=ledger.fixed_tokens(state, limits),
             outside=lambda current: ledger.fixed_tokens(current, current.settings.resolved()),
             measure_context=ledger.measure_context,

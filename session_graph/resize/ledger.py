@@ -31,6 +31,7 @@ from session_graph.compression.context import context_message
 from session_graph.errors import MessageError
 from session_graph.messages import role_of
 from session_graph.resize.history import LazyHistory, Spliced
+from session_graph.resize.prune_walk import dropped_totals
 from session_graph.resize.state import SessionState
 from session_graph.settings import Limits
 
@@ -366,9 +367,7 @@ class Ledger:
         if dropped > totals.count - max(totals.tail_count, totals.turn_count):
             return False
         self._bounds = None
-        gone = old[:dropped]
-        chars = sum(self.size(m) for m in gone)
-        tokens = sum(self.tokens(m) for m in gone) if self.tokens is not None else 0
+        chars, tokens = dropped_totals(self.measures, old, dropped, counting=self.tokens is not None)  # O(dropped)
         self.totals = WindowTotals(totals.chars - chars, totals.count - dropped, totals.tail_count, totals.tokens - tokens,
                                    totals.turn_count)
         return True

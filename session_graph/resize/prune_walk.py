@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from langchain_core.messages import BaseMessage
+
 from session_graph.accounting.budget import KEEP_AT_LEAST, PrunePlan
 from session_graph.accounting.pairs import keep_calls
+from session_graph.accounting.sizing import Measures
 from session_graph.accounting.window import BOUNDARY_ROLES
 
-__all__ = ["walk_prune"]
+__all__ = ["dropped_totals", "walk_prune"]
 
 
 def walk_prune(
@@ -53,13 +56,11 @@ def walk_prune(
         return None
     token_mark = max_tokens if tokens is not None else 0
 
-    def fits(c: int, count: int, t: int) -> bool:
-        return (not chars or c < chars) and (not messages or count <= messages) and (not token_mark or t <= token_mark)
-
     # the first unit start whose suffix fits; the newest unit is kept whatever it holds
     c, t, i, fill = total_chars, total_tokens, 0, None
     while i < n:
-        if (i == 0 or role(i) != "tool") and fits(c, n - i, t):  # a unit starts here and all from it fits
+        if ((i == 0 or role(i) != "tool")  # a unit starts here and all from it fits every mark
+                and (not chars or c < chars) and (not messages or n - i <= messages) and (not token_mark or t <= token_mark)):
             fill = i
             break
         c -= size(i)
@@ -91,13 +92,32 @@ def walk_prune(
         return None  # plan_prune may keep what fits the full limits instead: it needs the whole window
     keep, kc = head, hc
     if keep_turn:
-        newest_user = next((k for k in range(n - 1, -1, -1) if role(k) == "user"), None)
-        if newest_user is not None and newest_user < keep:
+        newest_user = n - 1
+        while newest_user >= 0 and role(newest_user) != "user":
+            newest_user -= 1
+        if 0 <= newest_user < keep:
             kc += sum(size(k) for k in range(newest_user, keep))
             keep = newest_user
     if calls is not None and answer is not None:  # a late result keeps its call (reads the dropped prefix)
         back = keep_calls(keep, n, calls, answer)
-        kc += sum(size(k) for k in range(back, keep))
-        keep = back
+        if back < keep:
+            kc += sum(size(k) for k in range(back, keep))
+            keep = back
     return PrunePlan(keep, kc, n - keep, False)
 
+
+
+def dropped_totals(measures: Measures, old: Sequence[BaseMessage], dropped: int, *, counting: bool) -> tuple[int, int]:
+    """The chars and tokens (0 when not ``counting``) of the oldest ``dropped`` messages of ``old``, a
+    window a prune cut: each read from its one measures entry (the walk measured it), else measured."""
+    entries, chars, tokens = measures.entries, 0, 0
+    for i in range(dropped):
+        message = old[i]
+        entry = entries.get(message.id or "")
+        if entry is not None and entry[0] is message and entry[1] >= 0 and entry[2] >= 0:
+            chars += entry[1]
+            tokens += entry[2]
+        else:
+            chars += measures.chars(message)
+            tokens += measures.tokens(message) if counting else 0
+    return chars, tokens if counting else 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 import contextlib
+from contextvars import Token
 from dataclasses import dataclass
 import os
 from typing import Any
@@ -81,11 +82,14 @@ def run_resize_sync(graph: CompiledStateGraph, state: SessionState, context: Res
     """
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
+    if direct is not None:
+        runtime, token = _direct_runtime(context)
+        try:
+            drive(execute(direct, out, context, _limit(state), runtime))
+        finally:
+            var_child_runnable_config.reset(token)
+        return _outcome(state, out, appended_before)
     with _own_run():
-        if direct is not None:
-            with _direct_runtime(context) as runtime:
-                drive(execute(direct, out, context, _limit(state), runtime))
-            return _outcome(state, out, appended_before)
         for step in graph.stream(dict(out), context=context, config=_config(state, sync=True), stream_mode="updates"):
             _apply(out, step)
     return _outcome(state, out, appended_before)
@@ -96,11 +100,14 @@ async def run_resize(graph: CompiledStateGraph, state: SessionState, context: Re
     """Run an async resize graph on ``state`` and build the state to commit (as ``run_resize_sync``)."""
     appended_before = len(state.full_chat_history)
     out = _run_input(state, decision)
+    if direct is not None:
+        runtime, token = _direct_runtime(context)
+        try:
+            await adrive(execute(direct, out, context, _limit(state), runtime))
+        finally:
+            var_child_runnable_config.reset(token)
+        return _outcome(state, out, appended_before)
     with _own_run():
-        if direct is not None:
-            with _direct_runtime(context) as runtime:
-                await adrive(execute(direct, out, context, _limit(state), runtime))
-            return _outcome(state, out, appended_before)
         async for step in graph.astream(dict(out), context=context, config=_config(state, sync=False), stream_mode="updates"):
             _apply(out, step)
     return _outcome(state, out, appended_before)
@@ -156,6 +163,18 @@ _CHECKPOINT_KEYS = frozenset({"checkpoint_ns", "checkpoint_id", "checkpoint_map"
 """The enclosing graph's place in its checkpoints: with them the run would be its subgraph."""
 
 
+def _kept(ambient: RunnableConfig | None) -> RunnableConfig | None:
+    """What the run keeps of the enclosing run's config (``_own_run``), None outside one."""
+    if not ambient:
+        return None
+    kept = RunnableConfig(callbacks=ambient.get("callbacks"))
+    configurable = ambient.get("configurable")
+    if configurable:
+        kept["configurable"] = {key: value for key, value in configurable.items()
+                                if key == _RUNTIME_KEY or not (key.startswith("__") or key in _CHECKPOINT_KEYS)}
+    return kept
+
+
 @contextlib.contextmanager
 def _own_run() -> Iterator[None]:
     """The run as a root graph run whose callbacks are the enclosing run's.
@@ -170,37 +189,29 @@ def _own_run() -> Iterator[None]:
     node or handler); and the runtime, for its store (not its stream writer: without the agent's
     stream this run makes its own). Dropped: LangGraph's own keys (stream, checkpointer, task
     id) and the enclosing checkpoint's place (``checkpoint_ns``...), which made it a subgraph."""
-    ambient = var_child_runnable_config.get()
-    if not ambient:
-        token = var_child_runnable_config.set(None)
-    else:
-        kept = RunnableConfig(callbacks=ambient.get("callbacks"))
-        configurable = ambient.get("configurable")
-        if configurable:
-            kept["configurable"] = {key: value for key, value in configurable.items()
-                                    if key == _RUNTIME_KEY or not (key.startswith("__") or key in _CHECKPOINT_KEYS)}
-        token = var_child_runnable_config.set(kept)
+    token = var_child_runnable_config.set(_kept(var_child_runnable_config.get()))
     try:
         yield
     finally:
         var_child_runnable_config.reset(token)
 
 
-@contextlib.contextmanager
-def _direct_runtime(context: ResizeContext) -> Iterator[Runtime[ResizeContext]]:
-    """A direct run's ``Runtime``, as Pregel's run of the graph would make it, also in the config
-    the nodes' code sees (``var_child_runnable_config``): a chat model's code calling LangGraph's
-    ``get_stream_writer()`` or ``get_store()`` gets the run's writer (its writes go nowhere: the
-    resize's own stream has no reader) and the enclosing runtime's store (None outside one)."""
-    ambient = var_child_runnable_config.get() or RunnableConfig()
-    configurable = dict(ambient.get("configurable") or {})
+def _direct_runtime(context: ResizeContext) -> tuple[Runtime[ResizeContext], Token[RunnableConfig | None]]:
+    """A direct run's config (what ``_own_run`` keeps of the enclosing run's, set once) with its
+    ``Runtime``, as Pregel's run of the graph would make it, in the config the nodes' code sees
+    (``var_child_runnable_config``; the caller resets ``token`` after the run): a chat model's
+    code calling LangGraph's ``get_stream_writer()`` or ``get_store()`` gets the run's writer (its
+    writes go nowhere: the resize's own stream has no reader) and the enclosing runtime's store
+    (None outside one)."""
+    kept = _kept(var_child_runnable_config.get())
+    if kept is None:
+        kept, configurable = RunnableConfig(), {}
+    else:
+        configurable = kept.get("configurable") or {}  # _kept's own dict: added to in place
     runtime = Runtime(context=context, store=getattr(configurable.get(_RUNTIME_KEY), "store", None))
     configurable[_RUNTIME_KEY] = runtime
-    token = var_child_runnable_config.set(RunnableConfig(**{**ambient, "configurable": configurable}))
-    try:
-        yield runtime
-    finally:
-        var_child_runnable_config.reset(token)
+    kept["configurable"] = configurable
+    return runtime, var_child_runnable_config.set(kept)
 
 
 _INTERRUPT = "__interrupt__"

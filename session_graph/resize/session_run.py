@@ -13,8 +13,7 @@ above this one): the session hands in ``has_extras`` and ``strip_view`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-import contextlib
+from collections.abc import Callable, Sequence
 import copy
 import dataclasses
 import time
@@ -235,27 +234,41 @@ class SessionCore:
 
     def resize_sync(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the sync resize graph and commit its result; returns the new window."""
-        with self._one_resize():
+        self._start_resize()
+        try:  # plain try blocks, not context managers: this runs on every resize of an agent's turns
             run = self._prepare(handlers, force)
             if run is None:
                 return self.state.current_chat_history
             state, context, decision = run
-            with self._traced_failure(state, context, force):
+            before = self.ledger.totals
+            try:
                 graph = handlers.runner(state.settings.resolved(), sync=True, start=None if decision is None else decision["type"])
                 outcome = run_resize_sync(graph, state, context, decision, select(graph, handlers, sync=True))
+            except BaseException as error:
+                self._failed(state, context, force, before, error)
+                raise
             return self._commit(handlers, state, context, outcome, force)
+        finally:
+            self.resizing = False
 
     async def resize(self, handlers: Handlers, force: Force) -> list[BaseMessage]:
         """Run the async resize graph and commit its result; returns the new window."""
-        with self._one_resize():
+        self._start_resize()
+        try:
             run = self._prepare(handlers, force)
             if run is None:
                 return self.state.current_chat_history
             state, context, decision = run
-            with self._traced_failure(state, context, force):
+            before = self.ledger.totals
+            try:
                 graph = handlers.runner(state.settings.resolved(), sync=False, start=None if decision is None else decision["type"])
                 outcome = await run_resize(graph, state, context, decision, select(graph, handlers, sync=False))
+            except BaseException as error:
+                self._failed(state, context, force, before, error)
+                raise
             return self._commit(handlers, state, context, outcome, force)
+        finally:
+            self.resizing = False
 
     def _prepare(self, handlers: Handlers, force: Force) -> tuple[SessionState, ResizeContext, Decision | None] | None:
         """What one run starts from: the state, its context and the decision made before it (None
@@ -279,15 +292,10 @@ class SessionCore:
             context.trace.visit("judge", judged - start, {"decision": decision})
         return state, context, decision
 
-    @contextlib.contextmanager
-    def _one_resize(self) -> Iterator[None]:
+    def _start_resize(self) -> None:
         if self.resizing:
             raise SessionGraphError(f"session {self.state.id} is already resizing; await that resize before starting another.")
         self.resizing = True
-        try:
-            yield
-        finally:
-            self.resizing = False
 
     def _run_context(self, handlers: Handlers, force: Force, start: float) -> tuple[SessionState, ResizeContext]:
         state = self.state
@@ -296,17 +304,11 @@ class SessionCore:
         recorder = TraceRecorder(start)
         return state, handlers.context(force, state, self.ledger, limits, recorder)
 
-    @contextlib.contextmanager
-    def _traced_failure(self, state: SessionState, context: ResizeContext, force: Force) -> Iterator[None]:
-        """A run that raises changes nothing; its trace record says what failed where."""
-        before = self.ledger.totals
-        try:
-            yield
-        except BaseException as error:
-            record = context.trace.record(self.trace.next_seq, state, before, before, None, error, force not in (False, None))
-            if record is not None:
-                self.trace.add(record)
-            raise
+    def _failed(self, state: SessionState, context: ResizeContext, force: Force, before: Any, error: BaseException) -> None:
+        """A run that raised changes nothing; its trace record says what failed where."""
+        record = context.trace.record(self.trace.next_seq, state, before, before, None, error, force not in (False, None))
+        if record is not None:
+            self.trace.add(record)
 
     def _commit(self, handlers: Handlers, state: SessionState, context: ResizeContext, outcome: ResizeOutcome,
                 force: Force) -> list[BaseMessage]:

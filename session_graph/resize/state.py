@@ -10,7 +10,7 @@ Nodes read both and return a partial update of the state; they never mutate it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -30,6 +30,7 @@ __all__ = [
     "ResizeHandler",
     "SessionState",
     "SummaryHandler",
+    "context_of",
 ]
 
 ResizeHandler = Callable[..., Any]
@@ -145,3 +146,16 @@ class ResizeContext:
     compress_summary: Callable[..., Any] | None = None
     compress_memo: Callable[..., Any] | None = None
     trace: Any = None
+
+
+_CONTEXT_FIELDS = frozenset(f.name for f in fields(ResizeContext))
+
+
+def context_of(**values: Any) -> ResizeContext:
+    """``ResizeContext(**values)``; given every field (a run's context, made on every resize), made
+    without the frozen dataclass's ``object.__setattr__`` per field (~2.5 of a resize's ~90 us)."""
+    if values.keys() != _CONTEXT_FIELDS:
+        return ResizeContext(**values)
+    context = object.__new__(ResizeContext)
+    context.__dict__.update(values)
+    return context

@@ -23,7 +23,7 @@ from session_graph.accounting.window import WindowTotals
 from session_graph.compression.context import memo_for_model, memo_json
 from session_graph.resize.run import ResizeOutcome
 from session_graph.resize.state import ResizeContext, SessionState
-from session_graph.resize.trace import TraceRecord
+from session_graph.resize.trace import TraceRecord, record_of
 from session_graph.settings import Limits
 
 __all__ = ["TraceRecorder", "started", "traced"]
@@ -130,7 +130,7 @@ class TraceRecorder:
         limits = state.settings.resolved()
         new = outcome.state if outcome is not None and outcome.state is not None else state
         committed = outcome is not None and outcome.state is not None
-        record = TraceRecord(
+        record = record_of(  # TraceRecord(...), every field given
             seq=seq, at=self.at, turn=state.turns, history=len(state.full_chat_history),
             type=decision.get("type"), reason=decision.get("reason"), severity=decision.get("severity"), forced=forced,
             route=tuple(name for name, _ in self.nodes), node_ms=tuple(round(s * 1000, 3) for _, s in self.nodes),

@@ -331,3 +331,4 @@ def test_the_recursion_limit_and_a_bad_update_stop_a_run_as_pregel_does() -> Non
     graph = bad.compile()
     assert outcome(graph, 5, pregel=False) == outcome(graph, 5, pregel=True)
     assert outcome(graph, 5, pregel=False)[0] == "InvalidUpdateError"
+

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from session_graph.accounting.budget import PrunePlan, plan_prune, window_room
 from session_graph.accounting.window import BOUNDARY_ROLES
 from session_graph.compression.backoff import prune_unpinned
-from session_graph.messages import role_of
+from session_graph.messages import _TYPE_ROLES, role_of
 from session_graph.resize.ledger import system_prompt
 from session_graph.resize.prune_walk import walk_prune
 from session_graph.resize.state import ResizeContext, SessionState
@@ -92,15 +92,19 @@ def prune_plan(state: SessionState, ctx: ResizeContext, *, pinned: bool = True) 
 
 def _walk(window: list[Any], skip: int, totals: Any, system_tokens: int, ctx: ResizeContext, limits: Any,
           head_room: int, full_room: int) -> PrunePlan | None:
-    """``prune_plan``'s cut by ``walk_prune`` (None: it needs the whole window)."""
+    """``prune_plan``'s cut by ``walk_prune`` (None: it needs the whole window). The walk reads each
+    message it passes several times: its accessors look it up in one step (``role_of``'s table first)."""
+    roles, size_of, tokens_of = _TYPE_ROLES.get, ctx.size, ctx.tokens
+
     def role(i: int) -> str:
-        return role_of(window[i + skip])
+        message = window[i + skip]
+        return roles(type(message)) or role_of(message)
 
     def size(i: int) -> int:
-        return ctx.size(window[i + skip])
+        return size_of(window[i + skip])
 
     def tokens(i: int) -> int:
-        return ctx.tokens(window[i + skip])
+        return tokens_of(window[i + skip])
 
     system_chars = ctx.size(window[0]) if skip else 0
     calls, answer = call_ids(window, skip)
