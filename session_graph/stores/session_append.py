@@ -120,16 +120,18 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
     settings, the fold records and the commit ledger are as stored (the metadata the store
     compares itself; the memo goes with the state line). Adds what the prune changed to ``fields`` (``after``: the first
     position of the new messages, or the history's length)."""
-    state, position = session.state, session._ledger.position
+    state, ledger = session.state, session._ledger
     if base.get("inline"):
         return False
-    positions = list(map(position, kept))  # as ``index_of`` places a message (an id None: not there either)
+    positions = ledger.held_positions(kept)  # one pass; a lazy history's middle is read only if one is not held
     if None in positions:
-        return False
-    ledger = commit_fields(state)
+        positions = list(map(ledger.position, kept))  # as ``index_of`` places a message (an id None: not there either)
+        if None in positions:
+            return False
+    commits = commit_fields(state)
     if (base.get("memo_cursor") != state.memo_cursor or base.get("memo_ahead") != sorted(state.memo_ahead)
             or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
-            or any(base.get(name) != ledger.get(name) for name in _COMMIT)):
+            or any(base.get(name) != commits.get(name) for name in _COMMIT)):
         return False
     fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line, checked exact by ``grown``'s round trip
     fields["last_resize_turn"] = state.last_resize_turn
