@@ -24,6 +24,7 @@ from typing import Any
 
 from session_graph.interop.export import commit_fields
 from session_graph.resize.arrivals import stamps_of
+from session_graph.resize.history import LazyHistory
 from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
 from session_graph.stores.base import utc_now
@@ -123,11 +124,14 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
     state, ledger = session.state, session._ledger
     if base.get("inline"):
         return False
-    positions = ledger.held_positions(kept)  # one pass; a lazy history's middle is read only if one is not held
-    if None in positions:
-        positions = list(map(ledger.position, kept))  # as ``index_of`` places a message (an id None: not there either)
+    low = _contiguous(session, ledger, len(kept))
+    if low is None:
+        positions = ledger.held_positions(kept)  # one pass; a lazy history's middle is read only if one is not held
         if None in positions:
-            return False
+            positions = list(map(ledger.position, kept))  # as ``index_of`` places a message (an id None: not there either)
+            if None in positions:
+                return False
+        low = min(positions, default=after)  # type: ignore[type-var]
     commits = commit_fields(state)
     if (base.get("memo_cursor") != state.memo_cursor or base.get("memo_ahead") != sorted(state.memo_ahead)
             or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
@@ -135,8 +139,24 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
         return False
     fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line, checked exact by ``grown``'s round trip
     fields["last_resize_turn"] = state.last_resize_turn
-    fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
+    fields["window_start"] = window_start(state, low)  # type: ignore[arg-type]
     if session.trace:  # the meta file's (no state line carries it), dumped when that is written
         trace = session.trace
         fields["trace"] = LazyTrace(lambda: trace.dump(SAVED_TRACE), trace, SAVED_TRACE)
     return True
+
+
+def _contiguous(session: Session, ledger: Any, count: int) -> int | None:
+    """Where the window's first ``count`` messages start in the history when they are the
+    history's messages there, in order (the usual window: one look-up and an identity check in
+    C, not a look-up per message), each id its own (so each is where ``position`` places it);
+    None otherwise, or when that would read a lazy history's middle (the caller looks each up)."""
+    if not count:
+        return None
+    window, history = session.current_chat_history, session.full_chat_history
+    first = ledger.held_position(window[0].id)
+    if first is None or (isinstance(history, LazyHistory) and not history.loaded and first < history.start):
+        return None
+    if first + count > len(history) or not ledger.distinct_ids() or not all(map(is_, window[:count], history[first : first + count])):
+        return None
+    return first
