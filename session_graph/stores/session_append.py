@@ -148,15 +148,18 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
 
 def _contiguous(session: Session, ledger: Any, count: int) -> int | None:
     """Where the window's first ``count`` messages start in the history when they are the
-    history's messages there, in order (the usual window: one look-up and an identity check in
-    C, not a look-up per message), each id its own (so each is where ``position`` places it);
-    None otherwise, or when that would read a lazy history's middle (the caller looks each up)."""
+    history's messages there, in order (the usual window: two look-ups and an identity check in
+    C, not a look-up per message), each with an id of its own (appended since the ledger's index
+    was built: a repeated id was refused), so each is where ``position`` places it; None
+    otherwise, or when that would read a lazy history's middle (the caller looks each up)."""
     if not count:
         return None
     window, history = session.current_chat_history, session.full_chat_history
     first = ledger.held_position(window[0].id)
-    if first is None or (isinstance(history, LazyHistory) and not history.loaded and first < history.start):
+    if first is None or not ledger.appended_from(first) or first + count > len(history) or (
+            isinstance(history, LazyHistory) and not history.loaded and first < history.start):
         return None
-    if first + count > len(history) or not ledger.distinct_ids() or not all(map(is_, window[:count], history[first : first + count])):
+    kept = window[:count]
+    if not all(map(_ID, kept)) or not all(map(is_, kept, history[first : first + count])):
         return None
-    return first
+    return first if ledger.held_position(kept[-1].id) == first + count - 1 else None

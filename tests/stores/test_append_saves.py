@@ -309,8 +309,9 @@ def test_an_appended_prune_writes_the_window_start_each_message_places(
     there in order (``session_append._contiguous``), in a lazily loaded session too (no read of its
     middle), and the same when each is looked up (what a window that is not the history's
     messages in order gets)."""
-    if one_by_one:
-        monkeypatch.setattr(session_append, "_contiguous", lambda *args: None)
+    found: list[int | None] = []
+    real = session_append._contiguous
+    monkeypatch.setattr(session_append, "_contiguous", lambda *args: found.append(None if one_by_one else real(*args)) or found[-1])
     manager = SessionManager(tmp_path)
     session = manager.get_or_create("k").use_lite(messages=6)
     assert pruned_turns(manager, session, 0, 6) >= 2
@@ -325,5 +326,6 @@ def test_an_appended_prune_writes_the_window_start_each_message_places(
     least = min(session._ledger.position(m.id) for m in window)
     prunes = [line["set"] for line in state_lines(tmp_path) if "last_resize_turn" in line["set"]]
     assert prunes and prunes[-1]["window_start"] == least == len(session.full_chat_history) - len(window)
+    assert any(at is not None for at in found) != one_by_one  # the one look-up taken (the window's last prunes)
     again = SessionManager(tmp_path).get("k")
     assert [m.id for m in again.current_chat_history] == [m.id for m in window]
