@@ -136,8 +136,7 @@ class Ledger:
                 e[3] if (e := entries.get(i)) is not None and indexed <= e[3] < size and full[e[3]].id == i else None for i in message_ids]
 
     def appended_from(self, position: int) -> bool:
-        """Whether every message from ``position`` on was appended since the index was built: each
-        placed by its own entry (``check_new`` refused a repeated id), so where ``position`` says."""
+        """Whether all from ``position`` on were appended since the index was built (ids unique: ``check_new``)."""
         return position >= self._indexed
 
     def distinct_ids(self) -> bool:
