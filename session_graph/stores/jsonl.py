@@ -223,7 +223,7 @@ class JsonlStore(StoreBase):
             if offsets is None:
                 return None
             lines: list[bytes] = []
-            count, position = record_lines(records, expect.persisted, size, offsets, lines)
+            count, position = record_lines(records, expect.persisted, size, offsets, lines) if records else (expect.persisted, size)
             version = expect.version + 1
             changed, ids = {**expect.fields, "message_count": count, "version": version}, [record.get("id") for record in records]
             # a prune's new trace records go in the state line (the meta file is not rewritten for them)

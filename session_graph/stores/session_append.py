@@ -101,7 +101,7 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
     if pruned and (not (dropped or gained) or not _only_pruned(session, base, ids, fields, entry.persisted if gained else len(history))):
         return None
     expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
-    records = [message_record(message, stamp) for message, stamp in zip(new, stamps_of(session.arrived_at, new, now), strict=True)]
+    records = [message_record(message, stamp) for message, stamp in zip(new, stamps_of(session.arrived_at, new, now), strict=True)] if new else []  # a prune's save: no stamps to read
 
     def done(version: int | None) -> bool:
         if version is None:
