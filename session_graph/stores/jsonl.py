@@ -236,7 +236,7 @@ class JsonlStore(StoreBase):
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             if len(document["offsets"]) != len(old["offsets"]) or "offsets" not in encoded.fields:  # grown (one per 1,000 records): offsets_of's copy, appended to
                 encoded.fields["offsets"] = dumps(document["offsets"])
-            encoded.fields["bytes"] = dumps(size)
+            encoded.fields["bytes"] = b"%d" % size  # dumps(size), without its frame
             if size - on_disk < _META_LAG and ("trace" not in expect.fields or added is not None):  # else the trace: written now
                 self._written.put(meta, document, encoded, on_disk, detached=True)
             else:
