@@ -148,6 +148,10 @@ class Ledger:
         return [index.get(i) if i in index else  # else as ``_appended`` reads its entry
                 e[3] if (e := entries.get(i)) is not None and indexed <= e[3] < size and full[e[3]].id == i else None for i in message_ids]
 
+    def appended_from(self, position: int) -> bool:
+        """Whether all from ``position`` on were appended since the index was built (ids unique: ``check_new``)."""
+        return position >= self._indexed
+
     def distinct_ids(self) -> bool:
         """Whether each message held (not a lazy history's middle) has an id of its own, indexed."""
         lazy, held = self._lazy, len(self._full)

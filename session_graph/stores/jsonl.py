@@ -214,8 +214,8 @@ class JsonlStore(StoreBase):
         what another writer stored)."""
         log, meta, lock = self._paths(tenant, key)
         with self._held.locked(lock, key, self.root) as held:  # _holding's, the paths looked up once
-            old, written, on_disk = self._written.get(meta)
-            size, inode = log_status(log)
+            size, inode = log_status(log)  # the log held open and still at its path: the meta file needs no stat (MetaCache.unchecked)
+            old, written, on_disk = (self._written.unchecked if held.log is not None and inode == held.log_inode else self._written.get)(meta)
             if old is None or written is None or int(old.get("bytes", -1)) != size or not expect.matches(old):
                 return None
             start = size = int(old["bytes"])
@@ -223,7 +223,7 @@ class JsonlStore(StoreBase):
             if offsets is None:
                 return None
             lines: list[bytes] = []
-            count, position = record_lines(records, expect.persisted, size, offsets, lines)
+            count, position = record_lines(records, expect.persisted, size, offsets, lines) if records else (expect.persisted, size)
             version = expect.version + 1
             changed, ids = {**expect.fields, "message_count": count, "version": version}, [record.get("id") for record in records]
             # a prune's new trace records go in the state line (the meta file is not rewritten for them)
@@ -236,7 +236,7 @@ class JsonlStore(StoreBase):
             document["offsets"], document["bytes"] = (offsets if size == position else []), size
             if len(document["offsets"]) != len(old["offsets"]) or "offsets" not in encoded.fields:  # grown (one per 1,000 records): offsets_of's copy, appended to
                 encoded.fields["offsets"] = dumps(document["offsets"])
-            encoded.fields["bytes"] = dumps(size)
+            encoded.fields["bytes"] = b"%d" % size  # dumps(size), without its frame
             if size - on_disk < _META_LAG and ("trace" not in expect.fields or added is not None):  # else the trace: written now
                 self._written.put(meta, document, encoded, on_disk, detached=True)
             else:

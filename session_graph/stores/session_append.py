@@ -24,6 +24,7 @@ from typing import Any
 
 from session_graph.interop.export import commit_fields
 from session_graph.resize.arrivals import stamps_of
+from session_graph.resize.history import LazyHistory
 from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
 from session_graph.stores.base import utc_now
@@ -100,7 +101,7 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
     if pruned and (not (dropped or gained) or not _only_pruned(session, base, ids, fields, entry.persisted if gained else len(history))):
         return None
     expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
-    records = [message_record(message, stamp) for message, stamp in zip(new, stamps_of(session.arrived_at, new, now), strict=True)]
+    records = [message_record(message, stamp) for message, stamp in zip(new, stamps_of(session.arrived_at, new, now), strict=True)] if new else []  # a prune's save: no stamps to read
 
     def done(version: int | None) -> bool:
         if version is None:
@@ -120,21 +121,45 @@ def _only_pruned(session: Session, base: dict[str, Any], kept: list[Any], fields
     settings, the fold records and the commit ledger are as stored (the metadata the store
     compares itself; the memo goes with the state line). Adds what the prune changed to ``fields`` (``after``: the first
     position of the new messages, or the history's length)."""
-    state, position = session.state, session._ledger.position
+    state, ledger = session.state, session._ledger
     if base.get("inline"):
         return False
-    positions = list(map(position, kept))  # as ``index_of`` places a message (an id None: not there either)
-    if None in positions:
-        return False
-    ledger = commit_fields(state)
+    low = _contiguous(session, ledger, len(kept))
+    if low is None:
+        positions = ledger.held_positions(kept)  # one pass; a lazy history's middle is read only if one is not held
+        if None in positions:
+            positions = list(map(ledger.position, kept))  # as ``index_of`` places a message (an id None: not there either)
+            if None in positions:
+                return False
+        low = min(positions, default=after)  # type: ignore[type-var]
+    commits = commit_fields(state)
     if (base.get("memo_cursor") != state.memo_cursor or base.get("memo_ahead") != sorted(state.memo_ahead)
             or base.get("fold_records") != (state.fold_records or None) or base.get("settings") != state.settings.saved()
-            or any(base.get(name) != ledger.get(name) for name in _COMMIT)):
+            or any(base.get(name) != commits.get(name) for name in _COMMIT)):
         return False
     fields["memo"] = state.memo  # a prune notes itself in the memo ("last_resize"): carried in the state line, checked exact by ``grown``'s round trip
     fields["last_resize_turn"] = state.last_resize_turn
-    fields["window_start"] = window_start(state, min(positions, default=after))  # type: ignore[type-var]
+    fields["window_start"] = window_start(state, low)  # type: ignore[arg-type]
     if session.trace:  # the meta file's (no state line carries it), dumped when that is written
         trace = session.trace
         fields["trace"] = LazyTrace(lambda: trace.dump(SAVED_TRACE), trace, SAVED_TRACE)
     return True
+
+
+def _contiguous(session: Session, ledger: Any, count: int) -> int | None:
+    """Where the window's first ``count`` messages start in the history when they are the
+    history's messages there, in order (the usual window: two look-ups and an identity check in
+    C, not a look-up per message), each with an id of its own (appended since the ledger's index
+    was built: a repeated id was refused), so each is where ``position`` places it; None
+    otherwise, or when that would read a lazy history's middle (the caller looks each up)."""
+    if not count:
+        return None
+    window, history = session.current_chat_history, session.full_chat_history
+    first = ledger.held_position(window[0].id)
+    if first is None or not ledger.appended_from(first) or first + count > len(history) or (
+            isinstance(history, LazyHistory) and not history.loaded and first < history.start):
+        return None
+    kept = window[:count]
+    if not all(map(_ID, kept)) or not all(map(is_, kept, history[first : first + count])):
+        return None
+    return first if ledger.held_position(kept[-1].id) == first + count - 1 else None

@@ -13,7 +13,7 @@ import pytest
 
 from session_graph import Session, SessionManager
 from session_graph._base.files import encode_name
-from session_graph.stores import JsonlStore
+from session_graph.stores import JsonlStore, session_append
 from session_graph.stores.jsonl_state import meta_bytes
 
 
@@ -298,3 +298,34 @@ def test_a_window_edited_in_place_is_a_full_save(tmp_path: Path, monkeypatch: py
     assert written == ["update", "update"]
     stored = JsonlStore(tmp_path).read("default", "k")
     assert stored is not None and stored.state["window"] == [m.id for m in session.current_chat_history]
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_an_appended_prune_writes_the_window_start_each_message_places(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lazy: bool, one_by_one: bool) -> None:
+    """The window's start in an appended prune's state line is the least position of its kept
+    messages, as looking each up gives: found in one look-up when they are the history's messages
+    there in order (``session_append._contiguous``), in a lazily loaded session too (no read of its
+    middle), and the same when each is looked up (what a window that is not the history's
+    messages in order gets)."""
+    found: list[int | None] = []
+    real = session_append._contiguous
+    monkeypatch.setattr(session_append, "_contiguous", lambda *args: found.append(None if one_by_one else real(*args)) or found[-1])
+    manager = SessionManager(tmp_path)
+    session = manager.get_or_create("k").use_lite(messages=6)
+    assert pruned_turns(manager, session, 0, 6) >= 2
+    if lazy:
+        manager = SessionManager(tmp_path)
+        session = manager.get("k")
+        assert not session.full_chat_history.loaded  # type: ignore[attr-defined]
+    assert pruned_turns(manager, session, 6, 12) >= 2
+    if lazy and not one_by_one:
+        assert not session.full_chat_history.loaded  # type: ignore[attr-defined]
+    window = session.current_chat_history
+    least = min(session._ledger.position(m.id) for m in window)
+    prunes = [line["set"] for line in state_lines(tmp_path) if "last_resize_turn" in line["set"]]
+    assert prunes and prunes[-1]["window_start"] == least == len(session.full_chat_history) - len(window)
+    assert any(at is not None for at in found) != one_by_one  # the one look-up taken (the window's last prunes)
+    again = SessionManager(tmp_path).get("k")
+    assert [m.id for m in again.current_chat_history] == [m.id for m in window]
