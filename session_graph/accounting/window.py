@@ -135,10 +135,11 @@ class RunningTotals:
             except IndexError:  # another thread took the last
                 break
             try:
-                self.tokens += count(message)
+                tokens = count(message)  # before ``self.tokens`` is read: an append in another thread meanwhile is kept
             except BaseException:
                 owed.append(message)
                 raise
+            self.tokens += tokens
         return self
 
     def snapshot(self) -> WindowTotals:

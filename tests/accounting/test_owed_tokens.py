@@ -112,3 +112,41 @@ def test_only_a_tool_result_is_owed() -> None:
     _in_thread(session, HumanMessage("a question from a server thread", id="q"))
     _in_thread(session, AIMessage("an answer", id="r"))
     assert session._ledger._running.owed == []
+
+
+def _blocked_settle(session: Session, owed_message, read):
+    """Start ``read(session)`` in a thread and return once its settle is counting ``owed_message``
+    (held there until the returned event is set), with the thread."""
+    ledger = session._ledger
+    count = ledger.tokens
+    entered, go = threading.Event(), threading.Event()
+
+    def blocking(message):
+        if message is owed_message and threading.current_thread() is not threading.main_thread():
+            entered.set()
+            go.wait(timeout=5)  # set by the test; the timeout only ends a test that went wrong
+        return count(message)
+
+    ledger.tokens = blocking
+    reader = threading.Thread(target=read, args=(session,))
+    reader.start()
+    assert entered.wait(timeout=5)
+    return go, reader
+
+
+def test_a_message_appended_while_another_thread_settles_keeps_its_tokens() -> None:
+    """A settle counts an owed message while another thread appends (tiktoken releases the GIL while it
+    encodes): the append's tokens, added meanwhile, are not overwritten by the settle's stale sum."""
+    session, reference = _session(), _session()
+    turn = _turn(0)
+    for message in turn[:2]:
+        session.append_message(message)
+        reference.append_message(message)
+    reference.append_message(turn[2])
+    _in_thread(session, turn[2])
+    go, reader = _blocked_settle(session, turn[2], lambda s: s.window_totals)
+    session.append_message(turn[3])  # counted at once, in the main thread, during the settle
+    reference.append_message(turn[3])
+    go.set()
+    reader.join()
+    assert session.window_totals == reference.window_totals
