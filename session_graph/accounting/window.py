@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from threading import Lock
 from typing import Any, Protocol
 
 __all__ = ["BOUNDARY_ROLES", "RunningTotals", "Totals", "WindowTotals", "unit_starts"]
+
+_SETTLING = Lock()  # RunningTotals.settle, one at a time (module-wide: a lock on each would stop a session pickling; settles are rare and short)
 
 BOUNDARY_ROLES = frozenset({"user", "system"})
 """Roles a window may open on: a turn starts with them."""
@@ -126,20 +129,19 @@ class RunningTotals:
             self.owed.append(owed)
 
     def settle(self, count: Callable[[Any], int]) -> RunningTotals:
-        """The owed messages' tokens counted into ``tokens`` (each popped once: a reader in another
-        thread never counts one twice); returns self."""
+        """The owed messages' tokens counted into ``tokens``; returns self. One settle at a time, and an
+        owed message stays listed until its tokens are in: a reader in another thread meanwhile waits
+        here for them (it never reads totals without them, nor counts one twice)."""
         owed = self.owed
-        while owed:
+        with _SETTLING:
+            done = 0
             try:
-                message = owed.pop()
-            except IndexError:  # another thread took the last
-                break
-            try:
-                tokens = count(message)  # before ``self.tokens`` is read: an append in another thread meanwhile is kept
-            except BaseException:
-                owed.append(message)
-                raise
-            self.tokens += tokens
+                for message in owed[:]:  # those owed now (another thread may append more: they stay after)
+                    tokens = count(message)  # before ``self.tokens`` is read: an append in another thread meanwhile is kept
+                    self.tokens += tokens
+                    done += 1
+            finally:
+                del owed[:done]
         return self
 
     def snapshot(self) -> WindowTotals:

@@ -150,3 +150,44 @@ def test_a_message_appended_while_another_thread_settles_keeps_its_tokens() -> N
     go.set()
     reader.join()
     assert session.window_totals == reference.window_totals
+
+
+def test_a_reader_while_another_thread_settles_waits_for_the_owed_tokens(monkeypatch) -> None:
+    """Two readers: the second, arriving while the first still counts an owed message, neither reads
+    (nor caches) totals without that message's tokens: it waits for the settle in progress."""
+    from session_graph.accounting import window
+
+    session, reference = _session(), _session()
+    turn = _turn(0)
+    for message in turn[:2]:
+        session.append_message(message)
+        reference.append_message(message)
+    reference.append_message(turn[2])
+    _in_thread(session, turn[2])
+    second, progressed, read = None, threading.Event(), []
+    real = window._SETTLING if hasattr(window, "_SETTLING") else threading.Lock()
+
+    class Watched:
+        def __enter__(self):
+            if threading.current_thread() is second:
+                progressed.set()  # the second reader is about to wait for the first's settle
+            return real.__enter__()
+
+        def __exit__(self, *exc):
+            return real.__exit__(*exc)
+
+    monkeypatch.setattr(window, "_SETTLING", Watched(), raising=False)
+    go, first = _blocked_settle(session, turn[2], lambda s: s._ledger.running)  # the judge's read
+
+    def read_totals() -> None:
+        read.append(session.window_totals)
+        progressed.set()
+
+    second = threading.Thread(target=read_totals)
+    second.start()
+    progressed.wait()
+    go.set()
+    first.join()
+    second.join()
+    assert read == [reference.window_totals]
+    assert session.window_totals == reference.window_totals
