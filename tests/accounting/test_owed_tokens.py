@@ -191,3 +191,24 @@ def test_a_reader_while_another_thread_settles_waits_for_the_owed_tokens(monkeyp
     second.join()
     assert read == [reference.window_totals]
     assert session.window_totals == reference.window_totals
+
+
+def test_what_is_owed_stays_bounded_when_nothing_reads_the_totals() -> None:
+    """A recorder whose tool results all arrive in worker threads and that never judges: the debt is
+    bounded (a later read encodes a few messages, not the whole history's tool results)."""
+    session, reference = _session(), _session()
+
+    def record() -> None:
+        for i in range(300):
+            message = ToolMessage(f"result {i}", tool_call_id=f"c{i}", id=f"t{i}")
+            session.append_message(message)
+            reference_messages.append(message)
+
+    reference_messages: list = []
+    worker = threading.Thread(target=record)
+    worker.start()
+    worker.join()
+    assert len(session._ledger._running.owed) <= 64
+    for message in reference_messages:
+        reference.append_message(message)
+    assert session.window_totals == reference.window_totals
