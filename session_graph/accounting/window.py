@@ -10,12 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+import os
 from threading import Lock
 from typing import Any, Protocol
 
 __all__ = ["BOUNDARY_ROLES", "RunningTotals", "Totals", "WindowTotals", "unit_starts"]
 
 _SETTLING = Lock()  # RunningTotals.settle, one at a time (module-wide: a lock on each would stop a session pickling; settles are rare and short)
+
+
+def _renew_after_fork() -> None:
+    """A child forked while another thread settled gets the lock anew (that thread is not in the child to release it)."""
+    global _SETTLING
+    _SETTLING = Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_renew_after_fork)
 
 BOUNDARY_ROLES = frozenset({"user", "system"})
 """Roles a window may open on: a turn starts with them."""

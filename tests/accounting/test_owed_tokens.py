@@ -4,11 +4,15 @@ encoded where tiktoken's caches are warm); every reader sees the same exact tota
 
 from __future__ import annotations
 
+import os
 import threading
 
+from fork_util import fork_while_held, ok
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+import pytest
 
 from session_graph import Session
+from session_graph.accounting import window
 from session_graph.accounting.tokens import TiktokenCounter, message_tokens
 
 COUNTER = TiktokenCounter("o200k_base")
@@ -155,8 +159,6 @@ def test_a_message_appended_while_another_thread_settles_keeps_its_tokens() -> N
 def test_a_reader_while_another_thread_settles_waits_for_the_owed_tokens(monkeypatch) -> None:
     """Two readers: the second, arriving while the first still counts an owed message, neither reads
     (nor caches) totals without that message's tokens: it waits for the settle in progress."""
-    from session_graph.accounting import window
-
     session, reference = _session(), _session()
     turn = _turn(0)
     for message in turn[:2]:
@@ -212,3 +214,23 @@ def test_what_is_owed_stays_bounded_when_nothing_reads_the_totals() -> None:
     for message in reference_messages:
         reference.append_message(message)
     assert session.window_totals == reference.window_totals
+
+
+def test_a_child_forked_while_another_thread_settles_can_settle() -> None:
+    """``os.fork`` while a thread is in a settle (holding the settle lock): the child's sessions still
+    read their totals (the lock is made anew in the child, not left held by a thread it has not got)."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork here")
+    session, reference = _session(), _session()
+    turn = _turn(0)
+    for message in turn:
+        reference.append_message(message)
+    for message in turn[:2]:
+        session.append_message(message)
+    _in_thread(session, turn[2])
+
+    def child() -> None:
+        session.append_message(turn[3])
+        assert session.window_totals == reference.window_totals  # settles what the parent's worker left owed
+
+    assert ok(fork_while_held(window._SETTLING, child))
