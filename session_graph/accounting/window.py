@@ -16,13 +16,18 @@ from typing import Any, Protocol
 
 __all__ = ["BOUNDARY_ROLES", "RunningTotals", "Totals", "WindowTotals", "unit_starts"]
 
-_SETTLING = Lock()  # RunningTotals.settle, one at a time (module-wide: a lock on each would stop a session pickling; settles are rare and short)
+_SETTLING = [Lock() for _ in range(16)]  # RunningTotals.settle, one at a time per totals: striped by the object (a lock on each
+# would stop a session pickling; sessions settling in parallel threads mostly take different ones)
+
+
+def _settle_lock(totals: object) -> Lock:
+    """The lock ``totals.settle`` holds."""
+    return _SETTLING[hash(totals) & 15]
 
 
 def _renew_after_fork() -> None:
-    """A child forked while another thread settled gets the lock anew (that thread is not in the child to release it)."""
-    global _SETTLING
-    _SETTLING = Lock()
+    """A child forked while another thread settled gets the locks anew (that thread is not in the child to release one)."""
+    _SETTLING[:] = [Lock() for _ in range(16)]
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
@@ -144,7 +149,7 @@ class RunningTotals:
         owed message stays listed until its tokens are in: a reader in another thread meanwhile waits
         here for them (it never reads totals without them, nor counts one twice)."""
         owed = self.owed
-        with _SETTLING:
+        with _settle_lock(self):
             done = 0
             try:
                 for message in owed[:]:  # those owed now (another thread may append more: they stay after)

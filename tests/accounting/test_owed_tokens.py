@@ -167,7 +167,7 @@ def test_a_reader_while_another_thread_settles_waits_for_the_owed_tokens(monkeyp
     reference.append_message(turn[2])
     _in_thread(session, turn[2])
     second, progressed, read = None, threading.Event(), []
-    real = window._SETTLING if hasattr(window, "_SETTLING") else threading.Lock()
+    real = window._settle_lock(session._ledger._running)
 
     class Watched:
         def __enter__(self):
@@ -178,7 +178,7 @@ def test_a_reader_while_another_thread_settles_waits_for_the_owed_tokens(monkeyp
         def __exit__(self, *exc):
             return real.__exit__(*exc)
 
-    monkeypatch.setattr(window, "_SETTLING", Watched(), raising=False)
+    monkeypatch.setattr(window, "_SETTLING", [Watched()] * 16)
     go, first = _blocked_settle(session, turn[2], lambda s: s._ledger.running)  # the judge's read
 
     def read_totals() -> None:
@@ -233,4 +233,4 @@ def test_a_child_forked_while_another_thread_settles_can_settle() -> None:
         session.append_message(turn[3])
         assert session.window_totals == reference.window_totals  # settles what the parent's worker left owed
 
-    assert ok(fork_while_held(window._SETTLING, child))
+    assert ok(fork_while_held(window._settle_lock(session._ledger._running), child))
