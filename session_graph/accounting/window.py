@@ -149,11 +149,11 @@ class RunningTotals:
         owed message stays listed until its tokens are in: a reader in another thread meanwhile waits
         here for them (it never reads totals without them, nor counts one twice)."""
         owed = self.owed
-        with _settle_lock(self):
-            done = 0
+        with _SETTLING[hash(self) & 15]:  # ``_settle_lock``
+            done, owing = 0, len(owed)  # those owed now (another thread may append more: they stay after)
             try:
-                for message in owed[:]:  # those owed now (another thread may append more: they stay after)
-                    tokens = count(message)  # before ``self.tokens`` is read: an append in another thread meanwhile is kept
+                while done < owing:
+                    tokens = count(owed[done])  # before ``self.tokens`` is read: an append in another thread meanwhile is kept
                     self.tokens += tokens
                     done += 1
             finally:
