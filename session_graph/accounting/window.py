@@ -10,9 +10,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+import os
+from threading import Lock
 from typing import Any, Protocol
 
 __all__ = ["BOUNDARY_ROLES", "RunningTotals", "Totals", "WindowTotals", "unit_starts"]
+
+_SETTLING = [Lock() for _ in range(16)]  # RunningTotals.settle, one at a time per totals: striped by the object (a lock on each
+# would stop a session pickling; sessions settling in parallel threads mostly take different ones)
+
+
+def _settle_lock(totals: object) -> Lock:
+    """The lock ``totals.settle`` holds."""
+    return _SETTLING[hash(totals) & 15]
+
+
+def _renew_after_fork() -> None:
+    """A child forked while another thread settled gets the locks anew (that thread is not in the child to release one)."""
+    _SETTLING[:] = [Lock() for _ in range(16)]
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_renew_after_fork)
 
 BOUNDARY_ROLES = frozenset({"user", "system"})
 """Roles a window may open on: a turn starts with them."""
@@ -126,19 +145,19 @@ class RunningTotals:
             self.owed.append(owed)
 
     def settle(self, count: Callable[[Any], int]) -> RunningTotals:
-        """The owed messages' tokens counted into ``tokens`` (each popped once: a reader in another
-        thread never counts one twice); returns self."""
+        """The owed messages' tokens counted into ``tokens``; returns self. One settle at a time, and an
+        owed message stays listed until its tokens are in: a reader in another thread meanwhile waits
+        here for them (it never reads totals without them, nor counts one twice)."""
         owed = self.owed
-        while owed:
+        with _SETTLING[hash(self) & 15]:  # ``_settle_lock``
+            done, owing = 0, len(owed)  # those owed now (another thread may append more: they stay after)
             try:
-                message = owed.pop()
-            except IndexError:  # another thread took the last
-                break
-            try:
-                self.tokens += count(message)
-            except BaseException:
-                owed.append(message)
-                raise
+                while done < owing:
+                    tokens = count(owed[done])  # before ``self.tokens`` is read: an append in another thread meanwhile is kept
+                    self.tokens += tokens
+                    done += 1
+            finally:
+                del owed[:done]
         return self
 
     def snapshot(self) -> WindowTotals:

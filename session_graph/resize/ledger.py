@@ -288,8 +288,8 @@ class Ledger:
         """Account for one appended message; returns its role. With ``session_id``, first refuse
         it as ``check_new`` does (one call per append instead of two)."""
         key, index, role = message.id, self._index, role_of(message)
-        owed = (type(message) is ToolMessage and get_ident() != _MAIN and self.tokens is not None  # a tool result in a worker thread (one
-                and type(self.counter) is TiktokenCounter and type(message.content) is str)  # a LangGraph run makes): counted when read
+        owed = (type(message) is ToolMessage and get_ident() != _MAIN and self.tokens is not None and type(self.counter) is TiktokenCounter
+                and type(message.content) is str and len(self._running.owed) < 64)  # a tool result in a worker thread (a LangGraph run's): counted when read, 64 at most
         if session_id is not None and key:
             if key in index or self._lazy is not None or key in self.measures.entries:
                 self.check_new(message, session_id)  # raises for a known id (a lazy history's middle is looked up there)

@@ -4,11 +4,15 @@ encoded where tiktoken's caches are warm); every reader sees the same exact tota
 
 from __future__ import annotations
 
+import os
 import threading
 
+from fork_util import fork_while_held, ok
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+import pytest
 
 from session_graph import Session
+from session_graph.accounting import window
 from session_graph.accounting.tokens import TiktokenCounter, message_tokens
 
 COUNTER = TiktokenCounter("o200k_base")
@@ -112,3 +116,121 @@ def test_only_a_tool_result_is_owed() -> None:
     _in_thread(session, HumanMessage("a question from a server thread", id="q"))
     _in_thread(session, AIMessage("an answer", id="r"))
     assert session._ledger._running.owed == []
+
+
+def _blocked_settle(session: Session, owed_message, read):
+    """Start ``read(session)`` in a thread and return once its settle is counting ``owed_message``
+    (held there until the returned event is set), with the thread."""
+    ledger = session._ledger
+    count = ledger.tokens
+    entered, go = threading.Event(), threading.Event()
+
+    def blocking(message):
+        if message is owed_message and threading.current_thread() is not threading.main_thread():
+            entered.set()
+            go.wait(timeout=5)  # set by the test; the timeout only ends a test that went wrong
+        return count(message)
+
+    ledger.tokens = blocking
+    reader = threading.Thread(target=read, args=(session,))
+    reader.start()
+    assert entered.wait(timeout=5)
+    return go, reader
+
+
+def test_a_message_appended_while_another_thread_settles_keeps_its_tokens() -> None:
+    """A settle counts an owed message while another thread appends (tiktoken releases the GIL while it
+    encodes): the append's tokens, added meanwhile, are not overwritten by the settle's stale sum."""
+    session, reference = _session(), _session()
+    turn = _turn(0)
+    for message in turn[:2]:
+        session.append_message(message)
+        reference.append_message(message)
+    reference.append_message(turn[2])
+    _in_thread(session, turn[2])
+    go, reader = _blocked_settle(session, turn[2], lambda s: s.window_totals)
+    session.append_message(turn[3])  # counted at once, in the main thread, during the settle
+    reference.append_message(turn[3])
+    go.set()
+    reader.join()
+    assert session.window_totals == reference.window_totals
+
+
+def test_a_reader_while_another_thread_settles_waits_for_the_owed_tokens(monkeypatch) -> None:
+    """Two readers: the second, arriving while the first still counts an owed message, neither reads
+    (nor caches) totals without that message's tokens: it waits for the settle in progress."""
+    session, reference = _session(), _session()
+    turn = _turn(0)
+    for message in turn[:2]:
+        session.append_message(message)
+        reference.append_message(message)
+    reference.append_message(turn[2])
+    _in_thread(session, turn[2])
+    second, progressed, read = None, threading.Event(), []
+    real = window._settle_lock(session._ledger._running)
+
+    class Watched:
+        def __enter__(self):
+            if threading.current_thread() is second:
+                progressed.set()  # the second reader is about to wait for the first's settle
+            return real.__enter__()
+
+        def __exit__(self, *exc):
+            return real.__exit__(*exc)
+
+    monkeypatch.setattr(window, "_SETTLING", [Watched()] * 16)
+    go, first = _blocked_settle(session, turn[2], lambda s: s._ledger.running)  # the judge's read
+
+    def read_totals() -> None:
+        read.append(session.window_totals)
+        progressed.set()
+
+    second = threading.Thread(target=read_totals)
+    second.start()
+    progressed.wait()
+    go.set()
+    first.join()
+    second.join()
+    assert read == [reference.window_totals]
+    assert session.window_totals == reference.window_totals
+
+
+def test_what_is_owed_stays_bounded_when_nothing_reads_the_totals() -> None:
+    """A recorder whose tool results all arrive in worker threads and that never judges: the debt is
+    bounded (a later read encodes a few messages, not the whole history's tool results)."""
+    session, reference = _session(), _session()
+
+    def record() -> None:
+        for i in range(300):
+            message = ToolMessage(f"result {i}", tool_call_id=f"c{i}", id=f"t{i}")
+            session.append_message(message)
+            reference_messages.append(message)
+
+    reference_messages: list = []
+    worker = threading.Thread(target=record)
+    worker.start()
+    worker.join()
+    assert len(session._ledger._running.owed) <= 64
+    for message in reference_messages:
+        reference.append_message(message)
+    assert session.window_totals == reference.window_totals
+
+
+def test_a_child_forked_while_another_thread_settles_can_settle() -> None:
+    """``os.fork`` while a thread is in a settle (holding the settle lock): the child's sessions still
+    read their totals (the lock is made anew in the child, not left held by a thread it has not got)."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork here")
+    session, reference = _session(), _session()
+    turn = _turn(0)
+    for message in turn:
+        reference.append_message(message)
+    for message in turn[:2]:
+        session.append_message(message)
+    _in_thread(session, turn[2])
+
+    def child() -> None:
+        session.append_message(turn[3])
+        assert session.window_totals == reference.window_totals  # settles what the parent's worker left owed
+
+    assert ok(fork_while_held(window._settle_lock(session._ledger._running), child))
