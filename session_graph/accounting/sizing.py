@@ -77,20 +77,19 @@ class Measures:
         self.counting = tokens is not None  # whether tokens are counted apart from chars
         self.entries: dict[str, tuple[BaseMessage, int, int, int]] = {}  # by id (read them, do not write them)
 
-    def add(self, message: BaseMessage, role: str | None = None, position: int = -1, count: bool = True) -> tuple[int, int]:
+    def add(self, message: BaseMessage, role: str | None = None, position: int = -1) -> tuple[int, int]:
         """Chars and tokens of a message the caller knows is new (just appended): no lookup first.
 
         ``role``: its ``role_of``, when the caller has it: a text message without tool calls is
         then sized here with the built-in measure (``message_chars``' sum, one call less).
         ``position``: where it was appended in the full history, kept in its entry.
-        ``count=False``: its tokens are not taken now (-1: ``tokens`` counts them when read).
         """
         content = message.content
         if role is not None and type(content) is str and self._chars is _MESSAGE_CHARS and not message.__dict__.get("tool_calls"):
             chars = len(role) + 1 + len(content)
         else:
             chars = self._chars(message)
-        tokens = chars if self._tokens is None else self._tokens(message) if count else -1
+        tokens = self._tokens(message) if self._tokens is not None else chars
         key = message.id
         if key:
             self.entries[key] = (message, chars, tokens, position)

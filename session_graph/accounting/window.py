@@ -8,30 +8,11 @@ prune cut, memo chunks, the view) live in ``budget.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-import os
-from threading import Lock
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = ["BOUNDARY_ROLES", "RunningTotals", "Totals", "WindowTotals", "unit_starts"]
-
-_SETTLING = [Lock() for _ in range(16)]  # RunningTotals.settle, one at a time per totals: striped by the object (a lock on each
-# would stop a session pickling; sessions settling in parallel threads mostly take different ones)
-
-
-def _settle_lock(totals: object) -> Lock:
-    """The lock ``totals.settle`` holds."""
-    return _SETTLING[hash(totals) & 15]
-
-
-def _renew_after_fork() -> None:
-    """A child forked while another thread settled gets the locks anew (that thread is not in the child to release one)."""
-    _SETTLING[:] = [Lock() for _ in range(16)]
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_renew_after_fork)
 
 BOUNDARY_ROLES = frozenset({"user", "system"})
 """Roles a window may open on: a turn starts with them."""
@@ -125,40 +106,20 @@ class RunningTotals:
     """The window's totals as the ledger keeps them while messages arrive: updated in place
     (one append makes no object), read as a frozen ``WindowTotals`` by ``snapshot``."""
 
-    __slots__ = ("chars", "count", "owed", "tail_count", "tokens", "turn_count")
+    __slots__ = ("chars", "count", "tail_count", "tokens", "turn_count")
 
     def __init__(self, totals: WindowTotals | None = None) -> None:
         totals = totals or WindowTotals()
         self.chars, self.count, self.tail_count = totals.chars, totals.count, totals.tail_count
         self.tokens, self.turn_count = totals.tokens, totals.turn_count
-        self.owed: list[Any] = []  # messages whose tokens are not in ``tokens`` yet (``settle`` counts them in)
 
-    def add(self, role: str, size: int, tokens: int = 0, owed: Any = None) -> None:
-        """One more message (a tool result joins the newest unit), as ``WindowTotals.add``; ``owed``:
-        the message, when its ``tokens`` are counted later (``settle``)."""
+    def add(self, role: str, size: int, tokens: int = 0) -> None:
+        """One more message (a tool result joins the newest unit), as ``WindowTotals.add``."""
         self.tail_count = self.tail_count + 1 if role == "tool" and self.count else 1
         self.turn_count = 1 if role == "user" else self.turn_count + 1
         self.chars += size
         self.count += 1
         self.tokens += tokens
-        if owed is not None:
-            self.owed.append(owed)
-
-    def settle(self, count: Callable[[Any], int]) -> RunningTotals:
-        """The owed messages' tokens counted into ``tokens``; returns self. One settle at a time, and an
-        owed message stays listed until its tokens are in: a reader in another thread meanwhile waits
-        here for them (it never reads totals without them, nor counts one twice)."""
-        owed = self.owed
-        with _SETTLING[hash(self) & 15]:  # ``_settle_lock``
-            done, owing = 0, len(owed)  # those owed now (another thread may append more: they stay after)
-            try:
-                while done < owing:
-                    tokens = count(owed[done])  # before ``self.tokens`` is read: an append in another thread meanwhile is kept
-                    self.tokens += tokens
-                    done += 1
-            finally:
-                del owed[:done]
-        return self
 
     def snapshot(self) -> WindowTotals:
         """The totals now, frozen."""

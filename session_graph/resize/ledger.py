@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import math
-from threading import get_ident, main_thread
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 
 from session_graph.accounting.budget import window_room
 from session_graph.accounting.sizing import Measures
@@ -20,7 +19,6 @@ from session_graph.accounting.tokens import (
     ApproxTokenCounter,
     CharCounter,
     CostRules,
-    TiktokenCounter,
     TokenCounter,
     counter_for,
     message_tokens,
@@ -38,7 +36,6 @@ from session_graph.settings import Limits
 __all__ = ["Ledger"]
 
 _ESTIMATE = ApproxTokenCounter()
-_MAIN = main_thread().ident
 _EXTEND_FROM = 1_000  # shorter histories are re-indexed whole (as cheap, and simplest)
 
 
@@ -100,8 +97,8 @@ class Ledger:
     def totals(self) -> WindowTotals:
         """The window's totals, frozen (made once per change, when read)."""
         snapshot = self._snapshot
-        if snapshot is None:  # an append (owing or not) drops it
-            snapshot = self._snapshot = self._settled().snapshot()
+        if snapshot is None:  # an append drops it
+            snapshot = self._snapshot = self._running.snapshot()
         return snapshot
 
     @totals.setter
@@ -111,11 +108,7 @@ class Ledger:
     @property
     def running(self) -> RunningTotals:
         """The window's totals as they run (what the default judge compares; do not change them)."""
-        return self._settled()
-
-    def _settled(self) -> RunningTotals:
-        running = self._running  # the tokens owed by messages appended off the main thread (``add``) counted in first
-        return running.settle(self.tokens) if running.owed and self.tokens is not None else running
+        return self._running
 
     # -- lookups -----------------------------------------------------------------------------
     def index_of(self, message: BaseMessage) -> int | None:
@@ -288,19 +281,17 @@ class Ledger:
         """Account for one appended message; returns its role. With ``session_id``, first refuse
         it as ``check_new`` does (one call per append instead of two)."""
         key, index, role = message.id, self._index, role_of(message)
-        owed = (type(message) is ToolMessage and get_ident() != _MAIN and self.tokens is not None and type(self.counter) is TiktokenCounter
-                and type(message.content) is str and len(self._running.owed) < 64)  # a tool result in a worker thread (a LangGraph run's): counted when read, 64 at most
         if session_id is not None and key:
             if key in index or self._lazy is not None or key in self.measures.entries:
                 self.check_new(message, session_id)  # raises for a known id (a lazy history's middle is looked up there)
-            size, tokens = self.measures.add(message, role, position, not owed)  # its one record: sizes and position (registered last)
+            size, tokens = self.measures.add(message, role, position)  # its one record: sizes and position (registered last)
         else:
-            size, tokens = self.measures.add(message, role, position, not owed)  # measured first: a message that cannot be measured is not registered
+            size, tokens = self.measures.add(message, role, position)  # measured first: a message that cannot be measured is not registered
             index[key or ""] = position
         running = self._running
         if not running.count:
             self._bounds = None  # the first message of the window: what lies outside it may have changed
-        running.add(role, size, tokens if self.tokens is not None and not owed else 0, message if owed else None)
+        running.add(role, size, tokens if self.tokens is not None else 0)
         self._snapshot = None
         return role
 
@@ -325,7 +316,7 @@ class Ledger:
             room = window_room(limits.tokens, self.fixed_tokens(state, limits))
             bounds = self._bounds = (limits, memo, len(memo), memo.get("summary"), limits.chars or math.inf,
                                      limits.messages or math.inf, room if room > 0 else math.inf)
-        running = self._running if not self._running.owed else self._settled()
+        running = self._running
         every = limits.every_n_turns
         return (running.tokens <= bounds[6] and running.chars < bounds[4] and running.count <= bounds[5]
                 and not (every and state.turns - state.last_resize_turn >= every))
