@@ -3,7 +3,7 @@ was (same file, same size): a meta-only write that no writer of this version mak
 session_graph, a migration or a hand edit can. The store's next save must still see it: refuse
 a newer schema and write nothing (README: "a document from a newer schema fails clearly and
 writes nothing"), and merge another writer's change instead of writing over it. Skipping the
-meta file's ``stat`` when the held log is unchanged (``MetaCache.unchecked``) appended on the
+meta file's ``stat`` when the held log is unchanged (tried as ``MetaCache.unchecked``) appended on the
 state this store cached: the newer session was written into, and the other writer's version
 and metadata were overwritten."""
 
