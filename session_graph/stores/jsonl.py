@@ -214,8 +214,8 @@ class JsonlStore(StoreBase):
         what another writer stored)."""
         log, meta, lock = self._paths(tenant, key)
         with self._held.locked(lock, key, self.root) as held:  # _holding's, the paths looked up once
-            size, inode = log_status(log)  # the log held open and still at its path: the meta file needs no stat (MetaCache.unchecked)
-            old, written, on_disk = (self._written.unchecked if held.log is not None and inode == held.log_inode else self._written.get)(meta)
+            size, inode = log_status(log)
+            old, written, on_disk = self._written.get(meta)  # its stat too: a meta-only rewrite (a newer version, a hand edit) leaves the log as it was
             if old is None or written is None or int(old.get("bytes", -1)) != size or not expect.matches(old):
                 return None
             start = size = int(old["bytes"])

@@ -366,15 +366,6 @@ class MetaCache:
             return None, None, 0
         return entry[1], entry[2], entry[3]
 
-    def unchecked(self, path: Path) -> tuple[dict[str, Any] | None, Written | None, int]:
-        """``get`` without the meta file's ``stat``: for a caller that proved no other writer
-        came since (the log this store appended to, still held open so its inode cannot be
-        reused, is the file at its path and has the size this store left: every writer appends
-        to it under the lock, and the meta file is only rewritten after such an append)."""
-        with self._guard:
-            entry = self._entries.get(path)
-        return (None, None, 0) if entry is None else (entry[1], entry[2], entry[3])
-
     def put(self, path: Path, document: dict[str, Any], written: Written, on_disk: int | None = None, *,
             detached: bool = False) -> None:
         """Remember ``document`` as written; ``on_disk``: the log size the meta file describes
