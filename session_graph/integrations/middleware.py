@@ -5,9 +5,11 @@ resize, save what is not stored yet), hands the model the session's view (the ag
 prompt merged with the session's system prompt and the memo or summary into one system
 message, which every provider accepts: the agent's own, its id, name and content blocks kept
 first and unchanged (``history_recall.merged_system``), then the window within the token budget), records the
-reply the moment the model returns, and cuts the agent's ``messages`` to that reply (an
-``ExtendedModelResponse`` whose command overwrites them): the session's store holds the rest,
-so every checkpoint stays the size of one turn. The save comes first, so the user's input is
+reply the moment the model returns, and, when the run has a checkpointer, cuts the agent's
+``messages`` to that reply (an ``ExtendedModelResponse`` whose command removes them): the
+session's store holds the rest, so every checkpoint stays the size of one turn (without one,
+nothing outlives the run: no command, the state as a stock agent's). The session's key comes
+from the run's config (``thread_id``): no state channel of ours for LangGraph to write and check. The save comes first, so the user's input is
 durable before the model (or anything after it) can fail or be cancelled; ``save_point`` says
 where a turn is saved (once durably, before the first model call; the turn's end, with its tool
 calls and results, written without an fsync). One model hook, not ``before_model``
