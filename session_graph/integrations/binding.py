@@ -185,9 +185,8 @@ class SessionBinding:
             try:
                 known = self._known(key, session) if not resize else None
                 if known is not None:  # a reply or a tool result of the turn's session: no flow to drive
-                    self._recorded(key, known, messages)
-                    if self._save_needed(known, save, False):
-                        self._do(_Op("save" if durable else "write", known))
+                    if (op := self._direct(key, known, messages, save, durable)) is not None:
+                        self._do(op)
                     return known
                 flow = self._flow(key, messages, resize, save, durable, session)
                 reply: Any = None
@@ -223,6 +222,11 @@ class SessionBinding:
             raise
         try:
             with self._holding(key):
+                known = self._known(key, session) if not resize else None
+                if known is not None:  # as in step: no flow to drive
+                    if (op := self._direct(key, known, messages, save, durable)) is not None:
+                        await self._ado(op)
+                    return known
                 flow = self._flow(key, messages, resize, save, durable, session)
                 reply: Any = None
                 while True:
@@ -269,18 +273,17 @@ class SessionBinding:
     def _known(self, key: str, known: Session | None) -> Session | None:
         """The session a step uses without asking the store: the fixed one, or ``known`` (the one
         an earlier step of this run returned) while the manager still caches it; else None."""
-        if self.fixed is not None:
+        if self.fixed is not None or known is None:
             return self.fixed
-        if known is None:
-            return None
         entry = self.manager.cache.get(key)  # type: ignore[union-attr]
         return known if entry is not None and entry.session is known else None
 
-    def _recorded(self, key: str, session: Session, messages: Sequence[Any]) -> None:
-        """``record`` into the step's session, which ``live`` then returns."""
-        if self._live.get(key) is not session:  # the same one on most steps: no new weak reference
+    def _direct(self, key: str, session: Session, messages: Sequence[Any], save: bool | int, durable: bool) -> _Op | None:
+        """A step that does not resize, on a session it need not look up (``_known``): no flow."""
+        if self._live.get(key) is not session:  # the same one on most steps: no new weak reference (``live``)
             self._live[key] = session
         self.record(session, messages)
+        return _Op("save" if durable else "write", session) if self._save_needed(session, save, False) else None
 
     def _save_needed(self, session: Session, save: bool | int, resized: bool) -> bool:
         """Whether a step that ``resized`` (or not) saves, as ``step``'s ``save`` says."""
@@ -293,7 +296,7 @@ class SessionBinding:
         session = self._known(key, known)
         if session is None:
             session = yield _Op("session", key)
-        self._recorded(key, session, messages)
+        self._direct(key, session, messages, False, durable)  # recorded (no save yet)
         resized = False
         if resize and (yield _Op("judge", session)):
             if self._shared_fold(session):  # another process may fold this session now: one fold, under its lease
