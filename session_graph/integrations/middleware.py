@@ -203,7 +203,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
             lead += 1
         # the agent's message first, its blocks and fields kept; plain text: one message per text, reused
         system = merged_system(request.system_message, view[:lead], recalled)
-        return _override(request, messages=list(view[lead:]), system_message=system)
+        return _override(request, messages=view[lead:], system_message=system)  # a slice: a list of its own
 
 
 def _override(request: ModelRequest, **changes: Any) -> ModelRequest:
