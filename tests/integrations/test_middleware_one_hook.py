@@ -21,7 +21,7 @@ import pytest
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
 from session_graph.integrations import middleware as middleware_module
-from session_graph.integrations.middleware import _flat
+from session_graph.integrations.middleware import _flat, save_point
 from session_graph.stores import JsonlStore
 
 
@@ -145,3 +145,16 @@ def test_a_model_call_with_nothing_held_adds_its_reply_without_a_command_across_
     assert [m.type for m in replies] == ["ai", "tool", "ai"] * 2  # each reply and result recorded once
     assert len({m.id for m in replies}) == len(replies)
     assert returned == ["ModelResponse"] * 4  # nothing held, no key to set: never a command
+
+
+def test_a_turn_starts_at_a_human_message_the_session_does_not_hold_yet() -> None:
+    session = Session("k")
+    held = HumanMessage(content="q0", id="q0")
+    session.append_message(held)
+    call = AIMessage(content="", tool_calls=[{"id": "c", "name": "lookup", "args": {}}], id="a0")
+    # a later model call of the turn, the state uncut (no checkpointer): its input is held, no second durable save
+    assert save_point([held, call], session=session) == {"save": 2, "durable": False}
+    # a new input, after the held history a caller passes again: the turn's durable save
+    assert save_point([held, call, HumanMessage(content="q1", id="q1")], session=session) == {"save": True, "durable": True}
+    # no session the run holds yet (a turn's start, or a session the manager let go): any human message starts one
+    assert save_point([held], session=None) == {"save": True, "durable": True}
