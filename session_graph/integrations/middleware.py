@@ -288,12 +288,18 @@ def _tool_messages(result: Any) -> list[BaseMessage]:
 
 
 def _with_call(request: Any, results: list[BaseMessage]) -> list[BaseMessage]:
-    """The tool's results after the state's messages (the reply that called the tool): a run
+    """The tool's results after the state's newest reply (the one that called the tool; an uncut
+    state's older messages were recorded by the model call's step, and are not looked up again): a run
     resumed by another process from a checkpointer (paused before the tools) holds that reply in
     its checkpoint only, so it is recorded before its results (``record`` skips what the session
     holds already; one without an id cannot be told, so it is left to the next model call's step)."""
     held = (request.state or {}).get("messages") if isinstance(request.state, dict) else None
-    return [*(m for m in held if isinstance(m, BaseMessage) and m.id), *results] if held else results
+    if not held:
+        return results
+    start = len(held) - 1  # from the reply that called the tool on: the model call's step recorded what came before it
+    while start > 0 and not isinstance(held[start], AIMessage):
+        start -= 1
+    return [*(m for m in held[start:] if isinstance(m, BaseMessage) and m.id), *results]
 
 
 def _tool_point(request: Any) -> dict[str, Any]:
