@@ -12,7 +12,8 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   agent's own state): what any middleware costs in LangChain; one with ``before_model`` too (two
   hooks, a graph node per model call: SessionMiddleware's former shape); and ``Shape``:
   SessionMiddleware's present shape doing none of its work (its state schema, ``wrap_model_call``
-  and ``wrap_tool_call`` calling their handlers, the model hook's cut command).
+  and ``wrap_tool_call`` calling their handlers, the model hook's cut command where the run has a
+  checkpointer: none here).
 - a second baseline, stock + view: the stock agent (no middleware) whose model is handed, in
   place of the turn's messages, what SessionMiddleware hands it (the session's window at the
   token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
@@ -45,12 +46,14 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager
 from session_graph.integrations import SessionMiddleware
-from session_graph.integrations.middleware import SessionAgentState
+from session_graph.integrations import middleware as our_middleware
 
 
 def history(messages: int) -> list[BaseMessage]:
@@ -143,19 +146,30 @@ def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[list[BaseMes
 
 
 class Shape(AgentMiddleware):
-    """A middleware of ``SessionMiddleware``'s shape doing none of its work: its state schema, its
-    two hooks calling their handlers, and the model hook's command cutting the agent's messages
-    by id (``RemoveMessage``) and setting ``session_key`` once: what LangChain/LangGraph charge a
-    turn for that shape, whatever the session holds."""
+    """A middleware of ``SessionMiddleware``'s shape doing none of its work: its state schema (the
+    agent's own since the key is read from the run's config), its two hooks calling their
+    handlers, and the model hook's command cutting the agent's messages by id (``RemoveMessage``)
+    and setting ``session_key`` once where the schema has it; with ``kept_only`` (the present
+    middleware) the cut only when the run has a checkpointer, as ``SessionMiddleware`` does: what
+    LangChain/LangGraph charge a turn for that shape, whatever the session holds. ``Shape.of(module)``:
+    the shape of a tree's ``session_graph.integrations.middleware``."""
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, kept_only: bool = False) -> None:
         super().__init__()
         self.state_schema = schema
+        self.kept_only = kept_only
+        self.keyed = "session_key" in getattr(schema, "__annotations__", {})
+
+    @classmethod
+    def of(cls, module: Any) -> Any:
+        return cls(module.SessionMiddleware.state_schema, kept_only=hasattr(module, "_kept"))
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         response = handler(request)
+        if self.kept_only and not (get_config().get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER):
+            return response
         update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in request.state["messages"]]}
-        if request.state.get("session_key") != "bench":
+        if self.keyed and request.state.get("session_key") != "bench":
             update["session_key"] = "bench"
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
@@ -260,7 +274,7 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
     stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
     floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
     floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
-    shaped = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[Shape(SessionAgentState)],
+    shaped = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[Shape.of(our_middleware)],
                           system_prompt="You are a research assistant.")
     agent, config, manager = session_agent(folder, size)
     viewed, views = viewed_stock(SessionMiddleware, manager)
@@ -314,7 +328,7 @@ def main() -> None:
             print(f"  floor of any middleware: a no-op AgentMiddleware with one hook (wrap_model_call calling the handler) "
                   f"{r['floor_ms']:.2f} ms / stock agent = {r['floor']:.2f}x; with before_model too (two hooks, SessionMiddleware's "
                   f"former shape) {r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x; SessionMiddleware's shape doing none of its work "
-                  f"(its state schema, wrap_model_call and wrap_tool_call calling their handlers, the cut command) "
+                  f"(its state schema, wrap_model_call and wrap_tool_call calling their handlers, the cut command only with a checkpointer: none here) "
                   f"{r['shape_ms']:.2f} ms = {r['shape']:.2f}x")
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
                   f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware handed it on one turn; its window varies between resizes) {r['viewed_ms']:.2f} ms "

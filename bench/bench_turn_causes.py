@@ -66,8 +66,8 @@ use = checkouts.use
 
 
 def shape(modules: dict[str, Any]) -> AgentMiddleware:
-    """``bench_turn.Shape`` with the state schema of the tree ``modules`` hold."""
-    return Shape(modules["session_graph.integrations.middleware"].SessionAgentState)
+    """``bench_turn.Shape`` of the tree ``modules`` hold (its state schema, its cut)."""
+    return Shape.of(modules["session_graph.integrations.middleware"])
 
 
 def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk: list[Any] | None = None) -> AgentMiddleware:
@@ -88,7 +88,8 @@ def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk:
                     at[0] = (at[0] + 50) % len(walk)
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    return Spin(modules["session_graph.integrations.middleware"].SessionAgentState)
+    middleware = modules["session_graph.integrations.middleware"]
+    return Spin(middleware.SessionMiddleware.state_schema, kept_only=hasattr(middleware, "_kept"))
 
 
 def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: int) -> dict[str, float]:
@@ -99,7 +100,7 @@ def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: i
     state (``add_messages``) whose node returns the reply and the cut command (a ``RemoveMessage``
     per held message, and ``session_key`` set) vs the reply alone; the same graph with our state
     schema vs the agent's own."""
-    schema = modules["session_graph.integrations.middleware"].SessionAgentState
+    schema = modules["session_graph.integrations.middleware"].SessionMiddleware.state_schema  # the agent's own since the key is read from the config
     turn_inputs = ([SystemMessage(content=PROMPT), HumanMessage(content=question(1), id="h")],
                    [SystemMessage(content=PROMPT), HumanMessage(content=question(1), id="h"), *history(4)[1:3]])
     model = _Model(messages=_replies())
@@ -297,7 +298,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"(no-op hooks + the cut command, a separate agent - stock) {floor:.3f}, the remainder {whole - stock - inside - floor:.3f}")
         remainder = whole - stock - inside - floor
         print(f"    the shape: a one-hook no-op middleware (wrap_model_call calling the handler, the agent's own state) - stock "
-              f"{paired('no-op', 'stock'):.3f}; our schema + the tool hook + the cut command (shape - no-op) {paired('shape', 'no-op'):.3f} "
+              f"{paired('no-op', 'stock'):.3f}; its schema + the tool hook + the cut command where the shape has them (shape - no-op) {paired('shape', 'no-op'):.3f} "
               f"(medians of the rounds' differences)")
         print(f"    the remainder's leads: the model handed the session's view ({sizes[0]} and {sizes[1]} messages, system message "
               f"included, as SessionMiddleware handed them on one turn; the stock agent with no middleware so handed - stock) {model:.3f}; CPU spent in a hook spilling outside it "

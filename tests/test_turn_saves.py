@@ -11,6 +11,7 @@ from pathlib import Path
 from agents_util import lookup, model
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.checkpoint.memory import InMemorySaver
 import pytest
 from save_util import counted_writes
 
@@ -19,9 +20,10 @@ from session_graph._base.files import encode_name
 from session_graph.integrations import SessionMiddleware
 
 
-def agent_over(manager: SessionManager, llm=None):
+def agent_over(manager: SessionManager, llm=None, checkpointer=None):
     llm = llm or model()
-    return create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(manager=manager)], system_prompt="Be brief."), llm
+    return create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(manager=manager)], system_prompt="Be brief.",
+                        checkpointer=checkpointer), llm
 
 
 def config() -> dict:
@@ -164,7 +166,7 @@ def test_a_reply_whose_cut_would_drop_unsaved_tool_results_writes_them_first(tmp
 
     SessionMiddleware.wrap_model_call = watched  # type: ignore[method-assign]
     try:
-        agent, _ = agent_over(manager, model(replies()))
+        agent, _ = agent_over(manager, model(replies()), InMemorySaver())  # a checkpointer: the state is cut
         for turn in range(3):
             del writes[:], dropped[:]
             agent.invoke({"messages": [HumanMessage(content=f"question {turn}")]}, config())

@@ -32,6 +32,7 @@ from langgraph.config import get_config
 from session_graph._base.forks import renew_after_fork
 from session_graph.errors import ConfigurationError, MemoUpdateError
 from session_graph.integrations.pruned import before_resize, edited_since_save, only_pruned
+from session_graph.integrations.step_locks import lock_of, locks_of
 from session_graph.integrations.turn_messages import is_view_artifact
 from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
@@ -64,32 +65,6 @@ class BindingOptions(TypedDict, total=False):
 class _Op(NamedTuple):  # a tuple: made several times a step, without a frozen dataclass's per-field setattr
     kind: Literal["session", "judge", "resize", "fold", "save", "write"]
     target: Any
-
-
-_LOCKS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple[str, Any], Any]] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-class _ForkedLocks:
-    """A forked child's step locks anew (``_base/forks.py``): a parent thread mid-step is not there."""
-
-    def _after_fork(self) -> None:
-        global _LOCKS_GUARD
-        _LOCKS_GUARD = threading.Lock()
-        for locks in list(_LOCKS.values()):
-            locks.clear()  # the next step on a key makes its lock anew
-
-
-renew_after_fork(_FORKED := _ForkedLocks())
-
-
-def _locks_of(owner: SessionManager | Session) -> weakref.WeakValueDictionary[tuple[str, Any], Any]:
-    """The step locks of every binding over ``owner`` (a manager, or a fixed session), by key and loop."""
-    with _LOCKS_GUARD:
-        locks = _LOCKS.get(owner)
-        if locks is None:
-            locks = _LOCKS[owner] = weakref.WeakValueDictionary()
-        return locks
 
 
 class SessionBinding:
@@ -128,7 +103,7 @@ class SessionBinding:
         self.fold_wait = FOLD_WAIT  # seconds a step waits for another process's fold lease (then folds without it)
         self._thread: str | None = None
         self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # the manager's cache keeps them
-        self._locks = _locks_of(manager if manager is not None else session)  # shared by every binding over it
+        self._locks = locks_of(manager if manager is not None else session)  # shared by every binding over it
         self._guard = threading.Lock()
         self._recent: tuple[str, Any] | None = None  # the last key's thread lock (a strong reference: it stays in _locks)
         renew_after_fork(self)
@@ -208,6 +183,11 @@ class SessionBinding:
             if cache is not None:
                 cache.hold(key)  # see _holding
             try:
+                known = self._known(key, session) if not resize else None
+                if known is not None:  # a reply or a tool result of the turn's session: no flow to drive
+                    if (op := self._direct(key, known, messages, save, durable)) is not None:
+                        self._do(op)
+                    return known
                 flow = self._flow(key, messages, resize, save, durable, session)
                 reply: Any = None
                 while True:
@@ -242,6 +222,11 @@ class SessionBinding:
             raise
         try:
             with self._holding(key):
+                known = self._known(key, session) if not resize else None
+                if known is not None:  # as in step: no flow to drive
+                    if (op := self._direct(key, known, messages, save, durable)) is not None:
+                        await self._ado(op)
+                    return known
                 flow = self._flow(key, messages, resize, save, durable, session)
                 reply: Any = None
                 while True:
@@ -269,11 +254,7 @@ class SessionBinding:
         belong to the manager (or the fixed session), not to this binding: two agents over one
         manager share its cached session objects, so their steps on a key take turns too.
         """
-        with _LOCKS_GUARD:
-            lock = self._locks.get((key, owner))
-            if lock is None:
-                lock = self._locks[(key, owner)] = make()
-            return lock
+        return lock_of(self._locks, key, owner, make)
 
     def _thread_lock(self, key: str) -> Any:
         """The threads' lock of ``key`` (``_lock``), remembered: a turn's ~5 steps use one key (no global guard each)."""
@@ -289,13 +270,33 @@ class SessionBinding:
         other keys, in other threads, remember theirs meanwhile)."""
         return self.manager.cache.holding(key) if self.manager is not None else nullcontext()
 
-    def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int,
-              durable: bool = True, known: Session | None = None) -> Generator[_Op, Any, Session]:
-        entry = self.manager.cache.get(key) if known is not None and self.manager is not None else None
-        session: Session = known if entry is not None and entry.session is known else (yield _Op("session", key))
-        if self._live.get(key) is not session:  # the same one on most steps: no new weak reference
+    def _known(self, key: str, known: Session | None) -> Session | None:
+        """The session a step uses without asking the store: the fixed one, or ``known`` (the one
+        an earlier step of this run returned) while the manager still caches it; else None."""
+        if self.fixed is not None or known is None:
+            return self.fixed
+        entry = self.manager.cache.get(key)  # type: ignore[union-attr]
+        return known if entry is not None and entry.session is known else None
+
+    def _direct(self, key: str, session: Session, messages: Sequence[Any], save: bool | int, durable: bool) -> _Op | None:
+        """A step that does not resize, on a session it need not look up (``_known``): no flow."""
+        if self._live.get(key) is not session:  # the same one on most steps: no new weak reference (``live``)
             self._live[key] = session
         self.record(session, messages)
+        return _Op("save" if durable else "write", session) if self._save_needed(session, save, False) else None
+
+    def _save_needed(self, session: Session, save: bool | int, resized: bool) -> bool:
+        """Whether a step that ``resized`` (or not) saves, as ``step``'s ``save`` says."""
+        if self.manager is None or save is False:
+            return False
+        return save is True or resized or self.manager.unsaved(session) > int(save) or edited_since_save(self.manager, session)
+
+    def _flow(self, key: str, messages: Sequence[Any], resize: bool, save: bool | int,
+              durable: bool = True, known: Session | None = None) -> Generator[_Op, Any, Session]:
+        session = self._known(key, known)
+        if session is None:
+            session = yield _Op("session", key)
+        self._direct(key, session, messages, False, durable)  # recorded (no save yet)
         resized = False
         if resize and (yield _Op("judge", session)):
             if self._shared_fold(session):  # another process may fold this session now: one fold, under its lease
@@ -304,10 +305,8 @@ class SessionBinding:
                 held = before_resize(session) if self.manager is not None and type(save) is int and save > 0 else None
                 yield _Op("resize", session)  # a prune with the unsaved messages still held: the next write carries it
                 resized = held is None or not only_pruned(session, held)  # more than `save` unsaved: saved below anyway
-        if self.manager is not None and save is not False:
-            needed = save is True or resized or self.manager.unsaved(session) > int(save) or edited_since_save(self.manager, session)
-            if needed:
-                yield _Op("save" if durable else "write", session)
+        if self._save_needed(session, save, resized):
+            yield _Op("save" if durable else "write", session)
         return session
 
     def _shared_fold(self, session: Session) -> bool:

@@ -5,9 +5,11 @@ resize, save what is not stored yet), hands the model the session's view (the ag
 prompt merged with the session's system prompt and the memo or summary into one system
 message, which every provider accepts: the agent's own, its id, name and content blocks kept
 first and unchanged (``history_recall.merged_system``), then the window within the token budget), records the
-reply the moment the model returns, and cuts the agent's ``messages`` to that reply (an
-``ExtendedModelResponse`` whose command overwrites them): the session's store holds the rest,
-so every checkpoint stays the size of one turn. The save comes first, so the user's input is
+reply the moment the model returns, and, when the run has a checkpointer, cuts the agent's
+``messages`` to that reply (an ``ExtendedModelResponse`` whose command removes them): the
+session's store holds the rest, so every checkpoint stays the size of one turn (without one,
+nothing outlives the run: no command, the state as a stock agent's). The session's key comes
+from the run's config (``thread_id``): no state channel of ours for LangGraph to write and check. The save comes first, so the user's input is
 durable before the model (or anything after it) can fail or be cancelled; ``save_point`` says
 where a turn is saved (once durably, before the first model call; the turn's end, with its tool
 calls and results, written without an fsync). One model hook, not ``before_model``
@@ -32,6 +34,9 @@ import uuid
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import Command, Overwrite
 
 from session_graph._base.ids import utc_now
@@ -58,7 +63,9 @@ log = logging.getLogger(__name__)
 
 
 class SessionAgentState(AgentState):
-    """The agent state with the key of the session the run uses."""
+    """The agent state with the key of the session the run uses (kept for code that names it:
+    ``SessionMiddleware`` reads the key from the run's config and keeps the agent's own state, so
+    LangGraph has no channel of ours to write and check each step)."""
 
     session_key: NotRequired[str]
 
@@ -90,8 +97,6 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
             ``on_memory_error``, ``share_across_threads``: see ``SessionBinding``.
     """
 
-    state_schema = SessionAgentState
-
     def __init__(
         self, session: Session | None = None, *, memory: MemoryConfig | None = None, recall_k: int = 5,
         recall_chars: int = 1600, history: HistoryRecall | None = DEFAULT_RECALL, allow_purge: bool = False,
@@ -119,27 +124,29 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
-        state = request.state["messages"]
-        point = save_point(state)
-        session = self.binding.step(state, session=self._continued(request, point), **point)  # the input durable before the model
+        state, config = request.state["messages"], _run_config()
+        live = self.binding.live(self.binding.key(config))
+        point = save_point(state, session=live)
+        session = self.binding.step(state, config, session=None if point["durable"] else live, **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         response, replies = _new_ids(session, response, _replies(response))
-        self.binding.step(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
-        return _flat(session, request, response, replies)
+        self.binding.step(replies, config, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
+        return _flat(session, request, response, replies, cut=_kept(config))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
-        state = request.state["messages"]
-        point = save_point(state)
-        session = await self.binding.astep(state, session=self._continued(request, point), **point)
+        state, config = request.state["messages"], _run_config()
+        live = self.binding.live(self.binding.key(config))
+        point = save_point(state, session=live)
+        session = await self.binding.astep(state, config, session=None if point["durable"] else live, **point)
         recalled = self._known(session)  # no search to make: no thread hop
         if recalled is None:
             recalled = await asyncio.to_thread(self._recalled, session, request)  # searches: never on the event loop
         response = await handler(self._with_view(session, request, recalled))
         response, replies = _new_ids(session, response, _replies(response))
-        await self.binding.astep(replies, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
-        return _flat(session, request, response, replies)
+        await self.binding.astep(replies, config, resize=False, session=session, **save_point(state, replies, answered=_answered(response)))
+        return _flat(session, request, response, replies, cut=_kept(config))
 
     # -- tool results: recorded as they return; written when the run ends in the tools node ------
     # (wrap_tool_call wraps the tool's execution: no graph node; a run whose tools are all
@@ -159,12 +166,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         return result
 
     def _held(self, request: Any) -> Session | None:
-        return self.binding.live(str((request.state or {}).get("session_key") or ""))
-
-    def _continued(self, request: ModelRequest, point: dict[str, Any]) -> Session | None:
-        """Inside a turn (no new input: tool results), the session its earlier model call used,
-        taken without a store look-up while the manager still caches it; None at a turn's start."""
-        return None if point.get("durable") else self.binding.live(str(request.state.get("session_key") or ""))
+        return self.binding.live(self.binding.key())
 
     def _known(self, session: Session) -> str | None:
         """``_recalled``'s answer when it makes no search (no memory recall; history recall off or
@@ -201,7 +203,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
             lead += 1
         # the agent's message first, its blocks and fields kept; plain text: one message per text, reused
         system = merged_system(request.system_message, view[:lead], recalled)
-        return _override(request, messages=list(view[lead:]), system_message=system)
+        return _override(request, messages=view[lead:], system_message=system)  # a slice: a list of its own
 
 
 def _override(request: ModelRequest, **changes: Any) -> ModelRequest:
@@ -225,10 +227,13 @@ _FIELDS = tuple(field.name for field in dataclasses.fields(ModelRequest))
 _NAMES = frozenset(_FIELDS)
 
 
-def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage]) -> ModelResponse | ExtendedModelResponse:
-    """The model's response, and the agent's state cut to it: the store holds everything before
-    it (recorded and written by the step above), so every checkpoint stays the size of one turn;
-    tools read the reply's calls and add their results after it.
+def _flat(session: Session, request: ModelRequest, response: Any, replies: list[BaseMessage],
+          cut: bool = True) -> ModelResponse | ExtendedModelResponse:
+    """The model's response, and the agent's state cut to it when the run has a checkpointer
+    (``cut``): the store holds everything before it (recorded and written by the step above), so
+    every checkpoint stays the size of one turn; tools read the reply's calls and add their results
+    after it. A run without a checkpointer keeps nothing between runs: the state is left as a
+    stock agent's (the run's result holds the turn's messages) and LangGraph applies no command.
 
     The cut removes the messages the state held by id rather than overwriting ``messages``: an
     ``Overwrite`` would discard everything else written in the model's step (a reply another
@@ -239,13 +244,24 @@ def _flat(session: Session, request: ModelRequest, response: Any, replies: list[
     ``RemoveMessage(REMOVE_ALL_MESSAGES)``, makes LangGraph refuse the second removal.)"""
     held = request.state["messages"]
     model_response = response if isinstance(response, ModelResponse) else ModelResponse(result=replies)
-    keyed = request.state.get("session_key") == session.id
-    if not held and keyed:  # nothing to cut, nothing to set: no command for LangGraph to apply
+    if not held or not cut:  # nothing to cut: no command for LangGraph to apply
         return model_response
-    update: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
-    if not keyed:
-        update["session_key"] = session.id
+    update = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
     return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
+
+
+def _run_config() -> RunnableConfig:
+    """The running LangGraph task's config ({} outside a run: a hook called directly)."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return {}
+
+
+def _kept(config: RunnableConfig) -> bool:
+    """Whether the run keeps its state between runs (a checkpointer, the agent's own or its parent
+    graph's, which LangGraph puts in each task's config): only then does the cut keep anything small."""
+    return bool((config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER))
 
 
 def _removable(held: list[BaseMessage]) -> bool:
@@ -272,12 +288,18 @@ def _tool_messages(result: Any) -> list[BaseMessage]:
 
 
 def _with_call(request: Any, results: list[BaseMessage]) -> list[BaseMessage]:
-    """The tool's results after the state's messages (the reply that called the tool): a run
+    """The tool's results after the state's newest reply (the one that called the tool; an uncut
+    state's older messages were recorded by the model call's step, and are not looked up again): a run
     resumed by another process from a checkpointer (paused before the tools) holds that reply in
     its checkpoint only, so it is recorded before its results (``record`` skips what the session
     holds already; one without an id cannot be told, so it is left to the next model call's step)."""
     held = (request.state or {}).get("messages") if isinstance(request.state, dict) else None
-    return [*(m for m in held if isinstance(m, BaseMessage) and m.id), *results] if held else results
+    if not held:
+        return results
+    start = len(held) - 1  # from the reply that called the tool on: the model call's step recorded what came before it
+    while start > 0 and not isinstance(held[start], AIMessage):
+        start -= 1
+    return [*(m for m in held[start:] if isinstance(m, BaseMessage) and m.id), *results]
 
 
 def _tool_point(request: Any) -> dict[str, Any]:
@@ -316,12 +338,16 @@ def _answered(response: Any) -> bool:
     return isinstance(response, ModelResponse) and response.structured_response is not None
 
 
-def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = None, *, answered: bool = False) -> dict[str, Any]:
+def save_point(
+    state: list[BaseMessage], replies: list[BaseMessage] | None = None, *, answered: bool = False, session: Session | None = None,
+) -> dict[str, Any]:
     """Where an agent turn is saved: the ``save``/``durable`` options of a step. One durable
     write (one fsync on the JSONL store) per turn, and every message in the store before the
     agent's state drops it (a flattened state keeps one turn):
 
-    - before the first model call of a turn (the state holds the user's new input): a durable
+    - before the first model call of a turn (the state holds the user's new input: a
+      ``HumanMessage`` that ``session``, the one the run's earlier steps used, does not hold
+      yet; any ``HumanMessage`` without it): a durable
       save that carries the input (so a model call that fails never loses it; see issue 19),
       the previous turn's replies and any resize the step just made;
     - when a reply ends the turn (no tool calls, or ``answered``: the structured answer of a
@@ -337,7 +363,7 @@ def save_point(state: list[BaseMessage], replies: list[BaseMessage] | None = Non
       (durable) and the answer with the tool call and its results.
     """
     if replies is None:
-        starts = any(isinstance(m, HumanMessage) for m in state)
+        starts = any(isinstance(m, HumanMessage) and (session is None or not (m.id and m in session)) for m in state)
         return {"save": True, "durable": True} if starts else {"save": len(state), "durable": False}
     ended = answered or any(isinstance(m, AIMessage) and not m.tool_calls for m in replies)
     return {"save": True, "durable": False} if ended else {"save": len(replies), "durable": False}

@@ -17,8 +17,7 @@ import pytest
 from recall_util import fold_away
 
 from session_graph import Session, SessionManager
-from session_graph.integrations import binding as binding_module
-from session_graph.integrations import history_recall
+from session_graph.integrations import history_recall, step_locks
 from session_graph.integrations.binding import SessionBinding
 from session_graph.integrations.history_recall import HistoryRecall, recall_text
 from session_graph.resize.history import LazyHistory
@@ -41,7 +40,7 @@ def test_a_child_forked_while_a_lazy_history_is_read_reads_it() -> None:
 CONFIG = {"configurable": {"thread_id": "t"}}
 HELD: dict[str, Callable[[SessionBinding], Any]] = {
     "the key's step lock": lambda binding: binding._lock("t", "thread", threading.RLock),
-    "the step locks' guard": lambda binding: binding_module._LOCKS_GUARD,
+    "the step locks' guard": lambda binding: step_locks._LOCKS_GUARD,  # the module global the fork renews (read at the fork)
     "the thread check's guard": lambda binding: binding._guard,
 }
 

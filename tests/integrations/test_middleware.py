@@ -40,7 +40,7 @@ def test_the_state_stays_bounded_and_the_session_keeps_everything() -> None:
     assert isinstance(full[2], ToolMessage) and full[2].tool_call_id == "call_0"
     state = agent.get_state(config()).values
     assert [m.id for m in state["messages"]] == [full[-1].id]  # the checkpoint holds the last reply, no more
-    assert state["session_key"] == session.id and "memo" not in state
+    assert "session_key" not in state and "memo" not in state  # the key comes from the run's config: no channel of ours
     assert session.window_totals.chars < 900 + 200
     last_prompt = llm.prompts[-1]
     assert last_prompt[0].type == "system" and last_prompt[0].content.startswith("You are helpful.")

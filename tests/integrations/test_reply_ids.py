@@ -13,6 +13,7 @@ from pathlib import Path
 from agents_util import lookup, model
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 import pytest
 
 from session_graph.integrations import SessionMiddleware
@@ -25,7 +26,8 @@ def test_a_reply_repeating_an_earlier_reply_s_id_is_recorded(tmp_path: Path, asy
 
     replies = iter([AIMessage(content="first answer", id="lc_run--same-0"), AIMessage(content="second answer", id="lc_run--same-0")])
     with SessionManager(tmp_path) as manager:
-        agent = create_agent(model(replies), tools=[lookup], middleware=[SessionMiddleware(manager=manager)])
+        agent = create_agent(model(replies), tools=[lookup], middleware=[SessionMiddleware(manager=manager)],
+                             checkpointer=InMemorySaver())  # the state cut by id: the case where a repeated id lost the reply
         config = {"configurable": {"thread_id": "t"}}
         outs = []
         for question in ("q0", "q1"):
@@ -41,7 +43,7 @@ def test_a_reply_repeating_an_earlier_reply_s_id_is_recorded(tmp_path: Path, asy
 def test_a_reply_with_the_user_message_s_id_is_kept_with_it(tmp_path: Path) -> None:
     with SessionManager(tmp_path) as manager:
         agent = create_agent(model(iter([AIMessage(content="the answer", id="in-1")])), tools=[lookup],
-                             middleware=[SessionMiddleware(manager=manager)])
+                             middleware=[SessionMiddleware(manager=manager)], checkpointer=InMemorySaver())
         out = agent.invoke({"messages": [HumanMessage(content="q0", id="in-1")]}, {"configurable": {"thread_id": "t"}})
         assert [m.text for m in out["messages"]] == ["the answer"]  # no longer removed with the input it shared an id with
     with SessionManager(tmp_path) as again:
