@@ -39,13 +39,10 @@ from typing import Any, Protocol
 import weakref
 
 from langchain_core.callbacks import CallbackManager
-from langchain_core.callbacks.manager import _configure, _get_debug
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.runnables import RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
-from langchain_core.utils.env import env_var_is_set
 from langgraph.errors import ErrorCode, GraphRecursionError, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
@@ -54,6 +51,13 @@ from langgraph.runtime import Runtime
 from session_graph._base.flow import Call, Flow
 from session_graph.errors import ConfigurationError
 from session_graph.resize.state import ResizeContext, SessionState
+
+try:  # private langchain-core names (``_nothing_on``'s mirror): a version without one asks configure every time
+    from langchain_core.callbacks.manager import _configure, _get_debug
+    from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
+    from langchain_core.utils.env import env_var_is_set
+except ImportError:  # pragma: no cover - another langchain-core
+    _configure = None  # type: ignore[assignment]
 
 __all__ = ["FORCE_PREGEL_ENV", "Plan", "Plugged", "execute", "plan_of", "select", "unobserved"]
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 import contextlib
 from contextvars import ContextVar
+import subprocess
+import sys
 from typing import Any
 from unittest.mock import MagicMock
 
@@ -120,3 +122,31 @@ def test_another_configure_is_asked_every_time(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(CallbackManager, "configure", configure)
     assert direct.unobserved() and asked == [True]
+
+
+_WITHOUT_GET_DEBUG = """
+import types
+import langchain_core.callbacks.manager as manager
+# a langchain-core whose manager module has no _get_debug (renamed, inlined): configure still works
+real = manager._configure
+manager._configure = types.FunctionType(real.__code__, dict(vars(manager)), "_configure", real.__defaults__, real.__closure__)
+manager._configure.__kwdefaults__ = real.__kwdefaults__
+del manager._get_debug
+from langchain_core.callbacks import CallbackManager
+from session_graph import Session
+from session_graph.resize import direct
+assert not CallbackManager.configure().handlers
+assert not direct._QUIET_READS and direct.unobserved() is True
+session = Session("s").use_lite(messages=6)
+for i in range(12):
+    session.append_message({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"})
+assert len(session.resize()) <= 6
+print("ok")
+"""
+
+
+def test_a_langchain_core_without_the_private_names_still_imports() -> None:
+    # the mirror reads private langchain-core names; a version without one must fall back to
+    # configure (as a changed _configure does), not make `import session_graph` fail
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_GET_DEBUG], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
