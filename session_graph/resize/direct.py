@@ -35,17 +35,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 import inspect
 import os
+from types import CodeType
 from typing import Any, Protocol
 import weakref
 
 from langchain_core.callbacks import CallbackManager
-from langchain_core.callbacks.manager import _configure, _get_debug
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.runnables import RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
-from langchain_core.utils.env import env_var_is_set
 from langgraph.errors import ErrorCode, GraphRecursionError, InvalidUpdateError, create_error_message
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
@@ -54,6 +52,13 @@ from langgraph.runtime import Runtime
 from session_graph._base.flow import Call, Flow
 from session_graph.errors import ConfigurationError
 from session_graph.resize.state import ResizeContext, SessionState
+
+try:  # private langchain-core names (``_nothing_on``'s mirror): a version without one asks configure every time
+    from langchain_core.callbacks.manager import _configure, _get_debug
+    from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
+    from langchain_core.utils.env import env_var_is_set
+except ImportError:  # pragma: no cover - another langchain-core
+    _configure = None  # type: ignore[assignment]
 
 __all__ = ["FORCE_PREGEL_ENV", "Plan", "Plugged", "execute", "plan_of", "select", "unobserved"]
 
@@ -213,24 +218,35 @@ def unobserved() -> bool:
 _CONFIGURE_READS = frozenset({
     "ConsoleCallbackHandler", "Exception", "LangChainTracer", "RuntimeError", "StdOutCallbackHandler", "_configure_hooks",
     "_external_run_ids", "_get_debug", "_get_tracer_kwargs", "_tracing_v2_is_enabled", "add_handler", "add_metadata",
-    "add_tags", "any", "cast", "copy", "dotted_order", "env_var_is_set", "get", "get_tracing_context", "handlers", "id",
+    "add_tags", "any", "cast", "copy", "copy_with_metadata_defaults", "dotted_order", "env_var_is_set", "get", "get_tracing_context", "handlers", "id",
     "inheritable_handlers", "inheritable_metadata", "inheritable_tags", "isinstance", "langchain_core.tracers.context",
     "langchain_core.tracers.langchain", "langchain_core.tracers.stdout", "langsmith.run_helpers", "list", "logger",
     "metadata", "order_map", "parent_run_id", "repr", "run_map", "setdefault", "str", "tags", "trace_id",
     "tracing_v2_callback_var", "warning"})
-"""The names langchain-core's ``_configure`` (1.x) reads; ``_nothing_on`` mirrors what adds a handler there."""
+"""The names langchain-core's ``_configure`` (1.x) reads, nested code included; ``_nothing_on`` mirrors what adds a handler there."""
 _V1_TRACING = ("LANGCHAIN_TRACING", "LANGCHAIN_HANDLER")
 
 
-def _quiet_reads() -> bool:
-    """Whether ``_nothing_on`` may answer for ``configure``: its code reads exactly the names it
-    read when the mirror was written and no environment variable but ``_V1_TRACING`` (another
-    version of langchain-core: False, and ``configure`` itself answers every time)."""
-    code = getattr(_configure, "__code__", None)
+def _quiet_reads(configure: Any = _configure) -> bool:
+    """Whether ``_nothing_on`` may answer for ``configure``: its code, with the code nested in it
+    (generator expressions, comprehensions: Python 3.12 inlines the latter), reads exactly the
+    names it read when the mirror was written and no environment variable but ``_V1_TRACING``
+    (another version of langchain-core: False, and ``configure`` itself answers every time)."""
+    code = getattr(configure, "__code__", None)
     if code is None:
         return False
-    names = {c for c in code.co_consts if isinstance(c, str) and c.isupper() and c.isidentifier()}
-    return frozenset(code.co_names) == _CONFIGURE_READS and names == set(_V1_TRACING)
+    names: set[str] = set()
+    constants: set[str] = set()
+    pending = [code]
+    while pending:
+        code = pending.pop()
+        names.update(code.co_names)
+        for constant in code.co_consts:
+            if isinstance(constant, CodeType):
+                pending.append(constant)
+            elif isinstance(constant, str) and constant.isupper() and constant.isidentifier():
+                constants.add(constant)
+    return names == _CONFIGURE_READS and constants == set(_V1_TRACING)
 
 
 def _nothing_on() -> bool:
