@@ -3,6 +3,7 @@ telling a turn's start by a HumanMessage the session does not hold yet, the dire
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +55,28 @@ def test_a_retried_input_whose_save_failed_is_stored_before_the_model_call(tmp_p
     assert failed == [True]
     agent.invoke({"messages": [retried]}, config)
     assert _STORED_AT_CALL[-1] == ["q0", "q1"]  # the retried input was in the store when the model ran
+
+
+def test_a_retried_input_whose_save_failed_is_stored_before_the_model_call_async(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The async twin: the retried input is saved before the model call."""
+    _STORED_AT_CALL.clear()
+    manager = SessionManager(tmp_path)
+    replies = iter([AIMessage(content="a0", id="a0"), AIMessage(content="a1", id="a1")])
+    agent = create_agent(_Witness(messages=replies, where=str(tmp_path)), middleware=[SessionMiddleware(manager=manager)])
+    config = {"configurable": {"thread_id": "t1"}}
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage(content="q0", id="q0")]}, config))
+    real, failed = manager.asave, []
+
+    async def refusing(session: Any, *, durable: bool = True) -> None:
+        if not failed:
+            failed.append(durable)
+            raise OSError("disk full (simulated)")
+        await real(session, durable=durable)
+
+    monkeypatch.setattr(manager, "asave", refusing)
+    retried = HumanMessage(content="q1", id="q1")
+    with pytest.raises(OSError, match="disk full"):
+        asyncio.run(agent.ainvoke({"messages": [retried]}, config))
+    assert failed == [True]
+    asyncio.run(agent.ainvoke({"messages": [retried]}, config))
+    assert _STORED_AT_CALL[-1] == ["q0", "q1"]
