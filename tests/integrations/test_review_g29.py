@@ -80,3 +80,33 @@ def test_a_retried_input_whose_save_failed_is_stored_before_the_model_call_async
     assert failed == [True]
     asyncio.run(agent.ainvoke({"messages": [retried]}, config))
     assert _STORED_AT_CALL[-1] == ["q0", "q1"]
+
+
+def test_a_caller_passing_its_history_each_run_records_each_message_once_and_saves_each_input_durably(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No checkpointer, the stock habit: each run gets the last result's messages and the new
+    input. The held history is not recorded again; the new input (an earlier one held) is saved
+    durably once, before the model call; the result holds the whole conversation, as a stock agent's."""
+    from agents_util import lookup, model
+
+    _STORED_AT_CALL.clear()
+    manager = SessionManager(tmp_path)
+    agent = create_agent(model(), tools=[lookup], middleware=[SessionMiddleware(manager=manager)])
+    config = {"configurable": {"thread_id": "t1"}}
+    durables: list[bool] = []
+    real = manager.save
+
+    def counting(session: Any, *, durable: bool = True) -> None:
+        durables.append(durable)
+        real(session, durable=durable)
+
+    monkeypatch.setattr(manager, "save", counting)
+    messages: list[Any] = []
+    for turn in range(3):
+        durables.clear()
+        messages = agent.invoke({"messages": [*messages, HumanMessage(content=f"q{turn}", id=f"q{turn}")]}, config)["messages"]
+        assert durables.count(True) == 1 and durables[0] is True  # the input, before the model call
+    stored = manager.get("t1").full_chat_history
+    assert [m.id for m in stored] == [m.id for m in messages]
+    assert [m.type for m in stored] == ["human", "ai", "tool", "ai"] * 3
