@@ -110,3 +110,30 @@ def test_a_caller_passing_its_history_each_run_records_each_message_once_and_sav
     stored = manager.get("t1").full_chat_history
     assert [m.id for m in stored] == [m.id for m in messages]
     assert [m.type for m in stored] == ["human", "ai", "tool", "ai"] * 3
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_parallel_calls_resumed_by_another_process_keep_their_call_before_both_results(tmp_path: Path, asynchronous: bool) -> None:
+    """The tool hook records the calling reply with each result: two parallel calls resumed by a
+    process whose session lacks the reply (it lived in the checkpoint only) store it once, before both."""
+    from agents_util import lookup, model
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    calls = [{"id": f"c{i}", "name": "lookup", "args": {"topic": f"t{i}"}} for i in range(2)]
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "t1"}}
+
+    def agent_on(llm: Any) -> Any:
+        return create_agent(llm, tools=[lookup], middleware=[SessionMiddleware(manager=SessionManager(tmp_path))],
+                            checkpointer=saver, interrupt_before=["tools"])
+
+    agent_on(model(iter([AIMessage(content="", id="r1", tool_calls=calls)]))).invoke(
+        {"messages": [HumanMessage(content="look both up", id="q1")]}, config)
+    resumed = agent_on(model(iter([AIMessage(content="done", id="a2")])))
+    if asynchronous:
+        asyncio.run(resumed.ainvoke(None, config))
+    else:
+        resumed.invoke(None, config)
+    history = SessionManager(tmp_path).get("t1").full_chat_history
+    assert [m.type for m in history] == ["human", "ai", "tool", "tool", "ai"]
+    assert sorted(m.tool_call_id for m in history[2:4]) == ["c0", "c1"] and history[1].id == "r1"
