@@ -137,3 +137,33 @@ def test_parallel_calls_resumed_by_another_process_keep_their_call_before_both_r
     history = SessionManager(tmp_path).get("t1").full_chat_history
     assert [m.type for m in history] == ["human", "ai", "tool", "tool", "ai"]
     assert sorted(m.tool_call_id for m in history[2:4]) == ["c0", "c1"] and history[1].id == "r1"
+
+
+def test_a_run_resumed_from_its_checkpoint_after_a_failed_input_save_stores_the_input_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a checkpointer the retry is a resume (``invoke(None)``): the checkpoint holds the input
+    the session holds unsaved; it is saved before the model call all the same."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    _STORED_AT_CALL.clear()
+    manager = SessionManager(tmp_path)
+    replies = iter([AIMessage(content="a0", id="a0"), AIMessage(content="a1", id="a1")])
+    agent = create_agent(_Witness(messages=replies, where=str(tmp_path)), middleware=[SessionMiddleware(manager=manager)],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": [HumanMessage(content="q0", id="q0")]}, config)
+    real, failed = manager.save, []
+
+    def refusing(session: Any, *, durable: bool = True) -> None:
+        if not failed:
+            failed.append(durable)
+            raise OSError("disk full (simulated)")
+        real(session, durable=durable)
+
+    monkeypatch.setattr(manager, "save", refusing)
+    with pytest.raises(OSError, match="disk full"):
+        agent.invoke({"messages": [HumanMessage(content="q1", id="q1")]}, config)
+    agent.invoke(None, config)
+    assert _STORED_AT_CALL[-1] == ["q0", "q1"]
+    assert [m.id for m in SessionManager(tmp_path).get("t1").full_chat_history] == ["q0", "a0", "q1", "a1"]
