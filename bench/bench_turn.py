@@ -6,7 +6,8 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
 
 - stock: no middleware, no checkpointer, the turn's input only (the floor of a turn);
 - session: ``SessionMiddleware`` over a JSONL ``SessionManager`` (fsync on) whose session
-  already holds 10,000 (and 100,000) messages of such turns, token budget 4,000.
+  already holds 10,000 (and 100,000) messages of such turns, token budget 4,000; no
+  checkpointer either, so no cut command (a run with one pays it: the ``Shape`` floor's cut).
 
 - floor: a no-op ``AgentMiddleware`` with one hook, ``wrap_model_call`` calling the handler (the
   agent's own state): what any middleware costs in LangChain; one with ``before_model`` too (two

@@ -125,8 +125,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
         state, config = request.state["messages"], _run_config()
-        live = self.binding.live(self.binding.key(config))
-        point = save_point(state, session=live)
+        live, point = self._turn_point(state, config)
         session = self.binding.step(state, config, session=None if point["durable"] else live, **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
         response, replies = _new_ids(session, response, _replies(response))
@@ -137,8 +136,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
         state, config = request.state["messages"], _run_config()
-        live = self.binding.live(self.binding.key(config))
-        point = save_point(state, session=live)
+        live, point = self._turn_point(state, config)
         session = await self.binding.astep(state, config, session=None if point["durable"] else live, **point)
         recalled = self._known(session)  # no search to make: no thread hop
         if recalled is None:
@@ -164,6 +162,19 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         if messages:
             await self.binding.astep(_with_call(request, messages), resize=False, session=self._held(request), **_tool_point(request))
         return result
+
+    def _turn_point(self, state: list[BaseMessage], config: RunnableConfig) -> tuple[Session | None, dict[str, Any]]:
+        """The session the run's earlier steps used, and where a model call saves (``save_point``);
+        an input that session holds but no store does (its save failed; the caller retries it) is
+        still the turn's start: saved durably before the model call."""
+        live = self.binding.live(self.binding.key(config))
+        point = save_point(state, session=live)
+        manager = self.binding.manager
+        if not point["durable"] and live is not None and manager is not None:
+            history = live.full_chat_history
+            if any(isinstance(m, HumanMessage) for m in history[len(history) - manager.unsaved(live):]):
+                point = {"save": True, "durable": True}
+        return live, point
 
     def _held(self, request: Any) -> Session | None:
         return self.binding.live(self.binding.key())
