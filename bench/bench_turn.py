@@ -174,14 +174,14 @@ def remembering_stock(size: int) -> tuple[Any, dict[str, Any], int]:
     return agent, config, exact_counter()(agent.get_state(config).values["messages"])
 
 
-def trimming_stock(size: int) -> tuple[Any, dict[str, Any]]:
+def trimming_stock() -> tuple[Any, dict[str, Any]]:
     """The stock agent with ``InMemorySaver`` and LangChain's documented trimming (short-term memory
     docs: a ``before_model`` middleware replacing the thread's messages, ``RemoveMessage(REMOVE_ALL_MESSAGES)``,
     by what ``trim_messages`` keeps), here at the session's budget and counter (``BUDGET`` tokens,
     ``strategy="last"``, from a human message, system message kept). It forgets what it trims: after
-    its untimed seeding invoke its thread holds the window only, so the seed is the last ``SEED``
-    messages of ``history(size)`` (the first trim of all ``size`` would cost seconds at 100k, untimed
-    and to no end: the turn after it is the same)."""
+    its untimed seeding invoke its thread holds the window only, so the seed is ``history(SEED)``
+    whatever ``size`` (building and trimming all ``size`` would cost seconds at 100k, untimed and to
+    no end: the turns after it are the same)."""
     count = exact_counter()
 
     @before_model
@@ -196,7 +196,7 @@ def trimming_stock(size: int) -> tuple[Any, dict[str, Any]]:
     agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[trim], checkpointer=InMemorySaver(),
                          system_prompt="You are a research assistant.")
     config = {"configurable": {"thread_id": "bench"}}
-    agent.invoke({"messages": [*history(size)[-SEED:], HumanMessage(content=question(-1))]}, config)
+    agent.invoke({"messages": [*history(SEED), HumanMessage(content=question(-1))]}, config)
     return agent, config
 
 
@@ -344,20 +344,41 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
             target.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, cfg)
         return run
 
-    trimming, trim_config = trimming_stock(size)
+    trimming, trim_config = trimming_stock()
     runs = [("stock", runner(stock), batch), ("viewed", runner(viewed), batch), ("floor", runner(floor), batch),
             ("floor2", runner(floor2), batch), ("shape", runner(shaped, config), batch), ("session", runner(agent, config), batch),
             ("trimming", runner(trimming, trim_config), batch)]
-    held = 0
-    if remembering:  # a turn of it costs ~100x the others: one turn a batch (CPU far above the timer's grain)
+    main_rounds = balanced(rounds, len(runs))
+    ms, fsyncs = alternate(runs, main_rounds)
+    out = {"trimming_ms": ms["trimming"], "trimming": ms["session"] / ms["trimming"],
+           "trim_window": len(trimming.get_state(trim_config).values["messages"]),
+           "stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs,
+           "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
+           "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"],
+           "view_first": sizes[0], "view_second": sizes[1], "rounds": main_rounds, "batch": batch, "held_messages": 0}
+    if remembering:
+        # ~0.4 s of CPU a turn at 10k (~150x the others): in the main alternation its 2 x 8 rounds at least
+        # would double the bench's run time, so it alternates with the stock and session agents only, in
+        # its own balanced rounds, one turn a batch for it (CPU far above the timer's grain)
         remember, remember_config, held = remembering_stock(size)
-        runs.append(("remembering", runner(remember, remember_config), 1))
+        heavy = [("stock", runner(stock), batch), ("session", runner(agent, config), batch),
+                 ("remembering", runner(remember, remember_config), 1)]
+        heavy_rounds = balanced(remembering, len(heavy))
+        hm, _ = alternate(heavy, heavy_rounds)
+        out.update(remembering_ms=hm["remembering"], remembering=hm["session"] / hm["remembering"], held_tokens=held,
+                   held_messages=len(remember.get_state(remember_config).values["messages"]), heavy_rounds=heavy_rounds,
+                   heavy_stock_ms=hm["stock"], heavy_session_ms=hm["session"])
+    return out
+
+
+def alternate(runs: list[tuple[str, Any, int]], rounds: int) -> tuple[dict[str, float], float]:
+    """Run ``runs`` (name, one turn, turns a batch) in ``rounds`` rounds of batches in ``order``, after
+    a warm-up: median CPU ms per turn by name, and ``os.fsync`` calls per "session" turn."""
     for _, fn, n in runs:  # warm up
         for _ in range(min(3, n)):
             fn()
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     fsyncs = turns = 0
-    rounds = balanced(rounds, len(runs))
     for round_ in range(rounds):
         for name, fn, n in order(runs, round_):
             with FsyncCounter() as counter:
@@ -368,15 +389,7 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
             if name == "session":
                 fsyncs += counter.calls
                 turns += n
-    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    return {"trimming_ms": ms["trimming"], "trimming": ms["session"] / ms["trimming"],
-            "remembering_ms": ms.get("remembering", 0.0), "remembering": ms["session"] / ms["remembering"] if remembering else 0.0,
-            "held_tokens": held, "held_messages": len(remember.get_state(remember_config).values["messages"]) if remembering else 0,
-            "trim_window": len(trimming.get_state(trim_config).values["messages"]),
-            "stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs / turns,
-            "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
-            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1],
-            "rounds": rounds, "batch": batch}
+    return {name: statistics.median(values) * 1e3 for name, values in times.items()}, fsyncs / max(turns, 1)
 
 
 def main() -> None:
@@ -386,11 +399,11 @@ def main() -> None:
     parser.add_argument("--remembering-sizes", default="10000",
                         help="sizes at which the stock agent holding the history in its checkpointer runs (~0.4 s a turn at 10k, ~4 s at 100k)")
     args = parser.parse_args()
-    rounds, batch = (5, 4) if args.quick else (15, 6)
+    rounds, batch, heavy = (5, 4, 1) if args.quick else (15, 6, 12)
     remembering = {int(s) for s in args.remembering_sizes.split(",") if s}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            r = measure(size, rounds, batch, Path(tmp), remembering=size in remembering)
+            r = measure(size, rounds, batch, Path(tmp), remembering=heavy if size in remembering else 0)
             print(f"agent turn (create_agent, 1 tool call), CPU per invoke, medians of {r['rounds']} rounds of alternated batches of "
                   f"{r['batch']} turns (the agents' order turned each round: each in every place equally often): SessionMiddleware + JSONL store at {size:,} messages "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
@@ -407,16 +420,18 @@ def main() -> None:
                 print(f"  third baseline, no context manager: the stock agent holding the conversation as LangGraph documents it (create_agent + "
                       f"InMemorySaver, its thread seeded untimed with the same {size:,} messages; each turn one invoke with the new question only, "
                       f"so its model is handed the whole thread, {r['held_tokens']:,} tokens of o200k at the start, {r['held_messages']:,} messages "
-                      f"at the end: no real model's context holds it; each invoke deserialises the whole thread from the checkpointer and each step merges into and checkpoints the whole list; one turn a batch) "
-                      f"{r['remembering_ms']:.1f} ms = {r['remembering_ms'] / r['stock_ms']:.0f}x stock; "
-                      f"SessionMiddleware turn / this baseline {r['remembering']:.3f}x")
+                      f"at the end: no real model's context holds it; each invoke deserialises the whole thread from the checkpointer and each step merges into and checkpoints the whole list) "
+                      f"{r['remembering_ms']:.1f} ms = {r['remembering_ms'] / r['heavy_stock_ms']:.0f}x stock; SessionMiddleware turn / this "
+                      f"baseline {r['remembering']:.3f}x (its cost keeps it out of the main alternation: it alternates with the stock and "
+                      f"session agents only, {r['heavy_rounds']} rounds, one turn a batch for it; stock {r['heavy_stock_ms']:.2f} ms, "
+                      f"session {r['heavy_session_ms']:.2f} ms there)")
             else:
                 print(f"  third baseline (stock agent + InMemorySaver holding the whole history) not run at {size:,} messages: "
                       f"a turn of it costs seconds of CPU there (~4 s at 100k); see --remembering-sizes")
             print(f"  fourth baseline: the stock agent + InMemorySaver with LangChain's documented trimming (a before_model middleware "
                   f"replacing the thread's messages by trim_messages' last {BUDGET:,} tokens, same tiktoken o200k counter, from a human "
                   f"message, system kept; uncached count each model call): it forgets what it trims: its thread, seeded untimed with "
-                  f"the last {SEED} of the same {size:,} messages, holds {r['trim_window']} after the run) {r['trimming_ms']:.2f} ms = "
+                  f"{SEED} messages of the same turns (what it keeps of {size:,} is the same window), holds {r['trim_window']} after the run) {r['trimming_ms']:.2f} ms = "
                   f"{r['trimming_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['trimming']:.2f}x")
 
 
