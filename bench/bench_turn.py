@@ -19,11 +19,29 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
   own work on the longer input, which any context manager's turn pays. The headline ratio stays
   against the stock agent on the turn's input only.
+- a third baseline, no context manager (``remembering_stock``): the stock agent holding the
+  conversation as LangGraph documents it, ``create_agent`` with ``InMemorySaver`` whose thread is
+  seeded (one untimed invoke) with the same ``history(size)``; each timed turn is one invoke with
+  the new question only, so its model is handed the whole thread (~950k tokens at 10k: no real
+  model's context holds it). A turn costs ~0.4 s of CPU at 10k (deserialising the thread from the
+  checkpointer, ``add_messages`` over the whole list, the checkpoint writes) and ~4 s at 100k, so
+  it runs at ``--remembering-sizes`` (10k) only, and alternates with the stock and session agents
+  alone (``order``/``balanced``, its own rounds, one turn a batch for it): in the main alternation
+  its 2 x 8 rounds at least would double the bench's run time.
+- a fourth baseline (``trimming_stock``): the stock agent with ``InMemorySaver`` and LangChain's
+  documented trimming (the short-term memory docs' ``before_model`` middleware replacing the
+  thread's messages, ``RemoveMessage(REMOVE_ALL_MESSAGES)``, by what ``trim_messages`` keeps) at
+  the session's budget (4,000 tokens) and counter (tiktoken o200k, ``message_tokens``, uncached):
+  what staying in budget costs the documented way. It forgets what it trims (the thread holds only
+  the window), so it is seeded with ``history(SEED)`` whatever the size; it runs in the main
+  alternation.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-stock + view, session and the three floors in alternating batches (their order turned each round,
-``order``: each agent in every place equally often), median of the batches; ``os.fsync`` calls per turn
-are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
+stock + view, stock trimming, session and the three floors in alternating batches (their order
+turned each round, ``order``: each agent in every place equally often; ``alternate``), median of
+the batches; ``os.fsync`` calls per turn are counted by wrapping ``os.fsync``. Each baseline prints
+as "SessionMiddleware turn / <baseline> = Nx". Goals (issue 25): session / stock <= 1.2x, 1 fsync
+a turn.
 """
 
 from __future__ import annotations
@@ -422,7 +440,7 @@ def main() -> None:
                       f"so its model is handed the whole thread, {r['held_tokens']:,} tokens of o200k at the start, {r['held_messages']:,} messages "
                       f"at the end: no real model's context holds it; each invoke deserialises the whole thread from the checkpointer and each step merges into and checkpoints the whole list) "
                       f"{r['remembering_ms']:.1f} ms = {r['remembering_ms'] / r['heavy_stock_ms']:.0f}x stock; SessionMiddleware turn / this "
-                      f"baseline {r['remembering']:.3f}x (its cost keeps it out of the main alternation: it alternates with the stock and "
+                      f"baseline = {r['remembering']:.3f}x (its cost keeps it out of the main alternation: it alternates with the stock and "
                       f"session agents only, {r['heavy_rounds']} rounds, one turn a batch for it; stock {r['heavy_stock_ms']:.2f} ms, "
                       f"session {r['heavy_session_ms']:.2f} ms there)")
             else:
@@ -432,7 +450,7 @@ def main() -> None:
                   f"replacing the thread's messages by trim_messages' last {BUDGET:,} tokens, same tiktoken o200k counter, from a human "
                   f"message, system kept; uncached count each model call): it forgets what it trims: its thread, seeded untimed with "
                   f"{SEED} messages of the same turns (what it keeps of {size:,} is the same window), holds {r['trim_window']} after the run) {r['trimming_ms']:.2f} ms = "
-                  f"{r['trimming_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['trimming']:.2f}x")
+                  f"{r['trimming_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline = {r['trimming']:.2f}x")
 
 
 if __name__ == "__main__":
