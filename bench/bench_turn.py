@@ -20,11 +20,29 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
   own work on the longer input, which any context manager's turn pays. The headline ratio stays
   against the stock agent on the turn's input only.
+- a third baseline, no context manager (``remembering_stock``): the stock agent holding the
+  conversation as LangGraph documents it, ``create_agent`` with ``InMemorySaver`` whose thread is
+  seeded (one untimed invoke) with the same ``history(size)``; each timed turn is one invoke with
+  the new question only, so its model is handed the whole thread (~950k tokens at 10k: no real
+  model's context holds it). A turn costs ~0.4 s of CPU at 10k (deserialising the thread from the
+  checkpointer, ``add_messages`` over the whole list, the checkpoint writes) and ~4 s at 100k, so
+  it runs at ``--remembering-sizes`` (10k) only, and alternates with the stock and session agents
+  alone (``order``/``balanced``, its own rounds, one turn a batch for it): in the main alternation
+  its 2 x 8 rounds at least would double the bench's run time.
+- a fourth baseline (``trimming_stock``): the stock agent with ``InMemorySaver`` and LangChain's
+  documented trimming (the short-term memory docs' ``before_model`` middleware replacing the
+  thread's messages, ``RemoveMessage(REMOVE_ALL_MESSAGES)``, by what ``trim_messages`` keeps) at
+  the session's budget (4,000 tokens) and counter (tiktoken o200k, ``message_tokens``, uncached):
+  what staying in budget costs the documented way. It forgets what it trims (the thread holds only
+  the window), so it is seeded with ``history(SEED)`` whatever the size; it runs in the main
+  alternation.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-stock + view, session and the three floors in alternating batches (their order turned each round,
-``order``: each agent in every place equally often), median of the batches; ``os.fsync`` calls per turn
-are counted by wrapping ``os.fsync``. Goals (issue 25): session / stock <= 1.2x, 1 fsync a turn.
+stock + view, stock trimming, session and the three floors in alternating batches (their order
+turned each round, ``order``: each agent in every place equally often; ``alternate``), median of
+the batches; ``os.fsync`` calls per turn are counted by wrapping ``os.fsync``. Each baseline prints
+as "SessionMiddleware turn / <baseline> = Nx". Goals (issue 25): session / stock <= 1.2x, 1 fsync
+a turn.
 """
 
 from __future__ import annotations
@@ -44,15 +62,18 @@ from typing import Any, TypeVar
 from bench_agents import ANSWER, _Model, _replies, lookup
 from bench_agents import _question as question
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, before_model
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage, trim_messages
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from session_graph import Session, SessionManager
+from session_graph.accounting.tokens import TiktokenCounter, message_tokens
 from session_graph.integrations import SessionMiddleware
 from session_graph.integrations import middleware as our_middleware
 
@@ -144,6 +165,58 @@ def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[list[BaseMes
     views = session_view(middleware, manager)
     model = ViewedModel(messages=_replies(), views=views)
     return create_agent(model, tools=[lookup], system_prompt="You are a research assistant."), views
+
+
+BUDGET = 4000  # the session's token budget, and the trimming baseline's
+SEED = 400  # messages the trimming baseline is seeded with (it keeps ~40 of them: a 4,000-token window)
+
+
+def exact_counter() -> Any:
+    """The session's exact counter (tiktoken o200k, ``message_tokens``) as a ``trim_messages`` ``token_counter``."""
+    counter = TiktokenCounter("o200k_base")
+
+    def count(messages: list[BaseMessage]) -> int:
+        return sum(message_tokens(m, counter) for m in messages)
+
+    return count
+
+
+def remembering_stock(size: int) -> tuple[Any, dict[str, Any], int]:
+    """The stock agent holding the conversation as LangGraph documents it: ``create_agent`` with a
+    checkpointer (``InMemorySaver``) whose thread is seeded (one untimed invoke) with ``history(size)``;
+    each later invoke hands it the new question only, and its model the whole thread. The agent,
+    its config and the thread's tokens (exact counter) after seeding."""
+    agent = create_agent(_Model(messages=_replies()), tools=[lookup], checkpointer=InMemorySaver(),
+                         system_prompt="You are a research assistant.")
+    config = {"configurable": {"thread_id": "bench"}}
+    agent.invoke({"messages": [*history(size), HumanMessage(content=question(-1))]}, config)
+    return agent, config, exact_counter()(agent.get_state(config).values["messages"])
+
+
+def trimming_stock() -> tuple[Any, dict[str, Any]]:
+    """The stock agent with ``InMemorySaver`` and LangChain's documented trimming (short-term memory
+    docs: a ``before_model`` middleware replacing the thread's messages, ``RemoveMessage(REMOVE_ALL_MESSAGES)``,
+    by what ``trim_messages`` keeps), here at the session's budget and counter (``BUDGET`` tokens,
+    ``strategy="last"``, from a human message, system message kept). It forgets what it trims: after
+    its untimed seeding invoke its thread holds the window only, so the seed is ``history(SEED)``
+    whatever ``size`` (building and trimming all ``size`` would cost seconds at 100k, untimed and to
+    no end: the turns after it are the same)."""
+    count = exact_counter()
+
+    @before_model
+    def trim(state: Any, runtime: Any) -> dict[str, Any] | None:
+        messages = state["messages"]
+        kept = trim_messages(messages, max_tokens=BUDGET, token_counter=count, strategy="last", start_on="human",
+                             include_system=True)
+        if len(kept) == len(messages):
+            return None
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+
+    agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[trim], checkpointer=InMemorySaver(),
+                         system_prompt="You are a research assistant.")
+    config = {"configurable": {"thread_id": "bench"}}
+    agent.invoke({"messages": [*history(SEED), HumanMessage(content=question(-1))]}, config)
+    return agent, config
 
 
 class Shape(AgentMiddleware):
@@ -270,8 +343,10 @@ def calls_outside(agents: dict[str, tuple[Any, Any]], turns: int) -> dict[str, C
     return counts
 
 
-def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float]:
-    """CPU ms per turn (stock, stock + view, session, no-op floors), the ratios and fsyncs per session turn at ``size`` messages."""
+def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool = True) -> dict[str, float]:
+    """CPU ms per turn (stock, stock + view, stock with the history in its checkpointer (``remembering``:
+    ~0.4 s a turn at 10k, one turn per batch), stock trimming, session, no-op floors), the ratios and
+    fsyncs per session turn at ``size`` messages."""
     stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
     floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
     floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
@@ -288,40 +363,66 @@ def measure(size: int, rounds: int, batch: int, folder: Path) -> dict[str, float
             target.invoke({"messages": [HumanMessage(content=question(turn[0]))]}, cfg)
         return run
 
-    runs = (("stock", runner(stock)), ("viewed", runner(viewed)), ("floor", runner(floor)), ("floor2", runner(floor2)),
-            ("shape", runner(shaped, config)), ("session", runner(agent, config)))
-    for _, fn in runs:  # warm up
-        for _ in range(3):
+    trimming, trim_config = trimming_stock()
+    runs = [("stock", runner(stock), batch), ("viewed", runner(viewed), batch), ("floor", runner(floor), batch),
+            ("floor2", runner(floor2), batch), ("shape", runner(shaped, config), batch), ("session", runner(agent, config), batch),
+            ("trimming", runner(trimming, trim_config), batch)]
+    main_rounds = balanced(rounds, len(runs))
+    ms, fsyncs = alternate(runs, main_rounds)
+    out = {"trimming_ms": ms["trimming"], "trimming": ms["session"] / ms["trimming"],
+           "trim_window": len(trimming.get_state(trim_config).values["messages"]),
+           "stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs,
+           "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
+           "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"],
+           "view_first": sizes[0], "view_second": sizes[1], "rounds": main_rounds, "batch": batch, "held_messages": 0}
+    if remembering:
+        # ~0.4 s of CPU a turn at 10k (~150x the others): in the main alternation its 2 x 8 rounds at least
+        # would double the bench's run time, so it alternates with the stock and session agents only, in
+        # its own balanced rounds, one turn a batch for it (CPU far above the timer's grain)
+        remember, remember_config, held = remembering_stock(size)
+        heavy = [("stock", runner(stock), batch), ("session", runner(agent, config), batch),
+                 ("remembering", runner(remember, remember_config), 1)]
+        heavy_rounds = balanced(remembering, len(heavy))
+        hm, _ = alternate(heavy, heavy_rounds)
+        out.update(remembering_ms=hm["remembering"], remembering=hm["session"] / hm["remembering"], held_tokens=held,
+                   held_messages=len(remember.get_state(remember_config).values["messages"]), heavy_rounds=heavy_rounds,
+                   heavy_stock_ms=hm["stock"], heavy_session_ms=hm["session"])
+    return out
+
+
+def alternate(runs: list[tuple[str, Any, int]], rounds: int) -> tuple[dict[str, float], float]:
+    """Run ``runs`` (name, one turn, turns a batch) in ``rounds`` rounds of batches in ``order``, after
+    a warm-up: median CPU ms per turn by name, and ``os.fsync`` calls per "session" turn."""
+    for _, fn, n in runs:  # warm up
+        for _ in range(min(3, n)):
             fn()
-    times: dict[str, list[float]] = {name: [] for name, _ in runs}
+    times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     fsyncs = turns = 0
-    rounds = balanced(rounds, len(runs))
     for round_ in range(rounds):
-        for name, fn in order(list(runs), round_):
+        for name, fn, n in order(runs, round_):
             with FsyncCounter() as counter:
                 start = time.process_time()
-                for _ in range(batch):
+                for _ in range(n):
                     fn()
-                times[name].append((time.process_time() - start) / batch)
+                times[name].append((time.process_time() - start) / n)
             if name == "session":
                 fsyncs += counter.calls
-                turns += batch
-    ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
-    return {"stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs / turns,
-            "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
-            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"], "view_first": sizes[0], "view_second": sizes[1],
-            "rounds": rounds, "batch": batch}
+                turns += n
+    return {name: statistics.median(values) * 1e3 for name, values in times.items()}, fsyncs / max(turns, 1)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--remembering-sizes", default="10000",
+                        help="sizes at which the stock agent holding the history in its checkpointer runs (~0.4 s a turn at 10k, ~4 s at 100k)")
     args = parser.parse_args()
-    rounds, batch = (5, 4) if args.quick else (15, 6)
+    rounds, batch, heavy = (5, 4, 1) if args.quick else (15, 6, 12)
+    remembering = {int(s) for s in args.remembering_sizes.split(",") if s}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            r = measure(size, rounds, batch, Path(tmp))
+            r = measure(size, rounds, batch, Path(tmp), remembering=heavy if size in remembering else 0)
             print(f"agent turn (create_agent, 1 tool call), CPU per invoke, medians of {r['rounds']} rounds of alternated batches of "
                   f"{r['batch']} turns (the agents' order turned each round: each in every place equally often): SessionMiddleware + JSONL store at {size:,} messages "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
@@ -334,6 +435,23 @@ def main() -> None:
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
                   f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware handed it on one turn; its window varies between resizes) {r['viewed_ms']:.2f} ms "
                   f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")
+            if r["held_messages"]:
+                print(f"  third baseline, no context manager: the stock agent holding the conversation as LangGraph documents it (create_agent + "
+                      f"InMemorySaver, its thread seeded untimed with the same {size:,} messages; each turn one invoke with the new question only, "
+                      f"so its model is handed the whole thread, {r['held_tokens']:,} tokens of o200k at the start, {r['held_messages']:,} messages "
+                      f"at the end: no real model's context holds it; each invoke deserialises the whole thread from the checkpointer and each step merges into and checkpoints the whole list) "
+                      f"{r['remembering_ms']:.1f} ms = {r['remembering_ms'] / r['heavy_stock_ms']:.0f}x stock; SessionMiddleware turn / this "
+                      f"baseline = {r['remembering']:.3f}x (its cost keeps it out of the main alternation: it alternates with the stock and "
+                      f"session agents only, {r['heavy_rounds']} rounds, one turn a batch for it; stock {r['heavy_stock_ms']:.2f} ms, "
+                      f"session {r['heavy_session_ms']:.2f} ms there)")
+            else:
+                print(f"  third baseline (stock agent + InMemorySaver holding the whole history) not run at {size:,} messages: "
+                      f"a turn of it costs seconds of CPU there (~4 s at 100k); see --remembering-sizes")
+            print(f"  fourth baseline: the stock agent + InMemorySaver with LangChain's documented trimming (a before_model middleware "
+                  f"replacing the thread's messages by trim_messages' last {BUDGET:,} tokens, same tiktoken o200k counter, from a human "
+                  f"message, system kept; uncached count each model call): it forgets what it trims: its thread, seeded untimed with "
+                  f"{SEED} messages of the same turns (what it keeps of {size:,} is the same window), holds {r['trim_window']} after the run) {r['trimming_ms']:.2f} ms = "
+                  f"{r['trimming_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline = {r['trimming']:.2f}x")
 
 
 if __name__ == "__main__":
