@@ -98,6 +98,14 @@ class SessionCore:
         self.arrivals = Arrivals(self)  # Session.arrived_at: each appended message's stamp a number by position
         self.install(state)
 
+    def __setstate__(self, values: dict[str, Any]) -> None:
+        """A copied session's core (``copy.deepcopy``, ``pickle``): its stamps came as the plain dict
+        ``Arrivals`` copies itself to (``session.arrived_at`` copied alone), made this core's again."""
+        self.__dict__.update(values)
+        if not isinstance(stamps := values.get("arrivals"), Arrivals):
+            self.arrivals = Arrivals(self)
+            self.arrivals.stamps.update(stamps or {})
+
     # -- the revision ----------------------------------------------------------------------
     @property
     def revision(self) -> int:
