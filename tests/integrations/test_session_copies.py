@@ -27,8 +27,13 @@ def _replies(turns: int) -> Any:
         yield AIMessage(content=f"answer {i} " + "word " * 20, id=f"a{i}")
 
 
-def _after_turns(tmp_path: Path) -> Session:
-    manager = SessionManager(tmp_path / "agent", session_factory=lambda key: Session(key).use_lite(chars=300))
+def _counted(key: str) -> Session:
+    """A session counting tiktoken tokens under a token budget."""
+    return Session(key).configure(mode="lite", limit={"tokens": 160}).set_settings("session.tokens.encoding", "cl100k_base")
+
+
+def _after_turns(tmp_path: Path, factory: Any = lambda key: Session(key).use_lite(chars=300)) -> Session:
+    manager = SessionManager(tmp_path / "agent", session_factory=factory)
     agent = create_agent(ToolCallingFake(messages=_replies(4)), tools=[lookup], middleware=[SessionMiddleware(manager=manager)])
     for turn in range(4):
         agent.invoke({"messages": [HumanMessage(content=f"question {turn} " + "x " * 30, id=f"q{turn}")]},
@@ -51,15 +56,18 @@ def _shape(session: Session, stamps: bool = True) -> tuple[Any, ...]:
             session.memo, arrived)
 
 
+@pytest.mark.parametrize("counted", [False, True], ids=["chars", "tiktoken"])
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
-def test_a_copied_session_takes_the_next_turn_as_the_original(tmp_path: Path, how: str) -> None:
-    original = _after_turns(tmp_path)
+def test_a_copied_session_takes_the_next_turn_as_the_original(tmp_path: Path, how: str, counted: bool) -> None:
+    original = _after_turns(tmp_path, _counted) if counted else _after_turns(tmp_path)
     made = copy.deepcopy(original) if how == "deepcopy" else pickle.loads(pickle.dumps(original))
     assert _shape(made) == _shape(original)
     _next_turn(made)
     _next_turn(original)
     assert _shape(made, False) == _shape(original, False)
     assert len(made.resize_events) == len(original.resize_events)
+    recounted = Session.from_json(made.to_json())  # every message measured afresh
+    assert recounted.window_totals == made.window_totals and (made.window_totals.tokens > 0) is counted
     manager = SessionManager(tmp_path / how)
     manager.save(made)
     reloaded = SessionManager(tmp_path / how).get(made.id)
