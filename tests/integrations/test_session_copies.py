@@ -76,13 +76,19 @@ def test_a_copied_session_takes_the_next_turn_as_the_original(tmp_path: Path, ho
     assert stamps and stamps == {key: made.arrived_at[key] for key in stamps}
 
 
-@pytest.mark.xfail(strict=True, reason="a session loaded from a store holds a LazyHistory (a _ForkLock, the store's loader "
-                   "closure) that neither deepcopy nor pickle takes (on main too); the fix: LazyHistory copied or pickled "
-                   "as its loaded messages, and the copy's Ledger re-indexed with _lazy None")
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 def test_a_session_loaded_from_its_store_copies(tmp_path: Path, how: str) -> None:
+    """A loaded session's history is lazy (its middle in the store, read with a lock and the store's
+    reader, neither of which copies: deepcopy and pickle raised, on main too): copied read whole."""
     _after_turns(tmp_path)
     loaded = SessionManager(tmp_path / "agent").get("t1")  # another process's: its history's middle still in the store
     assert loaded is not None
     made = copy.deepcopy(loaded) if how == "deepcopy" else pickle.loads(pickle.dumps(loaded))
-    assert [m.id for m in made.full_chat_history] == [m.id for m in loaded.full_chat_history]
+    assert _shape(made) == _shape(loaded)
+    _next_turn(made)
+    _next_turn(loaded)
+    assert _shape(made, False) == _shape(loaded, False)
+    manager = SessionManager(tmp_path / how)
+    manager.save(made)
+    reloaded = SessionManager(tmp_path / how).get(made.id)
+    assert reloaded is not None and [m.id for m in reloaded.full_chat_history] == [m.id for m in made.full_chat_history]
