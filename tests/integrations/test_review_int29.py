@@ -74,3 +74,30 @@ def test_agent_turns_are_stored_once_and_reload_equal(tmp_path: Path, store: str
     assert [m.id for m in reloaded.current_chat_history] == [m.id for m in window]
     assert reloaded.window_totals == session.window_totals == Session.from_json(session.to_json()).window_totals
     assert session.window_totals.tokens > 0
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("state", ["checkpointer", "passed history", "paused before tools"])
+def test_another_process_continues_the_thread(tmp_path: Path, run: str, state: str) -> None:
+    """Each turn in a fresh manager and agent (another process: the session loaded lazily from the
+    store), the thread's checkpoints shared or the history passed back; with ``interrupt_before``
+    the turn's tools run in the second process, resumed from the checkpoint. Each message once,
+    the totals a fresh recount."""
+    saver = InMemorySaver() if state != "passed history" else None
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    replies, history = _replies(False), []
+    for turn in range(TURNS):
+        model = ToolCallingFake(messages=replies)
+        pause = ["tools"] if state == "paused before tools" else None
+        agents = [create_agent(model, tools=[lookup], checkpointer=saver, interrupt_before=pause,
+                               middleware=[SessionMiddleware(manager=SessionManager(tmp_path, session_factory=_counted))]) for _ in range(2)]
+        question = HumanMessage(content=f"question {turn} " + "x " * 30, id=f"q{turn}")
+        given: Any = {"messages": [*history, question] if saver is None else [question]}
+        for agent, value in zip(agents, (given, None) if pause else (given,), strict=False):
+            result = asyncio.run(agent.ainvoke(value, config)) if run == "ainvoke" else agent.invoke(value, config)
+        history = result["messages"]
+    session = SessionManager(tmp_path, session_factory=_counted).get("t1")
+    assert session is not None
+    ids = [m.id for m in session.full_chat_history]
+    assert len(ids) == len(set(ids)) == TURNS * 5
+    assert session.window_totals == Session.from_json(session.to_json()).window_totals
