@@ -424,7 +424,7 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             r = measure(size, rounds, batch, Path(tmp), remembering=heavy if size in remembering else 0)
             print(f"agent turn (create_agent, 1 tool call), CPU per invoke, medians of {r['rounds']} rounds of alternated batches of "
-                  f"{r['batch']} turns (the agents' order turned each round: each in every place equally often): SessionMiddleware + JSONL store at {size:,} messages "
+                  f"{r['batch']} turns (the agents' order turned each round: each in every place equally often): SessionMiddleware + JSONL store at {size:,} messages, no checkpointer (so no cut command) "
                   f"{r['session_ms']:.2f} ms / stock agent (no middleware, no checkpointer) {r['stock_ms']:.2f} ms = "
                   f"{r['ratio']:.2f}x (goal <= 1.2); fsyncs per turn {r['fsyncs']:.1f} (goal 1)")
             print(f"  floor of any middleware: a no-op AgentMiddleware with one hook (wrap_model_call calling the handler) "

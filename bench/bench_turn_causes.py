@@ -295,7 +295,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
               f"(without the model's and tool's run) {inside:.3f} ms: saves {c['save']:.3f}, resize {c['resize']:.3f}, "
               f"the rest (record, judge, view, glue) {inside - c['save'] - c['resize']:.3f}; "
               f"beyond stock outside the hooks (whole - stock - inside) {whole - stock - inside:.3f}: the middleware's shape "
-              f"(no-op hooks + the cut command, a separate agent - stock) {floor:.3f}, the remainder {whole - stock - inside - floor:.3f}")
+              f"(no-op hooks + the cut command where the shape makes one: no checkpointer here, so none in a tree that cuts only with one; a separate agent - stock) {floor:.3f}, the remainder {whole - stock - inside - floor:.3f}")
         remainder = whole - stock - inside - floor
         print(f"    the shape: a one-hook no-op middleware (wrap_model_call calling the handler, the agent's own state) - stock "
               f"{paired('no-op', 'stock'):.3f}; its schema + the tool hook + the cut command where the shape has them (shape - no-op) {paired('shape', 'no-op'):.3f} "

@@ -109,6 +109,9 @@ class TiktokenCounter:
         core = getattr(self.encoding, "_core_bpe", None)
         self.encode_ascii: Callable[[str], list[int]] = getattr(core, "encode_ordinary", None) or self.encoding.encode_ordinary
 
+    def __reduce__(self) -> tuple[Any, ...]:  # a bundled encoding by name (its Rust core pickles as no object)
+        return (TiktokenCounter, (self.encoding.name,)) if self.encoding.name in BUNDLED_ENCODINGS else super().__reduce__()
+
     def count_text(self, text: str) -> int:
         """Exact tokens of ``text`` with this encoding (special-token strings count as text)."""
         if text.isascii():
@@ -333,7 +336,7 @@ def token_measure(counter: TokenCounter, rules: CostRules = CostRules()) -> Call
     The same counts.
     """
     if getattr(counter, "count_message", None) is not None or isinstance(counter, CharCounter):
-        return lambda message: message_tokens(message, counter, rules)
+        return functools.partial(message_tokens, counter=counter, rules=rules)  # not a lambda: it pickles when the counter does
     count = counter.count_text
     encode_ascii = counter.encode_ascii if type(counter) is TiktokenCounter else None  # ASCII text: one call, no wrapper
     try:
@@ -371,6 +374,7 @@ def token_measure(counter: TokenCounter, rules: CostRules = CostRules()) -> Call
                 total += per_name + tokens
         return total
 
+    measure.remake = functools.partial(token_measure, counter, rules)  # type: ignore[attr-defined]  # what a pickled Measures keeps
     return measure
 
 

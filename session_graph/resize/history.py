@@ -149,6 +149,9 @@ class LazyHistory(MutableSequence[BaseMessage]):
         """Read the middle now (if not yet) and return the whole history as a list."""
         return self._all()
 
+    def __reduce__(self) -> tuple[Any, ...]:  # copied or pickled read whole: the store's reader and the lock stay here
+        return _loaded, (self._all(),)
+
     def __iter__(self) -> Iterator[BaseMessage]:
         return iter(self._all())
 
@@ -211,6 +214,15 @@ class _Prefix(Sequence[BaseMessage]):
 
     def __iter__(self) -> Iterator[BaseMessage]:
         return iter(self._history.load()[: self._count])
+
+
+def _loaded(items: list[BaseMessage]) -> LazyHistory:
+    """A lazy history whose middle is read (``LazyHistory.__reduce__``: a copy's)."""
+    history = LazyHistory.__new__(LazyHistory)
+    history._first, history._start, history._tail, history._items = items[0], 0, [], list(items)  # its own (copy.copy too)
+    history._loader = history._ids = history._on_load = None
+    history._lock = _ForkLock()
+    return history
 
 
 def prefix(history: Sequence[BaseMessage], count: int) -> Sequence[BaseMessage]:

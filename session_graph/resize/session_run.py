@@ -28,6 +28,7 @@ from session_graph.errors import MessageError, SessionGraphError
 from session_graph.resize.arrivals import Arrivals
 from session_graph.resize.direct import select
 from session_graph.resize.handlers import Handlers
+from session_graph.resize.history import LazyHistory
 from session_graph.resize.ledger import Ledger, system_prompt
 from session_graph.resize.nodes.judge import judge_state
 from session_graph.resize.policy import Decision, PolicyHandler, default_policy, forced_decision
@@ -97,6 +98,19 @@ class SessionCore:
         self.block_tokens: dict[int, tuple[Any, Any, Any, int]] = {}  # ... of content blocks: by the list, a copy, the counter
         self.arrivals = Arrivals(self)  # Session.arrived_at: each appended message's stamp a number by position
         self.install(state)
+
+    def __getstate__(self) -> dict[str, Any]:
+        if isinstance(history := self.state.full_chat_history, LazyHistory):
+            history.load()  # a copy's history is read whole (``LazyHistory.__reduce__``): read here first, the ledger told
+        return self.__dict__
+
+    def __setstate__(self, values: dict[str, Any]) -> None:
+        """A copied session's core (``copy.deepcopy``, ``pickle``): its stamps came as the plain dict
+        ``Arrivals`` copies itself to (``session.arrived_at`` copied alone), made this core's again."""
+        self.__dict__.update(values)
+        if not isinstance(stamps := values.get("arrivals"), Arrivals):
+            self.arrivals = Arrivals(self)
+            self.arrivals.stamps.update(stamps or {})
 
     # -- the revision ----------------------------------------------------------------------
     @property
