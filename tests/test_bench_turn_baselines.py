@@ -4,24 +4,8 @@ documented ``before_model`` + ``trim_messages``) keeps a valid window within the
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-import sys
-
+from bench_util import load_bench_turn
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def load_bench_turn():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCH))  # bench_turn imports bench_agents by name
-    try:
-        spec = importlib.util.spec_from_file_location("bench_turn", BENCH / "bench_turn.py")
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_the_remembering_baseline_holds_the_whole_history_and_each_turn() -> None:

@@ -6,25 +6,10 @@ every place equally often, and after each of its neighbours as often."""
 from __future__ import annotations
 
 from collections import Counter
-import importlib.util
 import itertools
-from pathlib import Path
-import sys
 
+from bench_util import load_bench_turn
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def load_bench_turn():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCH))  # bench_turn imports bench_agents by name
-    try:
-        spec = importlib.util.spec_from_file_location("bench_turn", BENCH / "bench_turn.py")
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 @pytest.mark.parametrize("count", [2, 6, 7])

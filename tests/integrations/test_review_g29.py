@@ -29,16 +29,15 @@ class _Witness(ToolCallingFake):
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 
-def test_a_retried_input_whose_save_failed_is_stored_before_the_model_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A turn's durable save fails (the store refused it): the run raises, the input stays in the
-    cached session, unsaved. The caller retries with the same input (same id, no checkpointer):
-    the session holds that HumanMessage now, yet it is in no store: it is still the turn's start
-    and must be saved (durably) before the model is called."""
+def _first_save_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpointer: Any = None) -> tuple[Any, dict[str, Any], list[bool]]:
+    """An agent over a manager in ``tmp_path`` after one turn (q0 -> a0; its next reply a1), whose
+    manager's next ``save`` fails (disk full) and is noted in the list returned; later saves go through."""
     _STORED_AT_CALL.clear()
     manager = SessionManager(tmp_path)
     replies = iter([AIMessage(content="a0", id="a0"), AIMessage(content="a1", id="a1")])
-    agent = create_agent(_Witness(messages=replies, where=str(tmp_path)), middleware=[SessionMiddleware(manager=manager)])
-    config = {"configurable": {"thread_id": "t1"}}
+    agent = create_agent(_Witness(messages=replies, where=str(tmp_path)), middleware=[SessionMiddleware(manager=manager)],
+                         checkpointer=checkpointer)
+    config: dict[str, Any] = {"configurable": {"thread_id": "t1"}}
     agent.invoke({"messages": [HumanMessage(content="q0", id="q0")]}, config)
     real, failed = manager.save, []
 
@@ -49,6 +48,15 @@ def test_a_retried_input_whose_save_failed_is_stored_before_the_model_call(tmp_p
         real(session, durable=durable)
 
     monkeypatch.setattr(manager, "save", refusing)
+    return agent, config, failed
+
+
+def test_a_retried_input_whose_save_failed_is_stored_before_the_model_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn's durable save fails (the store refused it): the run raises, the input stays in the
+    cached session, unsaved. The caller retries with the same input (same id, no checkpointer):
+    the session holds that HumanMessage now, yet it is in no store: it is still the turn's start
+    and must be saved (durably) before the model is called."""
+    agent, config, failed = _first_save_refused(tmp_path, monkeypatch)
     retried = HumanMessage(content="q1", id="q1")
     with pytest.raises(OSError, match="disk full"):
         agent.invoke({"messages": [retried]}, config)
@@ -146,24 +154,10 @@ def test_a_run_resumed_from_its_checkpoint_after_a_failed_input_save_stores_the_
     the session holds unsaved; it is saved before the model call all the same."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    _STORED_AT_CALL.clear()
-    manager = SessionManager(tmp_path)
-    replies = iter([AIMessage(content="a0", id="a0"), AIMessage(content="a1", id="a1")])
-    agent = create_agent(_Witness(messages=replies, where=str(tmp_path)), middleware=[SessionMiddleware(manager=manager)],
-                         checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t1"}}
-    agent.invoke({"messages": [HumanMessage(content="q0", id="q0")]}, config)
-    real, failed = manager.save, []
-
-    def refusing(session: Any, *, durable: bool = True) -> None:
-        if not failed:
-            failed.append(durable)
-            raise OSError("disk full (simulated)")
-        real(session, durable=durable)
-
-    monkeypatch.setattr(manager, "save", refusing)
+    agent, config, failed = _first_save_refused(tmp_path, monkeypatch, checkpointer=InMemorySaver())
     with pytest.raises(OSError, match="disk full"):
         agent.invoke({"messages": [HumanMessage(content="q1", id="q1")]}, config)
+    assert failed == [True]  # the input's durable save was the one refused
     agent.invoke(None, config)
     assert _STORED_AT_CALL[-1] == ["q0", "q1"]
     assert [m.id for m in SessionManager(tmp_path).get("t1").full_chat_history] == ["q0", "a0", "q1", "a1"]
