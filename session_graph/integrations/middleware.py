@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 import dataclasses
 import logging
-from typing import Any, NotRequired, Unpack
+from typing import Any, Unpack
 import uuid
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
@@ -57,20 +57,12 @@ from session_graph.memory.config import MemoryConfig
 from session_graph.memory.recall import format_memories, recall_or_outage
 from session_graph.session import Session
 
-__all__ = ["SessionAgentState", "SessionMiddleware", "memory_tools"]
+__all__ = ["SessionMiddleware", "memory_tools"]
 
 log = logging.getLogger(__name__)
 
 
-class SessionAgentState(AgentState):
-    """The agent state with the key of the session the run uses (kept for code that names it:
-    ``SessionMiddleware`` reads the key from the run's config and keeps the agent's own state, so
-    LangGraph has no channel of ours to write and check each step)."""
-
-    session_key: NotRequired[str]
-
-
-class SessionMiddleware(AgentMiddleware[SessionAgentState]):
+class SessionMiddleware(AgentMiddleware[AgentState]):  # the agent's own state: the session key is read from the run's config
     """Put a Session (or one per thread, from a SessionManager) in front of the model.
 
     Args:
