@@ -34,7 +34,7 @@ HISTORY = 10_000
 def session_of(session_class: Any, turns: int) -> tuple[Any, Any]:
     """A session at ``HISTORY`` messages (pruned once, as the bench agent's), and the messages of ``turns`` more turns."""
     messages = bench_turn.history(HISTORY + 4 * turns)
-    session = session_class("bench").configure(limit={"tokens": 4000})
+    session = session_class("bench").configure(limit={"tokens": bench_turn.BUDGET})
     for message in messages[:HISTORY]:
         session.append_message(message)
     session.resize()
@@ -80,7 +80,7 @@ def main() -> None:
                 per_resize[name].append(spent / resizes)
                 per_turn[name].append(spent / args.batch)
                 counts[name] += resizes
-    print(f"Session.resize() of a turn (lite prune, 4 new messages a turn, {HISTORY:,} messages, token budget 4,000; "
+    print(f"Session.resize() of a turn (lite prune, 4 new messages a turn, {HISTORY:,} messages, token budget {bench_turn.BUDGET:,}; "
           f"CPU, medians of {args.rounds} rounds of {args.batch} turns)")
     for name in runs:
         print(f"  {name:10s}: {statistics.median(per_resize[name]) * 1e3:.4f} ms per resize, "

@@ -115,7 +115,7 @@ class FsyncCounter:
 
 def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], SessionManager]:
     manager = SessionManager(folder / f"sessions-{size}")
-    manager.session_factory = lambda key: Session(key).configure(limit={"tokens": 4000})
+    manager.session_factory = lambda key: Session(key).configure(limit={"tokens": BUDGET})
     session = manager.get_or_create("bench")
     for message in history(size):
         session.append_message(message)

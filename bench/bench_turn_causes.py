@@ -45,7 +45,7 @@ from typing import Any
 
 from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import NoOp, Shape, balanced, calls_outside, flagged, history, order, viewed_stock
+from bench_turn import BUDGET, NoOp, Shape, balanced, calls_outside, flagged, history, order, viewed_stock
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
@@ -193,7 +193,7 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         flagged(modules["session_graph.integrations.middleware"].SessionMiddleware)  # for the call count (calls_outside)
         package, integrations = modules["session_graph"], modules["session_graph.integrations"]
         manager = package.SessionManager(tempfile.mkdtemp(prefix=f"{name}-{size}-".replace(" ", "_"), dir=folder))  # a size may be repeated
-        manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": 4000})
+        manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": BUDGET})
         session = manager.get_or_create("bench")
         for message in history(size):
             session.append_message(message)
