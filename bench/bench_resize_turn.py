@@ -23,10 +23,9 @@ import sys
 import time
 from typing import Any
 
-HERE = str(Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_turn  # noqa: E402  (its history(); it imports a session_graph, which trees.load replaces)
-import trees as checkouts  # noqa: E402
+import bench_turn  # (its history(); it imports a session_graph, which trees.load replaces)
+import trees as checkouts
 
 HISTORY = 10_000
 
@@ -61,8 +60,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--batch", type=int, default=100, help="turns per tree per round")
     args = parser.parse_args()
-    roots = {"baseline": str(Path(args.baseline).resolve())} if args.baseline else {}
-    roots["this tree"] = HERE
+    roots = checkouts.roots(args.baseline)
     turns = (args.rounds + 1) * args.batch
     runs = {}
     for name, root in roots.items():

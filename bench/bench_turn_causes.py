@@ -53,7 +53,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 import trees as checkouts
 
-HERE = str(Path(__file__).resolve().parents[1])
 PROMPT = "You are a research assistant."
 
 
@@ -344,7 +343,7 @@ def main() -> None:
     parser.add_argument("--memo-chars", type=int, default=0, help="a memo of about this many characters (facts of ~100)")
     parser.add_argument("--baseline", help="another checkout's root (the directory holding its session_graph/)")
     args = parser.parse_args()
-    trees = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
+    trees = checkouts.roots(args.baseline)
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             measure(trees, size, args.rounds, args.batch, Path(tmp), args.memo_chars)

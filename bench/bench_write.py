@@ -33,7 +33,6 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 import trees as checkouts
 
-HERE = str(Path(__file__).resolve().parents[1])
 QUESTION = "How does the session keep its window inside the budget when tool results are large? " * 2
 ANSWER = "It prunes the oldest messages of the window after a turn and folds them into the memo when asked. " * 3
 RESULT = "result: the window holds the newest messages within the token budget; older ones are in the history. " * 3
@@ -155,7 +154,7 @@ def main() -> None:
                         help="sqlite and postgres (SESSION_GRAPH_PG_DSN): no floor (their writes are not "
                              "the turn's bytes appended); postgres: CPU of this process only")
     args = parser.parse_args()
-    roots = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
+    roots = checkouts.roots(args.baseline)
     with tempfile.TemporaryDirectory() as folder:
         trees = {name: Tree(load(root), Path(folder) / name.replace(" ", "_"), args.size, args.store) for name, root in roots.items()}
         means: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
