@@ -87,8 +87,7 @@ def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk:
                     at[0] = (at[0] + 50) % len(walk)
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    middleware = modules["session_graph.integrations.middleware"]
-    return Spin(middleware.SessionMiddleware.state_schema, kept_only=hasattr(middleware, "_kept"))
+    return Spin.of(modules["session_graph.integrations.middleware"])
 
 
 def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: int) -> dict[str, float]:

@@ -100,7 +100,7 @@ def busy(spent: dict[str, float], label: str, work: Any) -> Any:
             work()
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    return Busy(middleware.SessionMiddleware.state_schema, kept_only=hasattr(middleware, "_kept"))
+    return Busy.of(middleware)
 
 
 def viewed(manager: Any, spent: dict[str, float]) -> Any:
@@ -116,7 +116,7 @@ def viewed(manager: Any, spent: dict[str, float]) -> Any:
             view = request.override(messages=fixed[0].messages, system_message=fixed[0].system_message)
             spent["view"] += time.thread_time() - start
             return super().wrap_model_call(request, lambda _: handler(view))
-    return Viewed(middleware.SessionMiddleware.state_schema, kept_only=hasattr(middleware, "_kept"))
+    return Viewed.of(middleware)
 
 
 def main() -> None:
