@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 import random
 import statistics
 import time
@@ -27,7 +26,6 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 import trees as checkouts
 
-HERE = str(Path(__file__).resolve().parents[1])
 WORDS = ["the", "session", "keeps", "full", "history", "window", "memo", "budget", "tokens", "model", "reply", "tool", "call", "result", "user"]
 
 
@@ -42,7 +40,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--batch", type=int, default=2000)
     args = parser.parse_args()
-    trees = {"baseline": load(str(Path(args.baseline).resolve())), "this tree": load(HERE)}
+    trees = {name: load(root) for name, root in checkouts.roots(args.baseline).items()}
     from session_graph.accounting.tokens import TiktokenCounter
 
     encode = TiktokenCounter("o200k_base").encoding.encode_ordinary

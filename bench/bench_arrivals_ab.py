@@ -6,7 +6,9 @@ afresh and kept in its own modules (as ``bench_append_ab`` does), so all are tim
 
 One session per tree, ``--messages`` short messages appended (user and assistant alternating,
 each stamped by ``append_message``). Timed (CPU, ``time.process_time``; the machine is shared),
-batches alternated between trees, the order reversed every round, medians of the rounds:
+batches alternated between trees, the order turned every round (``bench_turn.order``: with two
+baselines too, each tree in every place equally often; ``--rounds`` raised to whole cycles of it),
+medians of the rounds:
 - ``get``: ``arrived_at.get(id)`` of every message;
 - ``search since/until``: ``Session.search(word, since=..., until=...)`` (the index already
   synced: the time filter of the rank and the hits' stamps);
@@ -26,10 +28,9 @@ import statistics
 import time
 from typing import Any
 
+from bench_turn import balanced, order
 from langchain_core.messages import AIMessage, HumanMessage
 import trees as checkouts
-
-HERE = str(Path(__file__).resolve().parents[1])
 
 
 def load(root: str) -> dict[str, Any]:
@@ -55,15 +56,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--messages", type=int, default=20_000)
     args = parser.parse_args()
-    roots = {f"baseline {Path(b).name}": str(Path(b).resolve()) for b in args.baseline} | {"this tree": HERE}
+    roots = {f"baseline {Path(b).name}": str(Path(b).resolve()) for b in args.baseline} | {"this tree": checkouts.HERE}
     trees = {name: load(root) for name, root in roots.items()}
     sessions = {name: build(tree, args.messages) for name, tree in trees.items()}
-    for session in sessions.values():  # the stamps span the appends: bounds inside them
-        history = session.full_chat_history
-        since, until = session.arrived_at[history[len(history) // 4].id], session.arrived_at[history[3 * len(history) // 4].id]
-        session.search("alpha", since=since, until=until)  # index synced
+    # the stamps span the appends: bounds inside them
     bounds = {name: (s.arrived_at[s.full_chat_history[len(s.full_chat_history) // 4].id],
                      s.arrived_at[s.full_chat_history[3 * len(s.full_chat_history) // 4].id]) for name, s in sessions.items()}
+    for name, session in sessions.items():
+        session.search("alpha", since=bounds[name][0], until=bounds[name][1])  # index synced
 
     def get(name: str) -> Any:
         stamps = sessions[name].arrived_at
@@ -95,16 +95,15 @@ def main() -> None:
         if label == "stamp_at":
             assert len({repr(r) for r in results.values()}) == 1, "stamp_at: trees disagree"
         times: dict[str, list[float]] = {name: [] for name in names}
-        order = list(names)
-        for _ in range(args.rounds):
-            for name in order:
+        rounds = balanced(args.rounds, len(names))
+        for round_ in range(rounds):
+            for name in order(names, round_):
                 start = time.process_time()
                 case(name)
                 times[name].append(time.process_time() - start)
-            order.reverse()
         medians = {name: statistics.median(t) for name, t in times.items()}
         here = medians["this tree"]
-        print(f"{label} ({args.messages:,} messages, CPU ms, median of {args.rounds}):")
+        print(f"{label} ({args.messages:,} messages, CPU ms, median of {rounds}):")
         for name, value in medians.items():
             print(f"  {name:<24} {value * 1000:8.2f} ms   this tree / it: {here / value:5.2f}x")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 import statistics
 import time
 from typing import Any
@@ -23,8 +22,8 @@ from typing import Any
 from bench_turn import history
 from bench_turn_causes import load, use
 from langchain_core.messages import BaseMessage
+from trees import roots
 
-HERE = str(Path(__file__).resolve().parents[1])
 START = 20_000
 
 
@@ -82,7 +81,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--baseline", help="another checkout's root (the directory holding its session_graph/)")
     args = parser.parse_args()
-    trees = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
+    trees = roots(args.baseline)
     for budget in (int(b) for b in args.budgets.split(",")):
         measure(trees, budget, args.rounds, args.batch)
 

@@ -23,10 +23,9 @@ import sys
 import time
 from typing import Any
 
-HERE = str(Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_turn  # noqa: E402  (its history(); it imports a session_graph, which trees.load replaces)
-import trees as checkouts  # noqa: E402
+import bench_turn  # (its history(); it imports a session_graph, which trees.load replaces)
+import trees as checkouts
 
 HISTORY = 10_000
 
@@ -34,7 +33,7 @@ HISTORY = 10_000
 def session_of(session_class: Any, turns: int) -> tuple[Any, Any]:
     """A session at ``HISTORY`` messages (pruned once, as the bench agent's), and the messages of ``turns`` more turns."""
     messages = bench_turn.history(HISTORY + 4 * turns)
-    session = session_class("bench").configure(limit={"tokens": 4000})
+    session = session_class("bench").configure(limit={"tokens": bench_turn.BUDGET})
     for message in messages[:HISTORY]:
         session.append_message(message)
     session.resize()
@@ -61,8 +60,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--batch", type=int, default=100, help="turns per tree per round")
     args = parser.parse_args()
-    roots = {"baseline": str(Path(args.baseline).resolve())} if args.baseline else {}
-    roots["this tree"] = HERE
+    roots = checkouts.roots(args.baseline)
     turns = (args.rounds + 1) * args.batch
     runs = {}
     for name, root in roots.items():
@@ -80,7 +78,7 @@ def main() -> None:
                 per_resize[name].append(spent / resizes)
                 per_turn[name].append(spent / args.batch)
                 counts[name] += resizes
-    print(f"Session.resize() of a turn (lite prune, 4 new messages a turn, {HISTORY:,} messages, token budget 4,000; "
+    print(f"Session.resize() of a turn (lite prune, 4 new messages a turn, {HISTORY:,} messages, token budget {bench_turn.BUDGET:,}; "
           f"CPU, medians of {args.rounds} rounds of {args.batch} turns)")
     for name in runs:
         print(f"  {name:10s}: {statistics.median(per_resize[name]) * 1e3:.4f} ms per resize, "

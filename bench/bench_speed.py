@@ -28,7 +28,6 @@ from collections.abc import Callable, Generator, Iterator
 import contextlib
 import functools
 import gc
-import itertools
 import os
 from pathlib import Path
 import random
@@ -44,6 +43,7 @@ from langgraph.graph import END, START, StateGraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
 from bench_tokens import per_turn
+from bench_turn import balanced, order
 
 from session_graph import Session, SessionManager, TiktokenCounter, message_tokens
 from session_graph.resize.direct import FORCE_PREGEL_ENV, unobserved
@@ -137,9 +137,9 @@ def resize_vs_invoke(size: int, n: int) -> None:
         puts the window over its limit appended), receives the CPU time its caller spent on it; returns
         the three medians."""
         times: tuple[list[float], list[float], list[float]] = ([], [], [])
-        for order in slot_orders(n):
+        for slots in slot_orders(n):
             spent = [0.0, 0.0, 0.0]
-            for slot in order:
+            for slot in slots:
                 with executor(None if slot < 2 else "pregel"):
                     for _ in range(10):
                         if slot:
@@ -201,12 +201,11 @@ def resize_vs_invoke(size: int, n: int) -> None:
 
 def slot_orders(n: int) -> list[tuple[int, ...]]:
     """The order of section 1's batches: the baseline (0), the direct resize (1) and the Pregel one
-    (2) in each of the 6 orders in turn, ``n // 10`` batches raised to whole cycles: the one that runs
-    later in a batch pays what the earlier ones leave behind (garbage, caches), so each runs first,
-    second and last, and right after each other one, equally often."""
-    orders = list(itertools.permutations(range(3)))
-    cycles = -(-max(1, n // 10) // len(orders))
-    return orders * cycles
+    (2) in bench_turn's turning order (``order``; for three, each of the 6 orders once a cycle),
+    ``n // 10`` batches raised to whole cycles (``balanced``): the one that runs later in a batch
+    pays what the earlier ones leave behind (garbage, caches), so each runs first, second and last,
+    and right after each other one, equally often."""
+    return [tuple(order([0, 1, 2], round_)) for round_ in range(balanced(max(1, n // 10), 3))]
 
 
 @contextlib.contextmanager

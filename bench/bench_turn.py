@@ -113,16 +113,25 @@ class FsyncCounter:
         os.fsync = self._real  # type: ignore[assignment]
 
 
+PROMPT = "You are a research assistant."
+
+
+def bench_agent(*middleware: Any, model: Any = None, checkpointer: Any = None) -> Any:
+    """The agent every bench turn runs: ``create_agent`` with the fake model of this module's turns
+    (or ``model``), the ``lookup`` tool, ``PROMPT`` and ``middleware`` (outermost first)."""
+    return create_agent(_Model(messages=_replies()) if model is None else model, tools=[lookup], middleware=list(middleware),
+                        checkpointer=checkpointer, system_prompt=PROMPT)
+
+
 def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], SessionManager]:
     manager = SessionManager(folder / f"sessions-{size}")
-    manager.session_factory = lambda key: Session(key).configure(limit={"tokens": 4000})
+    manager.session_factory = lambda key: Session(key).configure(limit={"tokens": BUDGET})
     session = manager.get_or_create("bench")
     for message in history(size):
         session.append_message(message)
     session.resize()
     manager.save(session)
-    agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[SessionMiddleware(manager=manager)],
-                         system_prompt="You are a research assistant.")
+    agent = bench_agent(SessionMiddleware(manager=manager))
     return agent, {"configurable": {"thread_id": "bench"}}, manager
 
 
@@ -142,8 +151,7 @@ def session_view(middleware: Any, manager: Any) -> tuple[list[BaseMessage], list
     """What ``middleware`` (a ``SessionMiddleware`` class, of any tree) hands the model on a turn's
     first and second call (after the tool result), from one turn of a session agent on ``manager``."""
     spy = _Spy()
-    agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[middleware(manager=manager), spy],
-                         system_prompt="You are a research assistant.")
+    agent = bench_agent(middleware(manager=manager), spy)
     agent.invoke({"messages": [HumanMessage(content=question(10**6))]}, {"configurable": {"thread_id": "bench"}})
     first, second = spy.inputs[:2]
     return first, second
@@ -164,7 +172,7 @@ def viewed_stock(middleware: Any, manager: Any) -> tuple[Any, tuple[list[BaseMes
     """The stock agent (no middleware) whose model is handed the session's view; the two views."""
     views = session_view(middleware, manager)
     model = ViewedModel(messages=_replies(), views=views)
-    return create_agent(model, tools=[lookup], system_prompt="You are a research assistant."), views
+    return bench_agent(model=model), views
 
 
 BUDGET = 4000  # the session's token budget, and the trimming baseline's
@@ -186,8 +194,7 @@ def remembering_stock(size: int) -> tuple[Any, dict[str, Any], int]:
     checkpointer (``InMemorySaver``) whose thread is seeded (one untimed invoke) with ``history(size)``;
     each later invoke hands it the new question only, and its model the whole thread. The agent,
     its config and the thread's tokens (exact counter) after seeding."""
-    agent = create_agent(_Model(messages=_replies()), tools=[lookup], checkpointer=InMemorySaver(),
-                         system_prompt="You are a research assistant.")
+    agent = bench_agent(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "bench"}}
     agent.invoke({"messages": [*history(size), HumanMessage(content=question(-1))]}, config)
     return agent, config, exact_counter()(agent.get_state(config).values["messages"])
@@ -212,8 +219,7 @@ def trimming_stock() -> tuple[Any, dict[str, Any]]:
             return None
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
 
-    agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[trim], checkpointer=InMemorySaver(),
-                         system_prompt="You are a research assistant.")
+    agent = bench_agent(trim, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "bench"}}
     agent.invoke({"messages": [*history(SEED), HumanMessage(content=question(-1))]}, config)
     return agent, config
@@ -347,11 +353,7 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
     """CPU ms per turn (stock, stock + view, stock with the history in its checkpointer (``remembering``:
     ~0.4 s a turn at 10k, one turn per batch), stock trimming, session, no-op floors), the ratios and
     fsyncs per session turn at ``size`` messages."""
-    stock = create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt="You are a research assistant.")
-    floor = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt="You are a research assistant.")
-    floor2 = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOpTwo()], system_prompt="You are a research assistant.")
-    shaped = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[Shape.of(our_middleware)],
-                          system_prompt="You are a research assistant.")
+    stock, floor, floor2, shaped = bench_agent(), bench_agent(NoOp()), bench_agent(NoOpTwo()), bench_agent(Shape.of(our_middleware))
     agent, config, manager = session_agent(folder, size)
     viewed, views = viewed_stock(SessionMiddleware, manager)
     sizes = (len(views[0]), len(views[1]))

@@ -43,18 +43,26 @@ import tempfile
 import time
 from typing import Any
 
-from bench_agents import _Model, _replies, lookup
+from bench_agents import _Model, _replies
 from bench_agents import _question as question
-from bench_turn import NoOp, Shape, balanced, calls_outside, flagged, history, order, viewed_stock
-from langchain.agents import create_agent
+from bench_turn import (
+    BUDGET,
+    PROMPT,
+    NoOp,
+    Shape,
+    balanced,
+    bench_agent,
+    calls_outside,
+    flagged,
+    history,
+    order,
+    viewed_stock,
+)
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 import trees as checkouts
-
-HERE = str(Path(__file__).resolve().parents[1])
-PROMPT = "You are a research assistant."
 
 
 def load(root: str) -> dict[str, Any]:
@@ -88,8 +96,7 @@ def spinning(modules: dict[str, Any], spent: dict[str, float], label: str, walk:
                     at[0] = (at[0] + 50) % len(walk)
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    middleware = modules["session_graph.integrations.middleware"]
-    return Spin(middleware.SessionMiddleware.state_schema, kept_only=hasattr(middleware, "_kept"))
+    return Spin.of(modules["session_graph.integrations.middleware"])
 
 
 def micro(views: tuple[list[Any], list[Any]], modules: dict[str, Any], rounds: int) -> dict[str, float]:
@@ -193,30 +200,26 @@ def measure(trees: dict[str, str], size: int, rounds: int, batch: int, folder: P
         flagged(modules["session_graph.integrations.middleware"].SessionMiddleware)  # for the call count (calls_outside)
         package, integrations = modules["session_graph"], modules["session_graph.integrations"]
         manager = package.SessionManager(tempfile.mkdtemp(prefix=f"{name}-{size}-".replace(" ", "_"), dir=folder))  # a size may be repeated
-        manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": 4000})
+        manager.session_factory = lambda key, package=package: package.Session(key).configure(limit={"tokens": BUDGET})
         session = manager.get_or_create("bench")
         for message in history(size):
             session.append_message(message)
         session.resize()
         session.memo.update(memo_of(memo_chars))  # the memo every revision read fingerprints (an edit in place is seen by content)
         manager.save(session)
-        agent = create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[integrations.SessionMiddleware(manager=manager)],
-                             system_prompt=PROMPT)
+        agent = bench_agent(integrations.SessionMiddleware(manager=manager))
         runs[name] = (agent, {"configurable": {"thread_id": "bench"}}, modules)
         viewed, views = viewed_stock(integrations.SessionMiddleware, manager)  # the last tree's view
         sizes = (len(views[0]), len(views[1]))
     ours = modules  # the last tree's
     flagged(Shape)
     spin = {"target": 0.0, "spin": 0.0, "walk": 0.0}
-    runs["stock"] = (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None, None)
+    runs["stock"] = (bench_agent(), None, None)
     runs["stock + view"] = (viewed, None, None)
-    runs["no-op"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[NoOp()], system_prompt=PROMPT), None, None)
-    runs["shape"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(modules)], system_prompt=PROMPT),
-                     {"configurable": {"thread_id": "bench"}}, None)
-    runs["shape + spin"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[spinning(modules, spin, "spin")],
-                                         system_prompt=PROMPT), {"configurable": {"thread_id": "bench"}}, None)
-    runs["shape + walk"] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[spinning(modules, spin, "walk", history(100_000))],
-                                         system_prompt=PROMPT), {"configurable": {"thread_id": "bench"}}, None)
+    runs["no-op"] = (bench_agent(NoOp()), None, None)
+    runs["shape"] = (bench_agent(shape(modules)), {"configurable": {"thread_id": "bench"}}, None)
+    runs["shape + spin"] = (bench_agent(spinning(modules, spin, "spin")), {"configurable": {"thread_id": "bench"}}, None)
+    runs["shape + walk"] = (bench_agent(spinning(modules, spin, "walk", history(100_000))), {"configurable": {"thread_id": "bench"}}, None)
     turn = [0]
 
     def run(agent: Any, config: Any) -> None:
@@ -344,7 +347,7 @@ def main() -> None:
     parser.add_argument("--memo-chars", type=int, default=0, help="a memo of about this many characters (facts of ~100)")
     parser.add_argument("--baseline", help="another checkout's root (the directory holding its session_graph/)")
     args = parser.parse_args()
-    trees = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
+    trees = checkouts.roots(args.baseline)
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             measure(trees, size, args.rounds, args.batch, Path(tmp), args.memo_chars)

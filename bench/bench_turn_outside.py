@@ -27,17 +27,15 @@ import tempfile
 import time
 from typing import Any
 
-from bench_agents import _Model, _replies, lookup
 from bench_agents import _question as question
-from bench_turn import Shape, balanced, calls_outside, flagged, history, order, session_agent
+from bench_turn import Shape, balanced, bench_agent, calls_outside, flagged, history, order, session_agent
 from bench_turn_causes import shape
-from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import session_graph.integrations.middleware as middleware
 
-PROMPT, BATCH = "You are a research assistant.", 8
+BATCH = 8
 
 
 def timed_hooks(spent: dict[str, float]) -> None:
@@ -100,7 +98,7 @@ def busy(spent: dict[str, float], label: str, work: Any) -> Any:
             work()
             spent[label] += time.thread_time() - start
             return super().wrap_model_call(request, handler)
-    return Busy(middleware.SessionMiddleware.state_schema, kept_only=hasattr(middleware, "_kept"))
+    return Busy.of(middleware)
 
 
 def viewed(manager: Any, spent: dict[str, float]) -> Any:
@@ -116,7 +114,7 @@ def viewed(manager: Any, spent: dict[str, float]) -> Any:
             view = request.override(messages=fixed[0].messages, system_message=fixed[0].system_message)
             spent["view"] += time.thread_time() - start
             return super().wrap_model_call(request, lambda _: handler(view))
-    return Viewed(middleware.SessionMiddleware.state_schema, kept_only=hasattr(middleware, "_kept"))
+    return Viewed.of(middleware)
 
 
 def main() -> None:
@@ -136,11 +134,8 @@ def main() -> None:
             agent, _, manager = session_agent(Path(tmp), size)
             unsynced, _, loose = session_agent(Path(tempfile.mkdtemp(dir=tmp)), size)
             loose.store.fsync = False
-            agents = {"stock": (create_agent(_Model(messages=_replies()), tools=[lookup], system_prompt=PROMPT), None),
-                      "shape": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(dict(sys.modules))],
-                                             system_prompt=PROMPT), config),
-                      "shape + view": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[viewed(manager, spent)],
-                                                    system_prompt=PROMPT), config),
+            agents = {"stock": (bench_agent(), None), "shape": (bench_agent(shape(dict(sys.modules))), config),
+                      "shape + view": (bench_agent(viewed(manager, spent)), config),
                       "session": (agent, config), "session, fsync off": (unsynced, config)}
             main_ms, other_ms, rounds = alternate(agents, args.rounds, spent)
             model, tool, view, model_off = (spent[k] / (rounds * BATCH) * 1e3
@@ -186,11 +181,9 @@ def main() -> None:
             handle.flush()
             os.fsync(handle.fileno())
 
-    agents = {"shape": (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[shape(dict(sys.modules))],
-                                     system_prompt=PROMPT), None)}
+    agents = {"shape": (bench_agent(shape(dict(sys.modules))), None)}
     for label, fn in (("cpu only", cpu_only), ("touching", touching), ("fsync", synced)):
-        agents[label] = (create_agent(_Model(messages=_replies()), tools=[lookup], middleware=[busy(work, label, fn)],
-                                      system_prompt=PROMPT), None)
+        agents[label] = (bench_agent(busy(work, label, fn)), None)
     main_ms, _, rounds = alternate(agents, args.rounds, work)
     print(f"control, a shape middleware whose model hook works (main thread, load {os.getloadavg()[0]:.1f}):")
     for label in ("cpu only", "touching", "fsync"):

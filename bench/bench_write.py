@@ -33,7 +33,6 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 import trees as checkouts
 
-HERE = str(Path(__file__).resolve().parents[1])
 QUESTION = "How does the session keep its window inside the budget when tool results are large? " * 2
 ANSWER = "It prunes the oldest messages of the window after a turn and folds them into the memo when asked. " * 3
 RESULT = "result: the window holds the newest messages within the token budget; older ones are in the history. " * 3
@@ -41,18 +40,12 @@ KINDS = ("input, durable (1 message)", "turn end, durable=False (3 messages)", "
 SYSCALLS = ("stat", "fstat", "lstat", "open", "close", "write", "fsync", "lseek", "utime", "replace", "getpid", "read")
 
 
-load = checkouts.load
-
-
-use = checkouts.use
-
-
 class Tree:
     """One tree's manager, session and floor file; ``step`` runs one turn's writes."""
 
     def __init__(self, modules: dict[str, Any], folder: Path, size: int, store: str = "jsonl") -> None:
         self.modules = modules
-        use(modules)
+        checkouts.use(modules)
         folder.mkdir(parents=True, exist_ok=True)
         stores = modules["session_graph.stores"]
         target = (stores.SqliteStore(folder / "sessions.db") if store == "sqlite" else
@@ -99,7 +92,7 @@ class Tree:
 
 def count_syscalls(tree: Tree, turns: int) -> dict[str, Counter[str]]:
     """The syscalls of each kind of write, per write (``os``/``fcntl`` wrapped, untimed)."""
-    use(tree.modules)
+    checkouts.use(tree.modules)
     counts: dict[str, Counter[str]] = {kind: Counter() for kind in KINDS}
     writes: Counter[str] = Counter()
     current: list[Counter[str]] = [Counter()]
@@ -155,14 +148,14 @@ def main() -> None:
                         help="sqlite and postgres (SESSION_GRAPH_PG_DSN): no floor (their writes are not "
                              "the turn's bytes appended); postgres: CPU of this process only")
     args = parser.parse_args()
-    roots = {"baseline": str(Path(args.baseline).resolve()), "this tree": HERE} if args.baseline else {"this tree": HERE}
+    roots = checkouts.roots(args.baseline)
     with tempfile.TemporaryDirectory() as folder:
-        trees = {name: Tree(load(root), Path(folder) / name.replace(" ", "_"), args.size, args.store) for name, root in roots.items()}
+        trees = {name: Tree(checkouts.load(root), Path(folder) / name.replace(" ", "_"), args.size, args.store) for name, root in roots.items()}
         means: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
         for round_ in range(args.rounds):
             for name in (list(trees) if round_ % 2 else list(reversed(trees))):
                 tree = trees[name]
-                use(tree.modules)
+                checkouts.use(tree.modules)
                 spent: dict[str, list[float]] = {kind: [] for kind in KINDS} | {"floor: " + kind: [] for kind in KINDS}
                 for _ in range(args.batch):
                     tree.step(spent)

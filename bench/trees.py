@@ -4,17 +4,20 @@
 module dropped from ``sys.modules`` first) and returns its modules by name; ``use(modules)``
 swaps a loaded tree back in before its batch, so code that imports lazily finds its own tree's
 modules. ``extra`` names modules to import with the package (optional ones may be missing: a
-tree from before they existed).
+tree from before they existed). ``roots(baseline)`` names the checkouts a ``--baseline`` bench times.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+from pathlib import Path
 import sys
 from types import ModuleType
 
-__all__ = ["load", "ours", "use"]
+__all__ = ["HERE", "load", "ours", "roots", "use"]
+
+HERE = str(Path(__file__).resolve().parents[1])  # this checkout's root
 
 
 def ours() -> list[str]:
@@ -46,3 +49,9 @@ def use(modules: dict[str, ModuleType]) -> None:
     for name in ours():
         del sys.modules[name]
     sys.modules.update(modules)
+
+
+def roots(baseline: str | None) -> dict[str, str]:
+    """The checkouts an A/B bench times, by label: ``baseline`` (another checkout's root, when
+    given) as "baseline", then this one as "this tree"."""
+    return ({"baseline": str(Path(baseline).resolve())} if baseline else {}) | {"this tree": HERE}

@@ -1,9 +1,11 @@
-"""Test helpers shared by the resize and integrations tests: which executor each resize chose, and a counter of words."""
+"""Test helpers shared by the resize and integrations tests: which executor each resize chose, a session over
+its window's limit, and a counter of words."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import AIMessage, HumanMessage
 import pytest
 
 from session_graph.resize import session_run
@@ -23,6 +25,15 @@ def executor_choices(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     monkeypatch.setattr(session_run, "select", select)
     return picks
+
+
+def pruning(session: Any) -> Any:
+    """``session`` with 12 turns appended (24 messages of 20 words, ids q0, a0, ...): over a window
+    of 6 messages, so its next resize prunes."""
+    for i in range(12):
+        session.append_message(HumanMessage(content=f"q{i} " * 20, id=f"q{i}"))
+        session.append_message(AIMessage(content=f"a{i} " * 20, id=f"a{i}"))
+    return session
 
 
 class WordCounter:

@@ -6,13 +6,11 @@ and the section refuses to run when callbacks or tracing would send every resize
 from __future__ import annotations
 
 from collections import Counter
-import importlib.util
 import itertools
-from pathlib import Path
-import sys
 from typing import Any
 from unittest.mock import MagicMock
 
+from bench_util import load_bench
 from langchain_core.tracers.context import tracing_v2_enabled
 from langgraph.graph.state import CompiledStateGraph
 import pytest
@@ -20,17 +18,9 @@ import pytest
 from session_graph.resize import run as run_module
 from session_graph.resize.direct import FORCE_PREGEL_ENV
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
 
 def load_bench_speed() -> Any:
-    sys.path.insert(0, str(BENCH))  # bench_speed imports bench_tokens by name
-    try:
-        spec = importlib.util.spec_from_file_location("bench_speed", BENCH / "bench_speed.py")
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    finally:
-        sys.path.remove(str(BENCH))
+    module = load_bench("bench_speed")
     made = module.conversation
     module.conversation = lambda n, *args, **kwargs: made(min(n, 3000), *args, **kwargs)  # section 1 makes 10**6 turns ahead
     return module

@@ -27,7 +27,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers.context import tracing_v2_enabled
 from langgraph.graph.state import CompiledStateGraph
 import pytest
-from resize_util import executor_choices
+from resize_util import executor_choices, pruning
 
 from session_graph import Session
 from session_graph.resize import direct, session_run
@@ -228,13 +228,6 @@ def test_the_random_sessions_cover_what_they_claim(executors: Callable[[str], di
 
 
 # -- which runs go without Pregel ----------------------------------------------------------
-def _pruning(session: Session) -> Session:
-    for i in range(12):
-        session.append_message(HumanMessage(content=f"q{i} " * 20, id=f"q{i}"))
-        session.append_message(AIMessage(content=f"a{i} " * 20, id=f"a{i}"))
-    return session
-
-
 @pytest.fixture
 def chosen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each run's ``select`` chose the direct executor."""
@@ -242,27 +235,27 @@ def chosen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def test_a_plain_unobserved_run_goes_direct_sync_and_async(chosen: list[bool]) -> None:
-    session = _pruning(Session().use_lite(messages=6))
+    session = pruning(Session().use_lite(messages=6))
     session.resize()
-    asyncio.run(_pruning(Session().use_lite(messages=6)).async_resize())
-    memo = _pruning(Session(model=fake_model(memo_reply({"facts": ["x"]}))).use_memo(messages=6))
+    asyncio.run(pruning(Session().use_lite(messages=6)).async_resize())
+    memo = pruning(Session(model=fake_model(memo_reply({"facts": ["x"]}))).use_memo(messages=6))
     memo.resize()
     assert chosen == [True, True, True]
 
 
 def test_a_users_node_or_handler_on_the_graph_selects_pregel(chosen: list[bool]) -> None:
-    overridden = _pruning(Session().use_lite(messages=6))
+    overridden = pruning(Session().use_lite(messages=6))
     overridden.override_node("lite_prune", lambda state: {"current_chat_history": state.current_chat_history[-4:]})
     overridden.resize()
-    policy = _pruning(Session().use_lite(messages=6)).set_policy_handler(lambda full, current, settings: {"type": "lite"})
+    policy = pruning(Session().use_lite(messages=6)).set_policy_handler(lambda full, current, settings: {"type": "lite"})
     policy.resize()
-    handler = _pruning(Session().use_lite(messages=6))
+    handler = pruning(Session().use_lite(messages=6))
     handler.set_resize_handlers("lite", lambda full, current, memo, settings: (full, current[-4:], memo))
     handler.resize()
-    memo = _pruning(Session(memo_update_handler=lambda memo, messages, attachments, settings: memo).use_memo(messages=6))
+    memo = pruning(Session(memo_update_handler=lambda memo, messages, attachments, settings: memo).use_memo(messages=6))
     memo.resize()
     assert chosen == [False, False, False, False]
-    unrelated = _pruning(Session().use_lite(messages=6))  # an override of a node the lite graph does not hold
+    unrelated = pruning(Session().use_lite(messages=6))  # an override of a node the lite graph does not hold
     unrelated.override_node("summary_fold", lambda state: None)
     unrelated.resize()
     assert chosen[-1] is True
@@ -278,17 +271,17 @@ class _Seen(BaseCallbackHandler):
 
 def test_callbacks_tracing_or_the_switch_select_pregel(chosen: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _Seen()
-    inside = RunnableLambda(lambda _: _pruning(Session().use_lite(messages=6)).resize())
+    inside = RunnableLambda(lambda _: pruning(Session().use_lite(messages=6)).resize())
     inside.invoke(None, config={"callbacks": [seen]})  # an enclosing run's callbacks: they see the resize as a child run
     assert chosen == [False] and seen.chains >= 2
-    RunnableLambda(lambda _: _pruning(Session().use_lite(messages=6)).resize()).invoke(None)  # an unobserved enclosing run
+    RunnableLambda(lambda _: pruning(Session().use_lite(messages=6)).resize()).invoke(None)  # an unobserved enclosing run
     assert chosen[-1] is True
     observed = fake_model(memo_reply({"facts": ["x"]}))
     observed.callbacks = [_Seen()]
-    _pruning(Session(model=observed).use_memo(messages=6)).resize()  # the model's own callbacks
+    pruning(Session(model=observed).use_memo(messages=6)).resize()  # the model's own callbacks
     assert chosen[-1] is False
     monkeypatch.setenv(FORCE_PREGEL_ENV, "pregel")
-    _pruning(Session().use_lite(messages=6)).resize()
+    pruning(Session().use_lite(messages=6)).resize()
     assert chosen[-1] is False
     monkeypatch.delenv(FORCE_PREGEL_ENV)
     assert direct.unobserved()

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.config import get_store, get_stream_writer
 import pytest
+from resize_util import pruning
 
 from session_graph import Session
 from session_graph.resize.direct import FORCE_PREGEL_ENV
@@ -25,13 +26,6 @@ def _default_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(FORCE_PREGEL_ENV, raising=False)  # the suite may run with Pregel forced
 
 
-def _pruning(session: Session) -> Session:
-    for i in range(12):
-        session.append_message(HumanMessage(content=f"q{i} " * 20, id=f"q{i}"))
-        session.append_message(AIMessage(content=f"a{i} " * 20, id=f"a{i}"))
-    return session
-
-
 def test_a_model_runnable_that_writes_to_the_stream_folds_as_under_pregel() -> None:
     """A chat Runnable of the user's that reports progress with ``get_stream_writer()`` (a node's
     facility under Pregel) folds; the direct run gave it no runtime: MemoUpdateError '__pregel_runtime'."""
@@ -39,10 +33,10 @@ def test_a_model_runnable_that_writes_to_the_stream_folds_as_under_pregel() -> N
         get_stream_writer()({"memo": "folding"})
         return AIMessage(content=memo_reply({"facts": ["folded"]}))
 
-    session = _pruning(Session(model=RunnableLambda(folding)).use_memo(messages=6))
+    session = pruning(Session(model=RunnableLambda(folding)).use_memo(messages=6))
     session.resize()
     assert session.memo["facts"] == ["folded"] and session.trace[-1].error is None
-    twin = _pruning(Session(model=RunnableLambda(folding)).use_memo(messages=6))
+    twin = pruning(Session(model=RunnableLambda(folding)).use_memo(messages=6))
     asyncio.run(twin.async_resize())
     assert twin.memo["facts"] == ["folded"] and twin.trace[-1].error is None
 
@@ -63,14 +57,14 @@ def test_a_models_listeners_see_the_fold_as_a_node_run() -> None:
     seen: list[Any] = []
     model = fake_model(memo_reply({"facts": ["x"]})).with_listeners(
         on_start=lambda run: seen.append(run.extra.get("metadata", {}).get("langgraph_node")))
-    _pruning(Session(model=model).use_memo(messages=6)).resize()
+    pruning(Session(model=model).use_memo(messages=6)).resize()
     assert seen == ["memo_update"]
 
 
 def test_callbacks_on_a_model_inside_a_sequence_see_the_fold_as_a_node_run() -> None:
     handler = _Metadata()
     model = RunnableLambda(lambda messages: messages) | fake_model(memo_reply({"facts": ["x"]})).with_config(callbacks=[handler])
-    _pruning(Session(model=model).use_memo(messages=6)).resize()
+    pruning(Session(model=model).use_memo(messages=6)).resize()
     assert handler.nodes == ["memo_update"]
 
 
@@ -89,7 +83,7 @@ def test_a_plain_chat_model_in_bindings_retries_and_fallbacks_still_goes_direct(
     reply = memo_reply({"facts": ["x"]})
     for model in (fake_model(reply), fake_model(reply).bind(stop=["\n\n\n"]).with_retry(stop_after_attempt=2),
                   fake_model(reply).with_fallbacks([fake_model(reply)]), fake_model(reply).with_config(tags=["memo"])):
-        _pruning(Session(model=model).use_memo(messages=6)).resize()
+        pruning(Session(model=model).use_memo(messages=6)).resize()
     assert picks == [True, True, True, True]
 
 
@@ -119,7 +113,7 @@ def test_callbacks_a_model_takes_from_the_runs_configurable_see_the_fold_as_a_no
 
     handler = _Metadata()
     model = fake_model(memo_reply({"facts": ["x"]})).configurable_fields(callbacks=ConfigurableField(id="model_callbacks"))
-    session = _pruning(Session(model=model).use_memo(messages=6))
+    session = pruning(Session(model=model).use_memo(messages=6))
     RunnableLambda(lambda _: session.resize()).invoke(None, {"configurable": {"model_callbacks": [handler]}})
     assert handler.nodes == ["memo_update"]
 
@@ -141,7 +135,7 @@ def test_a_chat_model_reading_the_runs_writer_and_store_folds_as_under_pregel(us
     """Direct runs give a chat model's code what Pregel's run gives it: a stream writer (its
     writes go nowhere, as the resize's own stream has no reader) and the run's store (none here)."""
     model = _ContextReadingModel(messages=iter([AIMessage(content=memo_reply({"facts": ["folded"]}))]))
-    session = _pruning(Session(model=model).use_memo(messages=6))
+    session = pruning(Session(model=model).use_memo(messages=6))
     if use_async:
         asyncio.run(session.async_resize())
     else:

@@ -6,11 +6,11 @@ the path, threads of one process take turns, and ``close`` closes what is held."
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from pathlib import Path
 import threading
 
+from lock_util import held_by_others
 import pytest
 
 from session_graph import SessionManager
@@ -28,17 +28,6 @@ def turn(manager: SessionManager, text: str, key: str = "k") -> None:
     session = manager.get_or_create(key)
     session.append_message({"role": "user", "content": text})
     manager.save(session)
-
-
-def held_by_others(lock: Path) -> bool:
-    """Whether another open file of ``lock`` cannot take its flock now (someone holds it)."""
-    with open(lock, "ab") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
 
 
 @pytest.mark.skipif(os.name != "posix", reason="flock")

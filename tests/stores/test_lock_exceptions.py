@@ -6,11 +6,11 @@ in-process mutex and the cross-process ``flock`` whatever ends it: an exception 
 
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 from typing import Any
 
+from lock_util import held_by_others
 import pytest
 
 from session_graph.stores import jsonl_handles
@@ -18,24 +18,14 @@ from session_graph.stores import jsonl_handles
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="flock")
 
 
-def flock_free(path: Path) -> bool:
-    with open(path, "ab") as other:  # another open file: as another process sees the lock
-        try:
-            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(other, fcntl.LOCK_UN)
-        return True
-
-
 @pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt, SystemExit])
 def test_an_exception_inside_the_block_releases_the_lock(tmp_path: Path, error: type[BaseException]) -> None:
     files = jsonl_handles.HeldFiles()
     path = tmp_path / "k.lock"
     with pytest.raises(error), files.locked(path, "k", tmp_path):
-        assert not flock_free(path)
+        assert held_by_others(path)
         raise error()
-    assert flock_free(path) and not files._entries[path].mutex.locked()
+    assert not held_by_others(path) and not files._entries[path].mutex.locked()
     with files.locked(path, "k", tmp_path):  # and it is taken again
         pass
     files.close()
@@ -58,5 +48,5 @@ def test_an_exception_after_the_flock_while_taking_it_releases_the_flock(
         pytest.fail("the block does not run when the lock is not taken")
     monkeypatch.undo()
     assert not files._entries[path].mutex.locked()
-    assert flock_free(path)  # else every other process waits on this session until this one exits
+    assert not held_by_others(path)  # else every other process waits on this session until this one exits
     files.close()

@@ -37,6 +37,26 @@ def turn(manager: SessionManager, text: str, durable: bool = True) -> None:
     manager.save(session, durable=durable)
 
 
+# a line another writer appends to session k's log, taking no lock
+THEIRS = json.dumps({"seq": 2, "id": "theirs", "ts": "2026-11-22T00:00:00Z", "role": "user",
+                     "message": {"type": "human", "data": {"content": "theirs", "type": "human", "id": "theirs"}}}) + "\n"
+
+
+def two_turns(tmp_path: Path) -> tuple[JsonlStore, SessionManager, Path]:
+    """A JSONL store with session k saved twice ("one", "two"): the store, its manager and k's log."""
+    store = JsonlStore(tmp_path)
+    manager = SessionManager(store)
+    turn(manager, "one")
+    turn(manager, "two")
+    return store, manager, tmp_path / "default" / (encode_name("k") + ".jsonl")
+
+
+def written_bytes(store: JsonlStore, log: Path) -> int | None:
+    """The log's size the store recorded after its last write (none if it recorded none)."""
+    written = store._written.get(log.with_name(log.name.removesuffix(".jsonl") + ".meta.json"))[0]
+    return None if written is None else written["bytes"]
+
+
 def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     calls: Counter[str] = Counter()
     for name in CALLS:
@@ -64,10 +84,7 @@ def test_an_appended_write_is_the_lock_three_stats_the_write_and_its_fsync(
     # the tenant folder's change marker is bumped (a utime) when the last bump is RACY / 4 old: on
     # a loaded machine the saves before the counted one can take that long; one clock instant here
     monkeypatch.setattr(search_marker, "time", SimpleNamespace(time=lambda: 1.8e9))
-    store = JsonlStore(tmp_path)
-    manager = SessionManager(store)
-    turn(manager, "one")
-    turn(manager, "two")
+    store, manager, log = two_turns(tmp_path)
     session = manager.get_or_create("k")
     session.append_message({"role": "user", "content": "three"})
     gc.collect()  # a store an earlier test dropped closes its files now, not inside the count
@@ -75,24 +92,15 @@ def test_an_appended_write_is_the_lock_three_stats_the_write_and_its_fsync(
     manager.save(session, durable=durable)  # the write alone
     monkeypatch.undo()
     assert calls == Counter({"flock": 2, "stat": 3, "write": 1, **({"fsync": 1} if durable else {})})
-    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
-    written = store._written.get(log.with_name(encode_name("k") + ".meta.json"))[0]
-    assert written is not None and written["bytes"] == log.stat().st_size  # the size after it, without asking the file
+    assert written_bytes(store, log) == log.stat().st_size  # the size after it, without asking the file
 
 
 def test_a_line_appended_behind_the_stores_back_is_seen_by_the_next_write(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path)
-    manager = SessionManager(store)
-    turn(manager, "one")
-    turn(manager, "two")
-    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
-    theirs = {"seq": 2, "id": "theirs", "ts": "2026-11-22T00:00:00Z", "role": "user",
-              "message": {"type": "human", "data": {"content": "theirs", "type": "human", "id": "theirs"}}}
+    store, manager, log = two_turns(tmp_path)
     with open(log, "a") as handle:  # another writer, no lock taken: the store's size is now behind the file's
-        handle.write(json.dumps(theirs) + "\n")
+        handle.write(THEIRS)
     turn(manager, "three")  # not appended on top of the state it wrote: the file's size is not that state's
-    written = store._written.get(log.with_name(encode_name("k") + ".meta.json"))[0]
-    assert written is not None and written["bytes"] == log.stat().st_size
+    assert written_bytes(store, log) == log.stat().st_size
     loaded = SessionManager(JsonlStore(tmp_path)).get("k")
     assert [m.content for m in loaded.full_chat_history] == ["one", "two", "theirs", "three"]
     window = JsonlStore(tmp_path).read("default", "k", window=True)  # seeks through the offsets: they hold
@@ -105,11 +113,7 @@ def test_a_session_written_anew_at_the_same_size_by_another_store_is_not_appende
     anew, here byte for byte the same log but a meta file of its own, made a new log file (a new
     inode; the held one stays allocated while open, so its inode is not reused): the next save
     does not append on the state it cached but saves in full and keeps the other's change."""
-    store = JsonlStore(tmp_path)
-    manager = SessionManager(store)
-    turn(manager, "one")
-    turn(manager, "two")
-    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
+    store, manager, log = two_turns(tmp_path)
     meta = log.with_name(encode_name("k") + ".meta.json")
     data = log.read_bytes()
     at = data.rindex(b'"version":2,')
@@ -142,20 +146,14 @@ def test_a_line_appended_without_the_lock_between_the_stat_and_the_write_is_seen
     takes no lock (an older version, a hand append) landing between the two makes it short. The
     next write's ``stat`` differs from it, so it is not appended on a state it did not write, and
     every read (the window through the offsets too) sees every line."""
-    store = JsonlStore(tmp_path)
-    manager = SessionManager(store)
-    turn(manager, "one")
-    turn(manager, "two")
-    log = tmp_path / "default" / (encode_name("k") + ".jsonl")
-    theirs = {"seq": 2, "id": "theirs", "ts": "2026-11-22T00:00:00Z", "role": "user",
-              "message": {"type": "human", "data": {"content": "theirs", "type": "human", "id": "theirs"}}}
+    store, manager, log = two_turns(tmp_path)
     real_write, done = os.write, []
 
     def write(fd: int, data: Any) -> int:
         if not done:  # the first write of the save, after its stat under the lock
             done.append(fd)
             with open(log, "a") as handle:
-                handle.write(json.dumps(theirs) + "\n")
+                handle.write(THEIRS)
         return real_write(fd, data)
 
     monkeypatch.setattr(jsonl_handles.os, "write", write)
@@ -166,8 +164,7 @@ def test_a_line_appended_without_the_lock_between_the_stat_and_the_write_is_seen
         window = reader.read("default", "k", window=True)
         assert window is not None and [r["message"]["data"]["content"] for r in window.records][-2:] == ["theirs", "three"]
     turn(manager, "four")
-    written = store._written.get(log.with_name(encode_name("k") + ".meta.json"))[0]
-    assert written is not None and written["bytes"] == log.stat().st_size
+    assert written_bytes(store, log) == log.stat().st_size
     loaded = SessionManager(JsonlStore(tmp_path)).get("k")
     assert [m.content for m in loaded.full_chat_history] == ["one", "two", "theirs", "three", "four"]
 
