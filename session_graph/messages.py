@@ -219,8 +219,6 @@ def check_storable(message: BaseMessage, where: str = "message") -> BaseMessage:
     return message
 
 
-
-
 def storable(value: MessageInput) -> BaseMessage:
     """``check_storable(to_message(value))``, one call: what ``Session.append_message`` checks.
 
@@ -228,20 +226,10 @@ def storable(value: MessageInput) -> BaseMessage:
     ``to_message`` (no copy, no content check), so it goes to ``check_storable`` directly; any
     other value takes the whole path, with the same errors.
     """
-    kind = type(value)
-    if kind in _TYPE_ROLES and type(value.content) is str and (key := value.id):  # type: ignore[union-attr]
-        fields = _FIELD_GETTERS.get(kind)
-        if fields is not None and type(key) is str and key.isprintable():  # check_storable's first pass, no call: a text message
-            try:
-                for field in filter(None, fields(value.__dict__)):
-                    if type(field) is not str or not field.isascii():
-                        break
-                else:
-                    return value  # type: ignore[return-value]
-            except KeyError:
-                pass
+    if type(value) in _TYPE_ROLES and type(value.content) is str and value.id:  # type: ignore[union-attr]
         return check_storable(value)  # type: ignore[arg-type]
     return check_storable(to_message(value))
+
 
 _FIELD_GETTERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
 """Per message class, its fields among ``_FIELDS`` read at once (``check_storable``'s first pass)."""

@@ -8,7 +8,7 @@ their names and arguments: a tool-calling reply with empty text is not free for 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 import json
 from typing import Any
 
@@ -131,6 +131,20 @@ class Measures:
             self.entries[key] = (message, entry[1] if entry is not None and entry[0] is message else -1, tokens,
                                   entry[3] if entry is not None else -1)
         return tokens
+
+    def sums(self, messages: Iterable[BaseMessage]) -> tuple[int, int]:
+        """The chars and tokens (0 when not ``counting``) of ``messages`` (a prune's dropped ones):
+        each read from its one entry (the walk measured it), else measured as ``chars``/``tokens`` do."""
+        entries, chars, tokens, counting = self.entries, 0, 0, self.counting
+        for message in messages:
+            entry = entries.get(message.id or "")
+            if entry is not None and entry[0] is message and entry[1] >= 0 and entry[2] >= 0:
+                chars += entry[1]
+                tokens += entry[2]
+            else:
+                chars += self.chars(message)
+                tokens += self.tokens(message) if counting else 0
+        return chars, tokens if counting else 0
 
     def uncached_chars(self, message: BaseMessage) -> int:
         """Chars of a message that is not in the history (a view's merged message): nothing cached under its id."""

@@ -35,6 +35,7 @@ from session_graph.resize.state import SessionState
 __all__ = ["PLACEHOLDER", "Arrivals", "ArrivalsField", "LoadedStamps", "stamps_of"]
 
 _GONE = -(1 << 63)  # a stamp replaced or deleted (not -1: a clock before 1970 gives negative stamps)
+_MISSING: Any = object()  # ``get``'s default when the key has no stamp
 PLACEHOLDER = "1970-01-01T00:00:00.000000Z"  # written for a stamp kept in the dict, so every stamp has its width
 
 
@@ -130,23 +131,11 @@ class Arrivals(MutableMapping[str, str]):
         offset = position - self.base
         return offset if 0 <= offset < len(micros) and micros[offset] != _GONE else -1
 
-    def _appended(self, key: str) -> int | None:
-        """``key``'s appended stamp (None: it has none there), read as one snapshot: a reader in
-        another thread (a search) while the stamps are settled (``settle`` replaces ``micros``
-        before ``base``) gets the settled one from the dict, never another message's."""
-        base, micros = self.base, self.micros
-        if not micros or type(key) is not str:
-            return None
-        position = self._core.ledger.held_position(key)
-        if position is None or self.micros is not micros:
-            return None
-        offset = position - base
-        value = micros[offset] if 0 <= offset < len(micros) else _GONE
-        return value if value != _GONE else None
-
     def __getitem__(self, key: str) -> str:
-        value = self._appended(key)
-        return stamp_at(value) if value is not None else self.stamps[key]
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
 
     @overload
     def get(self, key: str, /) -> str | None: ...
@@ -155,7 +144,10 @@ class Arrivals(MutableMapping[str, str]):
     @overload
     def get(self, key: str, default: Any, /) -> Any: ...
     def get(self, key: str, default: Any = None, /) -> Any:
-        base, micros = self.base, self.micros  # ``_appended`` inlined: one snapshot, read by many callers
+        # ``key``'s appended stamp read as one snapshot: a reader in another thread (a search) while
+        # the stamps are settled (``settle`` replaces ``micros`` before ``base``) gets the settled
+        # one from the dict, never another message's
+        base, micros = self.base, self.micros
         if micros and type(key) is str:
             position = self._core.ledger.held_position(key)
             if (position is not None and self.micros is micros and 0 <= (offset := position - base) < len(micros)
@@ -196,7 +188,7 @@ class Arrivals(MutableMapping[str, str]):
         return [get(key, default) if value is None else stamp_at(value) for key, value in zip(keys, self.instants(keys), strict=True)]
 
     def __contains__(self, key: object) -> bool:
-        return self._appended(key) is not None or key in self.stamps
+        return self.get(key, _MISSING) is not _MISSING  # type: ignore[call-overload]
 
     def __setitem__(self, key: str, value: str) -> None:
         offset = self._offset(key)

@@ -29,7 +29,6 @@ from session_graph.compression.context import context_message
 from session_graph.errors import MessageError
 from session_graph.messages import role_of
 from session_graph.resize.history import LazyHistory, Spliced
-from session_graph.resize.prune_walk import dropped_totals
 from session_graph.resize.state import SessionState
 from session_graph.settings import Limits
 
@@ -362,7 +361,7 @@ class Ledger:
         if dropped > totals.count - max(totals.tail_count, totals.turn_count):
             return False
         self._bounds = None
-        chars, tokens = dropped_totals(self.measures, old, dropped, counting=self.tokens is not None)  # O(dropped)
+        chars, tokens = self.measures.sums(old[:dropped])  # O(dropped)
         self.totals = WindowTotals(totals.chars - chars, totals.count - dropped, totals.tail_count, totals.tokens - tokens,
                                    totals.turn_count)
         return True

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from langchain_core.messages import BaseMessage
-
 from session_graph.accounting.budget import KEEP_AT_LEAST, PrunePlan
 from session_graph.accounting.pairs import keep_calls
-from session_graph.accounting.sizing import Measures
 from session_graph.accounting.window import BOUNDARY_ROLES
 
-__all__ = ["dropped_totals", "walk_prune"]
+__all__ = ["walk_prune"]
 
 
 def walk_prune(
@@ -104,20 +101,3 @@ def walk_prune(
             kc += sum(size(k) for k in range(back, keep))
             keep = back
     return PrunePlan(keep, kc, n - keep, False)
-
-
-
-def dropped_totals(measures: Measures, old: Sequence[BaseMessage], dropped: int, *, counting: bool) -> tuple[int, int]:
-    """The chars and tokens (0 when not ``counting``) of the oldest ``dropped`` messages of ``old``, a
-    window a prune cut: each read from its one measures entry (the walk measured it), else measured."""
-    entries, chars, tokens = measures.entries, 0, 0
-    for i in range(dropped):
-        message = old[i]
-        entry = entries.get(message.id or "")
-        if entry is not None and entry[0] is message and entry[1] >= 0 and entry[2] >= 0:
-            chars += entry[1]
-            tokens += entry[2]
-        else:
-            chars += measures.chars(message)
-            tokens += measures.tokens(message) if counting else 0
-    return chars, tokens if counting else 0
