@@ -35,7 +35,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 import inspect
 import os
-from types import CodeType
 from typing import Any, Protocol
 import weakref
 
@@ -52,13 +51,6 @@ from langgraph.runtime import Runtime
 from session_graph._base.flow import Call, Flow
 from session_graph.errors import ConfigurationError
 from session_graph.resize.state import ResizeContext, SessionState
-
-try:  # private langchain-core names (``_nothing_on``'s mirror): a version without one asks configure every time
-    from langchain_core.callbacks.manager import _configure, _get_debug
-    from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
-    from langchain_core.utils.env import env_var_is_set
-except ImportError:  # pragma: no cover - another langchain-core
-    _configure = None  # type: ignore[assignment]
 
 __all__ = ["FORCE_PREGEL_ENV", "Plan", "Plugged", "execute", "plan_of", "select", "unobserved"]
 
@@ -207,59 +199,10 @@ def unobserved() -> bool:
     callbacks = ambient.get("callbacks") if ambient else None
     if callbacks and (isinstance(callbacks, list) or callbacks.handlers or callbacks.inheritable_handlers):
         return False  # the enclosing run's handlers are the configured manager's: any of them observes
-    if _QUIET_READS and _nothing_on():
-        return True
     # what configure adds to an empty manager (tracing env or context, debug, hooks): the same with
     # or without the enclosing run's empty one, whose tags and metadata it would only copy (an agent's: ~10 us)
     manager = CallbackManager.configure()
     return not manager.handlers and not manager.inheritable_handlers
-
-
-_CONFIGURE_READS = frozenset({
-    "ConsoleCallbackHandler", "Exception", "LangChainTracer", "RuntimeError", "StdOutCallbackHandler", "_configure_hooks",
-    "_external_run_ids", "_get_debug", "_get_tracer_kwargs", "_tracing_v2_is_enabled", "add_handler", "add_metadata",
-    "add_tags", "any", "cast", "copy", "copy_with_metadata_defaults", "dotted_order", "env_var_is_set", "get", "get_tracing_context", "handlers", "id",
-    "inheritable_handlers", "inheritable_metadata", "inheritable_tags", "isinstance", "langchain_core.tracers.context",
-    "langchain_core.tracers.langchain", "langchain_core.tracers.stdout", "langsmith.run_helpers", "list", "logger",
-    "metadata", "order_map", "parent_run_id", "repr", "run_map", "setdefault", "str", "tags", "trace_id",
-    "tracing_v2_callback_var", "warning"})
-"""The names langchain-core's ``_configure`` (1.x) reads, nested code included; ``_nothing_on`` mirrors what adds a handler there."""
-_V1_TRACING = ("LANGCHAIN_TRACING", "LANGCHAIN_HANDLER")
-
-
-def _quiet_reads(configure: Any = _configure) -> bool:
-    """Whether ``_nothing_on`` may answer for ``configure``: its code, with the code nested in it
-    (generator expressions, comprehensions: Python 3.12 inlines the latter), reads exactly the
-    names it read when the mirror was written and no environment variable but ``_V1_TRACING``
-    (another version of langchain-core: False, and ``configure`` itself answers every time)."""
-    code = getattr(configure, "__code__", None)
-    if code is None:
-        return False
-    names: set[str] = set()
-    constants: set[str] = set()
-    pending = [code]
-    while pending:
-        code = pending.pop()
-        names.update(code.co_names)
-        for constant in code.co_consts:
-            if isinstance(constant, CodeType):
-                pending.append(constant)
-            elif isinstance(constant, str) and constant.isupper() and constant.isidentifier():
-                constants.add(constant)
-    return names == _CONFIGURE_READS and constants == set(_V1_TRACING)
-
-
-def _nothing_on() -> bool:
-    """Nothing ``configure`` adds a handler for is on: debug, LangSmith tracing (its callback var,
-    context or environment), the v1 tracing variables (``configure`` raises for them: it answers),
-    a configure hook's variable or environment. The reads ``configure`` makes, without its
-    imports and the managers it builds (~7 us of a resize's ~90)."""
-    if _get_debug() or _tracing_v2_is_enabled() or env_var_is_set(_V1_TRACING[0]) or env_var_is_set(_V1_TRACING[1]):
-        return False
-    return not any(var.get() is not None or (env and env_var_is_set(env)) for var, _, _, env in _configure_hooks)
-
-
-_QUIET_READS = _quiet_reads()
 
 
 def execute(plan: Plan, values: dict[str, Any], context: ResizeContext, recursion_limit: int,
