@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 import logging
 import threading
@@ -67,7 +66,7 @@ def _saved(entry: Entry) -> bool:
 
 class SessionCache:
     """A manager's live sessions by key, least recently used first; an entry with unsaved changes,
-    or held by a step that is using it (``holding``), is never evicted (``size`` is a bound on the
+    or held by a step that is using it (``hold``), is never evicted (``size`` is a bound on the
     others). Safe to share between threads: steps of different keys run at the same time.
 
     Args:
@@ -96,23 +95,15 @@ class SessionCache:
             if key in self._entries:
                 self._entries.move_to_end(key)
 
-    @contextmanager
-    def holding(self, key: str) -> Iterator[None]:
-        """Keep ``key``'s entry from eviction while a step uses its session (another key's step,
-        in another thread, would otherwise evict it under the step: its save then refused)."""
-        self.hold(key)
-        try:
-            yield
-        finally:
-            self.release(key)
-
     def hold(self, key: str) -> None:
-        """``holding``'s start, for a caller that pairs it with ``release`` itself (an agent step: no context manager's generator)."""
+        """Keep ``key``'s entry from eviction while a step uses its session (another key's step,
+        in another thread, would otherwise evict it under the step: its save then refused), until
+        the step's ``release`` (paired by the caller: no context manager's generator per step)."""
         with self._lock:
             self._held[key] = self._held.get(key, 0) + 1
 
     def release(self, key: str) -> None:
-        """``holding``'s end: ``key`` may be evicted again once no step holds it."""
+        """``hold``'s end: ``key`` may be evicted again once no step holds it."""
         with self._lock:
             if self._held[key] == 1:
                 del self._held[key]
