@@ -153,14 +153,14 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
         result = handler(request)
         messages = _tool_messages(result)
         if messages:
-            self.binding.step(_with_call(request, messages), resize=False, session=self._held(request), **_tool_point(request))
+            self.binding.step(_with_call(request, messages), resize=False, session=self._held(), **_tool_point(request))
         return result
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         result = await handler(request)
         messages = _tool_messages(result)
         if messages:
-            await self.binding.astep(_with_call(request, messages), resize=False, session=self._held(request), **_tool_point(request))
+            await self.binding.astep(_with_call(request, messages), resize=False, session=self._held(), **_tool_point(request))
         return result
 
     def _turn_point(self, state: list[BaseMessage], config: RunnableConfig) -> tuple[Session | None, dict[str, Any]]:
@@ -176,7 +176,8 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
                 point = {"save": True, "durable": True}
         return live, point
 
-    def _held(self, request: Any) -> Session | None:
+    def _held(self) -> Session | None:
+        """The session the run's model call used (a tool step's: no store look-up), by the run's key."""
         return self.binding.live(self.binding.key())
 
     def _known(self, session: Session) -> str | None:
