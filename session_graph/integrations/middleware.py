@@ -335,9 +335,10 @@ def _new_ids(session: Session, response: Any, replies: list[BaseMessage]) -> tup
     the stored message and never recorded, and the cut of the state by id removed it with the
     message it shared its id with. Renamed here, the store and the agent's state hold the same copy.
     """
-    if not any(m.id and m in session for m in replies):
+    repeated = [m for m in replies if m.id and m in session]  # each reply looked up once
+    if not repeated:
         return response, replies
-    renamed = {id(m): m.model_copy(update={"id": uuid.uuid4().hex}) for m in replies if m.id and m in session}
+    renamed = {id(m): m.model_copy(update={"id": uuid.uuid4().hex}) for m in repeated}
     if isinstance(response, ModelResponse):
         response = dataclasses.replace(response, result=[renamed.get(id(m), m) for m in response.result])
     elif id(response) in renamed:
