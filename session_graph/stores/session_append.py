@@ -32,7 +32,7 @@ from session_graph.stores.codec import message_record, window_start
 from session_graph.stores.flows import Blocking, Call
 from session_graph.stores.jsonl_state import Appending
 from session_graph.stores.jsonl_trace import LazyTrace
-from session_graph.stores.session_load import Entry, Owner, remember
+from session_graph.stores.session_load import Entry, Owner
 
 __all__ = ["append_flow", "appended"]
 
@@ -108,7 +108,7 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
             return False
         entry.version, entry.persisted, entry.revision = version, entry.persisted + gained, revision
         entry.base = {**base, **fields, "window": [*stored[dropped:], *map(_ID, new)], "message_count": entry.persisted}
-        remember(manager, session.id, entry)
+        manager.cache.remember(session.id, entry)
         return True
 
     return append, records, expect, done

@@ -183,7 +183,7 @@ def get_or_create_flow(manager: Owner, key: str, progress: Progress | None = Non
     session = manager.session_factory(key)
     if session.id != key:
         raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
-    remember(manager, key, Entry(session, 0, 0, -1, utc_now(), {}))
+    manager.cache.remember(key, Entry(session, 0, 0, -1, utc_now(), {}))
     return session
 
 
@@ -217,8 +217,8 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
     session.metadata = metadata
     session.arrived_at.adopt(arrived, keep=bool(held))  # as compact as appended stamps (resize/arrivals.py)
-    remember(manager, key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
-                                 snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
+    manager.cache.remember(key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
+                                      snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
     if len(snapshot.records) >= TRIM_AFTER:  # last: the restore's tables and the read state document are freed by now
         snapshot = None  # type: ignore[assignment]  # its state document (a window of ids) goes before the trim
         trim_heap()  # what the load freed outside Python's own allocator goes back to the OS
@@ -304,9 +304,6 @@ def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> M
     return result
 
 
-def remember(manager: Owner, key: str, entry: Entry) -> None:
-    """Cache ``entry`` as the newest (``SessionCache.remember``, which detaches its base)."""
-    manager.cache.remember(key, entry)
 
 
 def stored_snapshot(store: SessionStore, tenant: str, key: str) -> Snapshot:

@@ -23,7 +23,7 @@ from session_graph.stores.codec import message_record, session_state, state_docu
 from session_graph.stores.flows import Blocking, Call, Operation
 from session_graph.stores.merge import Merged, adopt, base_document
 from session_graph.stores.session_append import append_flow
-from session_graph.stores.session_load import Entry, Owner, cleared, merge_flow, merge_with, remember
+from session_graph.stores.session_load import Entry, Owner, cleared, merge_flow, merge_with
 
 MAX_MERGES = 50
 
@@ -86,7 +86,7 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
             entry.version = version
             entry.base = {**state, "message_count": entry.persisted + len(new), "resets": resets(seen[-1].state) + reset}
             entry.persisted, entry.revision = (entry.persisted if not reset else 0) + len(new), revision
-        remember(manager, key, entry)
+        manager.cache.remember(key, entry)
         return
     raise StoreError(f"session {key!r} was deleted or cleared under {MAX_MERGES} saves in a row; save it again.")
 
