@@ -37,7 +37,7 @@ from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
 from session_graph.stores.manager import SessionManager
 
-__all__ = ["BindingOptions", "OnMemoryError", "SessionBinding"]
+__all__ = ["BindingOptions", "OnMemoryError", "SessionBinding", "run_config"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,14 @@ FOLD_WAIT = 30.0
 FOLD_POLL = 0.05
 STEP_POLL = 0.005
 """Seconds an async step sleeps between tries of the lock a thread's step on its key holds."""
+
+
+def run_config() -> RunnableConfig:
+    """The running LangGraph task's config ({} outside a run: a hook or a step called directly)."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return {}
 
 
 class BindingOptions(TypedDict, total=False):
@@ -115,11 +123,7 @@ class SessionBinding:
     # -- which session -----------------------------------------------------------------------
     def key(self, config: RunnableConfig | None = None) -> str:
         """The session key of this run (checks that a fixed session stays on one thread)."""
-        if config is None:
-            try:
-                config = get_config()
-            except RuntimeError:  # called outside a LangGraph run
-                config = {}
+        config = run_config() if config is None else config
         thread = (config.get("configurable") or {}).get("thread_id")
         if self.fixed is not None:
             if thread is not None and not self.share_across_threads:

@@ -35,13 +35,12 @@ import uuid
 from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import Command, Overwrite
 
 from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
-from session_graph.integrations.binding import BindingOptions, SessionBinding
+from session_graph.integrations.binding import BindingOptions, SessionBinding, run_config
 from session_graph.integrations.history_recall import (
     DEFAULT_RECALL,
     HistoryRecall,
@@ -124,7 +123,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
-        state, config = request.state["messages"], _run_config()
+        state, config = request.state["messages"], run_config()
         live, point = self._turn_point(state, config)
         session = self.binding.step(state, config, session=None if point["durable"] else live, **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
@@ -135,7 +134,7 @@ class SessionMiddleware(AgentMiddleware[SessionAgentState]):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
-        state, config = request.state["messages"], _run_config()
+        state, config = request.state["messages"], run_config()
         live, point = self._turn_point(state, config)
         session = await self.binding.astep(state, config, session=None if point["durable"] else live, **point)
         recalled = self._known(session)  # no search to make: no thread hop
@@ -260,14 +259,6 @@ def _flat(session: Session, request: ModelRequest, response: Any, replies: list[
         return model_response
     update = {"messages": [RemoveMessage(id=m.id) for m in held] if _removable(held) else Overwrite(replies)}
     return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
-
-
-def _run_config() -> RunnableConfig:
-    """The running LangGraph task's config ({} outside a run: a hook called directly)."""
-    try:
-        return get_config()
-    except RuntimeError:
-        return {}
 
 
 def _kept(config: RunnableConfig) -> bool:
