@@ -183,16 +183,16 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
         return messages, {}
 
     def post_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages, update = own_id(state["messages"], config)
+        messages, change = own_id(state["messages"], config)
         if ends(messages):
             binding.step(messages, config, resize=False, save=True, durable=False)
-        return update
+        return change
 
     async def apost_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages, update = own_id(state["messages"], config)
+        messages, change = own_id(state["messages"], config)
         if ends(messages):
             await binding.astep(messages, config, resize=False, save=True, durable=False)
-        return update
+        return change
 
     return (RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook"),
             RunnableLambda(post_model_hook, afunc=apost_model_hook, name="post_model_hook"))
