@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator, Sequence
-from contextlib import AbstractContextManager, nullcontext
 import logging
 import threading
 import time
@@ -38,7 +37,7 @@ from session_graph.session import Session
 from session_graph.stores.lease import CommitLease
 from session_graph.stores.manager import SessionManager
 
-__all__ = ["BindingOptions", "OnMemoryError", "SessionBinding"]
+__all__ = ["BindingOptions", "OnMemoryError", "SessionBinding", "run_config"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +50,14 @@ FOLD_WAIT = 30.0
 FOLD_POLL = 0.05
 STEP_POLL = 0.005
 """Seconds an async step sleeps between tries of the lock a thread's step on its key holds."""
+
+
+def run_config() -> RunnableConfig:
+    """The running LangGraph task's config ({} outside a run: a hook or a step called directly)."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return {}
 
 
 class BindingOptions(TypedDict, total=False):
@@ -116,11 +123,7 @@ class SessionBinding:
     # -- which session -----------------------------------------------------------------------
     def key(self, config: RunnableConfig | None = None) -> str:
         """The session key of this run (checks that a fixed session stays on one thread)."""
-        if config is None:
-            try:
-                config = get_config()
-            except RuntimeError:  # called outside a LangGraph run
-                config = {}
+        config = run_config() if config is None else config
         thread = (config.get("configurable") or {}).get("thread_id")
         if self.fixed is not None:
             if thread is not None and not self.share_across_threads:
@@ -181,7 +184,7 @@ class SessionBinding:
         cache = self.manager.cache if self.manager is not None else None
         with self._thread_lock(key):  # taken before the session is read: see _lock
             if cache is not None:
-                cache.hold(key)  # see _holding
+                cache.hold(key)  # the step's session stays in the manager's cache while the step uses it (SessionCache.hold)
             try:
                 known = self._known(key, session) if not resize else None
                 if known is not None:  # a reply or a tool result of the turn's session: no flow to drive
@@ -220,22 +223,26 @@ class SessionBinding:
             if lock is not None:
                 lock.release()
             raise
+        cache = self.manager.cache if self.manager is not None else None
         try:
-            with self._holding(key):
-                known = self._known(key, session) if not resize else None
-                if known is not None:  # as in step: no flow to drive
-                    if (op := self._direct(key, known, messages, save, durable)) is not None:
-                        await self._ado(op)
-                    return known
-                flow = self._flow(key, messages, resize, save, durable, session)
-                reply: Any = None
-                while True:
-                    try:
-                        op = flow.send(reply)
-                    except StopIteration as stop:
-                        return stop.value
-                    reply = await self._ado(op)
+            if cache is not None:
+                cache.hold(key)  # as in step
+            known = self._known(key, session) if not resize else None
+            if known is not None:  # as in step: no flow to drive
+                if (op := self._direct(key, known, messages, save, durable)) is not None:
+                    await self._ado(op)
+                return known
+            flow = self._flow(key, messages, resize, save, durable, session)
+            reply: Any = None
+            while True:
+                try:
+                    op = flow.send(reply)
+                except StopIteration as stop:
+                    return stop.value
+                reply = await self._ado(op)
         finally:
+            if cache is not None:
+                cache.release(key)
             threads.release()
             if lock is not None:
                 lock.release()
@@ -264,11 +271,6 @@ class SessionBinding:
         lock = self._lock(key, "thread", threading.RLock)
         self._recent = (key, lock)
         return lock
-
-    def _holding(self, key: str) -> AbstractContextManager[None]:
-        """The step's session stays in the manager's cache while the step uses it (steps of
-        other keys, in other threads, remember theirs meanwhile)."""
-        return self.manager.cache.holding(key) if self.manager is not None else nullcontext()
 
     def _known(self, key: str, known: Session | None) -> Session | None:
         """The session a step uses without asking the store: the fixed one, or ``known`` (the one

@@ -35,13 +35,12 @@ import uuid
 from langchain.agents.middleware import AgentMiddleware, AgentState, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.types import Command, Overwrite
 
 from session_graph._base.ids import utc_now
 from session_graph.errors import ConfigurationError
-from session_graph.integrations.binding import BindingOptions, SessionBinding
+from session_graph.integrations.binding import BindingOptions, SessionBinding, run_config
 from session_graph.integrations.history_recall import (
     DEFAULT_RECALL,
     HistoryRecall,
@@ -116,7 +115,7 @@ class SessionMiddleware(AgentMiddleware[AgentState]):  # the agent's own state: 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
-        state, config = request.state["messages"], _run_config()
+        state, config = request.state["messages"], run_config()
         live, point = self._turn_point(state, config)
         session = self.binding.step(state, config, session=None if point["durable"] else live, **point)  # the input durable before the model
         response = handler(self._with_view(session, request, self._recalled(session, request)))
@@ -127,7 +126,7 @@ class SessionMiddleware(AgentMiddleware[AgentState]):  # the agent's own state: 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse | ExtendedModelResponse:
-        state, config = request.state["messages"], _run_config()
+        state, config = request.state["messages"], run_config()
         live, point = self._turn_point(state, config)
         session = await self.binding.astep(state, config, session=None if point["durable"] else live, **point)
         recalled = self._known(session)  # no search to make: no thread hop
@@ -145,14 +144,14 @@ class SessionMiddleware(AgentMiddleware[AgentState]):  # the agent's own state: 
         result = handler(request)
         messages = _tool_messages(result)
         if messages:
-            self.binding.step(_with_call(request, messages), resize=False, session=self._held(request), **_tool_point(request))
+            self.binding.step(_with_call(request, messages), resize=False, session=self._held(), **_tool_point(request))
         return result
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         result = await handler(request)
         messages = _tool_messages(result)
         if messages:
-            await self.binding.astep(_with_call(request, messages), resize=False, session=self._held(request), **_tool_point(request))
+            await self.binding.astep(_with_call(request, messages), resize=False, session=self._held(), **_tool_point(request))
         return result
 
     def _turn_point(self, state: list[BaseMessage], config: RunnableConfig) -> tuple[Session | None, dict[str, Any]]:
@@ -168,7 +167,8 @@ class SessionMiddleware(AgentMiddleware[AgentState]):  # the agent's own state: 
                 point = {"save": True, "durable": True}
         return live, point
 
-    def _held(self, request: Any) -> Session | None:
+    def _held(self) -> Session | None:
+        """The session the run's model call used (a tool step's: no store look-up), by the run's key."""
         return self.binding.live(self.binding.key())
 
     def _known(self, session: Session) -> str | None:
@@ -253,14 +253,6 @@ def _flat(session: Session, request: ModelRequest, response: Any, replies: list[
     return ExtendedModelResponse(model_response=model_response, command=Command(update=update))
 
 
-def _run_config() -> RunnableConfig:
-    """The running LangGraph task's config ({} outside a run: a hook called directly)."""
-    try:
-        return get_config()
-    except RuntimeError:
-        return {}
-
-
 def _kept(config: RunnableConfig) -> bool:
     """Whether the run keeps its state between runs (a checkpointer, the agent's own or its parent
     graph's, which LangGraph puts in each task's config): only then does the cut keep anything small."""
@@ -326,9 +318,10 @@ def _new_ids(session: Session, response: Any, replies: list[BaseMessage]) -> tup
     the stored message and never recorded, and the cut of the state by id removed it with the
     message it shared its id with. Renamed here, the store and the agent's state hold the same copy.
     """
-    if not any(m.id and m in session for m in replies):
+    repeated = [m for m in replies if m.id and m in session]  # each reply looked up once
+    if not repeated:
         return response, replies
-    renamed = {id(m): m.model_copy(update={"id": uuid.uuid4().hex}) for m in replies if m.id and m in session}
+    renamed = {id(m): m.model_copy(update={"id": uuid.uuid4().hex}) for m in repeated}
     if isinstance(response, ModelResponse):
         response = dataclasses.replace(response, result=[renamed.get(id(m), m) for m in response.result])
     elif id(response) in renamed:

@@ -143,15 +143,16 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
         last = messages[-1] if messages else None
         return not (isinstance(last, AIMessage) and last.tool_calls)
 
-
     def own_id(messages: list[Any], config: RunnableConfig) -> tuple[list[Any], dict[str, Any]]:
         """The reply with an id of its own when the session holds its id for another message (a
         cache or model that repeats ids: taken for the stored message, it was never recorded;
         as the middleware's ``_new_ids``), and the state update that swaps it in."""
         reply = messages[-1] if messages else None
-        session = binding.live(binding.key(config)) if isinstance(reply, AIMessage) and reply.id else None
-        if session is None and reply is not None and not isinstance(reply, AIMessage):
-            return _in_place(binding.live(binding.key(config)), messages)
+        if reply is None or (isinstance(reply, AIMessage) and not reply.id):
+            return messages, {}
+        session = binding.live(binding.key(config))  # the run's key looked up once
+        if not isinstance(reply, AIMessage):
+            return _in_place(session, messages)
         if session is None or reply not in session:
             return messages, {}
         last = session.full_chat_history[-1]
@@ -182,16 +183,16 @@ def session_model_hooks(session: Session | None = None, *, history: HistoryRecal
         return messages, {}
 
     def post_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages, update = own_id(state["messages"], config)
+        messages, change = own_id(state["messages"], config)
         if ends(messages):
             binding.step(messages, config, resize=False, save=True, durable=False)
-        return update
+        return change
 
     async def apost_model_hook(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages, update = own_id(state["messages"], config)
+        messages, change = own_id(state["messages"], config)
         if ends(messages):
             await binding.astep(messages, config, resize=False, save=True, durable=False)
-        return update
+        return change
 
     return (RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook"),
             RunnableLambda(post_model_hook, afunc=apost_model_hook, name="post_model_hook"))

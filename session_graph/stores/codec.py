@@ -34,7 +34,7 @@ from session_graph.compression.records import checked_records, split_records
 from session_graph.errors import SessionGraphError, StoreError
 from session_graph.interop.export import commit_fields
 from session_graph.messages import content_parts, role_of
-from session_graph.resize.arrivals import PLACEHOLDER, LoadedStamps
+from session_graph.resize.arrivals import PLACEHOLDER, LoadedStamps, stamps_of
 from session_graph.resize.history import LazyHistory, Spliced
 from session_graph.resize.state import SessionState
 from session_graph.resize.trace import SAVED_TRACE, ResizeTrace
@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # the session module does not depend on stores; only this hin
 
 log = logging.getLogger(__name__)
 
-__all__ = ["message_record", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document", "unencodable", "window_start"]
+__all__ = ["message_record", "message_records", "message_text", "messages_of", "record_message", "session_state", "snapshot_state", "state_document", "unencodable", "window_start"]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -99,6 +99,14 @@ def _by_id(full: Sequence[BaseMessage], wanted: set[Any]) -> dict[Any, BaseMessa
 def message_record(message: BaseMessage, ts: str) -> dict[str, Any]:
     """A record for one message; the store adds ``seq``."""
     return {"id": message.id, "ts": ts, "role": role_of(message), "message": message_to_dict(message)}
+
+
+def message_records(messages: Sequence[BaseMessage], arrived: Any, now: str) -> list[dict[str, Any]]:
+    """The records of ``messages`` (a save's new ones), each stamped when ``arrived`` (a session's
+    ``arrived_at``) says it arrived, else ``now``."""
+    if not messages:  # a prune's save: no stamps to read
+        return []
+    return [message_record(message, stamp) for message, stamp in zip(messages, stamps_of(arrived, messages, now), strict=True)]
 
 
 _CLASSES: dict[str, type[BaseMessage]] = {

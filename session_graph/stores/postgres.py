@@ -102,9 +102,7 @@ class PostgresStore(SqlStore):
 
         loop = asyncio.get_running_loop()
         with self._alock:
-            for ended in [other for other in self._apools if other.is_closed()]:
-                _dispose(self._apools.pop(ended), self._where)
-                self._guards.pop(ended, None)
+            self._drop_ended()
             pool = self._apools.get(loop)
             if pool is None or self._guards[loop].done():  # (its guard cancelled, the loop running on: closed by it)
                 pool = self._apools[loop] = AsyncConnectionPool(self._dsn, min_size=0, max_size=self._max_size, kwargs=self._kwargs,
@@ -176,10 +174,14 @@ class PostgresStore(SqlStore):
         whose loop still runs: ``await store.aclose()`` on that loop)."""
         self._pool.close()
         with self._alock:
-            for ended in [loop for loop in self._apools if loop.is_closed()]:
-                _dispose(self._apools.pop(ended), self._where)
-                self._guards.pop(ended, None)
+            self._drop_ended()
         self._warn_open()
+
+    def _drop_ended(self) -> None:
+        """Close and forget the async pools of event loops that have ended (``_dispose``); under ``_alock``."""
+        for ended in [loop for loop in self._apools if loop.is_closed()]:
+            _dispose(self._apools.pop(ended), self._where)
+            self._guards.pop(ended, None)
 
     def _warn_open(self) -> None:
         if any(not pool.closed for pool in self._apools.values()):  # said, not left to the garbage collector silently

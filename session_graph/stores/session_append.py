@@ -23,16 +23,15 @@ from operator import attrgetter, is_
 from typing import Any
 
 from session_graph.interop.export import commit_fields
-from session_graph.resize.arrivals import stamps_of
 from session_graph.resize.history import LazyHistory
 from session_graph.resize.trace import SAVED_TRACE
 from session_graph.session import Session
 from session_graph.stores.base import utc_now
-from session_graph.stores.codec import message_record, window_start
+from session_graph.stores.codec import message_records, window_start
 from session_graph.stores.flows import Blocking, Call
 from session_graph.stores.jsonl_state import Appending
 from session_graph.stores.jsonl_trace import LazyTrace
-from session_graph.stores.session_load import Entry, Owner, remember
+from session_graph.stores.session_load import Entry, Owner
 
 __all__ = ["append_flow", "appended"]
 
@@ -101,14 +100,14 @@ def _plan(manager: Owner, entry: Entry, session: Session, revision: int) -> tupl
     if pruned and (not (dropped or gained) or not _only_pruned(session, base, ids, fields, entry.persisted if gained else len(history))):
         return None
     expect = Appending(entry.version, entry.persisted, stored, state.memo, session.metadata, fields, dropped)
-    records = [message_record(message, stamp) for message, stamp in zip(new, stamps_of(session.arrived_at, new, now), strict=True)] if new else []  # a prune's save: no stamps to read
+    records = message_records(new, session.arrived_at, now)
 
     def done(version: int | None) -> bool:
         if version is None:
             return False
         entry.version, entry.persisted, entry.revision = version, entry.persisted + gained, revision
         entry.base = {**base, **fields, "window": [*stored[dropped:], *map(_ID, new)], "message_count": entry.persisted}
-        remember(manager, session.id, entry)
+        manager.cache.remember(session.id, entry)
         return True
 
     return append, records, expect, done

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 import logging
 import threading
@@ -67,7 +66,7 @@ def _saved(entry: Entry) -> bool:
 
 class SessionCache:
     """A manager's live sessions by key, least recently used first; an entry with unsaved changes,
-    or held by a step that is using it (``holding``), is never evicted (``size`` is a bound on the
+    or held by a step that is using it (``hold``), is never evicted (``size`` is a bound on the
     others). Safe to share between threads: steps of different keys run at the same time.
 
     Args:
@@ -96,23 +95,15 @@ class SessionCache:
             if key in self._entries:
                 self._entries.move_to_end(key)
 
-    @contextmanager
-    def holding(self, key: str) -> Iterator[None]:
-        """Keep ``key``'s entry from eviction while a step uses its session (another key's step,
-        in another thread, would otherwise evict it under the step: its save then refused)."""
-        self.hold(key)
-        try:
-            yield
-        finally:
-            self.release(key)
-
     def hold(self, key: str) -> None:
-        """``holding``'s start, for a caller that pairs it with ``release`` itself (an agent step: no context manager's generator)."""
+        """Keep ``key``'s entry from eviction while a step uses its session (another key's step,
+        in another thread, would otherwise evict it under the step: its save then refused), until
+        the step's ``release`` (paired by the caller: no context manager's generator per step)."""
         with self._lock:
             self._held[key] = self._held.get(key, 0) + 1
 
     def release(self, key: str) -> None:
-        """``holding``'s end: ``key`` may be evicted again once no step holds it."""
+        """``hold``'s end: ``key`` may be evicted again once no step holds it."""
         with self._lock:
             if self._held[key] == 1:
                 del self._held[key]
@@ -192,7 +183,7 @@ def get_or_create_flow(manager: Owner, key: str, progress: Progress | None = Non
     session = manager.session_factory(key)
     if session.id != key:
         raise ConfigurationError(f"session_factory({key!r}) made a session with id {session.id!r}; use Session(key).")
-    remember(manager, key, Entry(session, 0, 0, -1, utc_now(), {}))
+    manager.cache.remember(key, Entry(session, 0, 0, -1, utc_now(), {}))
     return session
 
 
@@ -226,8 +217,8 @@ def load_flow(manager: Owner, key: str, entry: Entry | None, progress: Progress 
     session.trace.replace(saved_trace(snapshot.state, f"session {key!r}"))
     session.metadata = metadata
     session.arrived_at.adopt(arrived, keep=bool(held))  # as compact as appended stamps (resize/arrivals.py)
-    remember(manager, key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
-                                 snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
+    manager.cache.remember(key, Entry(session, snapshot.version, len(state.full_chat_history), session.revision,
+                                      snapshot.state.get("created_at", utc_now()), base_document(state, snapshot.state)))
     if len(snapshot.records) >= TRIM_AFTER:  # last: the restore's tables and the read state document are freed by now
         snapshot = None  # type: ignore[assignment]  # its state document (a window of ids) goes before the trim
         trim_heap()  # what the load freed outside Python's own allocator goes back to the OS
@@ -313,9 +304,6 @@ def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> M
     return result
 
 
-def remember(manager: Owner, key: str, entry: Entry) -> None:
-    """Cache ``entry`` as the newest (``SessionCache.remember``, which detaches its base)."""
-    manager.cache.remember(key, entry)
 
 
 def stored_snapshot(store: SessionStore, tenant: str, key: str) -> Snapshot:

@@ -14,16 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from session_graph.errors import StoreConflictError, StoreError
-from session_graph.resize.arrivals import stamps_of
 from session_graph.resize.history import is_loaded
 from session_graph.resize.trace import ResizeTrace, saved_trace
 from session_graph.session import Session
 from session_graph.stores.base import Snapshot, StoreChange, StoredSession, check_key, resets, update_options, utc_now
-from session_graph.stores.codec import message_record, session_state, state_document
+from session_graph.stores.codec import message_record, message_records, session_state, state_document
 from session_graph.stores.flows import Blocking, Call, Operation
 from session_graph.stores.merge import Merged, adopt, base_document
 from session_graph.stores.session_append import append_flow
-from session_graph.stores.session_load import Entry, Owner, cleared, merge_flow, merge_with, remember
+from session_graph.stores.session_load import Entry, Owner, cleared, merge_flow, merge_with
 
 MAX_MERGES = 50
 
@@ -56,7 +55,7 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
         reset = session.cleared
         new = list(history) if reset else history[entry.persisted :]  # a lazy history's middle stays in the store
         now = utc_now()
-        records = [message_record(message, stamp) for message, stamp in zip(new, stamps_of(session.arrived_at, new, now), strict=True)]
+        records = message_records(new, session.arrived_at, now)
         revision = session.revision if attempt else revision  # read before the state is taken
         state = session_state(session, entry.created_at, now)
         held = min(entry.persisted, count)  # what the store holds of it (a merge builds on them, never copies them)
@@ -86,7 +85,7 @@ def save_flow(manager: Owner, session: Session, durable: bool = True) -> Operati
             entry.version = version
             entry.base = {**state, "message_count": entry.persisted + len(new), "resets": resets(seen[-1].state) + reset}
             entry.persisted, entry.revision = (entry.persisted if not reset else 0) + len(new), revision
-        remember(manager, key, entry)
+        manager.cache.remember(key, entry)
         return
     raise StoreError(f"session {key!r} was deleted or cleared under {MAX_MERGES} saves in a row; save it again.")
 
