@@ -1,0 +1,148 @@
+"""The floor of the work an agent turn must do (issue 25), as a middleware of SessionMiddleware's shape.
+
+``WorkFloor`` has ``SessionMiddleware``'s two hooks (``wrap_model_call`` and ``wrap_tool_call``,
+the agent's own state, no command: a run without a checkpointer) and does, with the simplest
+direct code, exactly the work the issue's other requirements impose on a turn, and nothing else:
+
+- (b) the user's input durable before the first model call (issue 19): its line (``model_dump()``
+  as JSON: orjson where installed, as the JSONL store, else ``json``) appended to a log file held
+  open (``O_APPEND``) with one ``os.write``, then ``os.fsync``;
+- (c) an exact count of each new message (input, tool call, tool result, answer: tiktoken o200k
+  through ``accounting.tokens.token_measure``, the session's own counter: the same counts);
+- (d) the turn's other messages (the tool call, its result, the answer) written once, one
+  ``os.write`` of their lines when the answer ends the turn, no fsync;
+- (e) the view handed to the model: a deque of (message, tokens) holding the newest messages, extended
+  by each new one, its oldest dropped (and a tool result left first without its call) while the
+  running total exceeds the budget less the agent's system prompt (counted when its text
+  changes); the model gets the request with that deque as its messages (copied as
+  SessionMiddleware copies a request: its ``_override``, no ``dataclasses.replace`` warnings).
+
+What it does not do, and SessionMiddleware's turn buys over it: no ids check (the input is the
+state's last message on the turn's first model call: no checkpointer, so the run's state holds this
+turn only; a reply is taken as new), no session object (no full history in memory: the log on
+disk is the history), no merge with another writer of the same session, no lock, no crash recovery
+(no torn-line repair, no reload), no meta or trace, no resize machine (no policy, no memo or
+summary, no lite/deep modes, no recall), no checkpointer support (no cut command), no async twin.
+
+``durable``, ``count`` and ``rest`` switch the parts off for the bench's split of the floor:
+``durable`` alone is the fsync'd append of the input; ``count`` alone the four counts;
+``rest`` (needs ``count``) the other messages' write and the view.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+import json
+import os
+from pathlib import Path
+import sys
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
+from session_graph.accounting.tokens import TiktokenCounter, token_measure
+from session_graph.integrations.middleware import _override
+
+try:
+    import orjson
+
+    def dumps(message: BaseMessage) -> bytes:
+        """One message's log line: its ``model_dump()`` as JSON, newline ended."""
+        return orjson.dumps(message.model_dump(), default=str) + b"\n"
+
+    ENCODER = "orjson"
+except ImportError:  # pragma: no cover - orjson ships with langsmith
+    def dumps(message: BaseMessage) -> bytes:
+        """One message's log line: its ``model_dump()`` as JSON, newline ended."""
+        return (json.dumps(message.model_dump(), default=str) + "\n").encode()
+
+    ENCODER = "json"
+
+
+class WorkFloor(AgentMiddleware):
+    """The work floor of a turn (module docstring): ``path`` the log file (opened for appending),
+    ``budget`` the view's tokens with the system prompt, ``seed`` the history already held (the
+    log gets its lines and the view its newest messages within the budget, untimed)."""
+
+    def __init__(self, path: Path, budget: int, seed: Iterable[BaseMessage] = (), *,
+                 durable: bool = True, count: bool = True, rest: bool = True) -> None:
+        super().__init__()
+        if rest and not count:
+            raise ValueError("WorkFloor: the view (rest=True) keeps its budget by the counts: count=True too")
+        self.durable, self.count, self.rest = durable, count, rest
+        self.budget = budget
+        self.measure = token_measure(TiktokenCounter("o200k_base"))
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.window: deque[tuple[BaseMessage, int]] = deque()
+        self.total = 0  # the window's tokens
+        self.pending: list[BaseMessage] = []  # the turn's messages not written yet
+        self._system: tuple[Any, int] = (None, 0)  # the system prompt's text and its tokens
+        self.views: tuple[int, int] = (0, 0)  # the fewest and most messages a view handed the model (system prompt aside)
+        seed = list(seed)
+        if seed:
+            os.write(self.fd, b"".join(map(dumps, seed)))
+            for message in reversed(seed):  # the newest within the budget, as a session loaded at that size holds
+                tokens = self.measure(message)
+                if self.total + tokens > budget:
+                    break
+                self.window.appendleft((message, tokens))
+                self.total += tokens
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def _take(self, message: BaseMessage) -> None:
+        """A new message of the turn: counted, kept in the view, written at the turn's end."""
+        if self.count:
+            tokens = self.measure(message)
+            if self.rest:
+                self.window.append((message, tokens))
+                self.total += tokens
+                self.pending.append(message)
+
+    def _viewed(self, request: Any) -> Any:
+        """The request with the view as its messages: the oldest dropped while over the budget."""
+        system = request.system_message
+        if system is not None and system.content is not self._system[0] and system.content != self._system[0]:
+            self._system = (system.content, self.measure(system))
+        room = self.budget - (self._system[1] if system is not None else 0)
+        window = self.window
+        while window and (self.total > room or isinstance(window[0][0], ToolMessage)):
+            self.total -= window.popleft()[1]
+        messages = [message for message, _ in window]
+        self.views = (min(self.views[0] or len(messages), len(messages)), max(self.views[1], len(messages)))
+        return _override(request, messages=messages)
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        held = request.state["messages"]
+        if held and isinstance(held[-1], HumanMessage):  # the turn's first model call: its input
+            message = held[-1]
+            if self.durable:
+                os.write(self.fd, dumps(message))
+                os.fsync(self.fd)
+            if self.count:
+                tokens = self.measure(message)
+                if self.rest:
+                    self.window.append((message, tokens))
+                    self.total += tokens
+        response = handler(self._viewed(request) if self.rest else request)
+        replies = response.result if isinstance(response, ModelResponse) else [response]
+        ended = False
+        for reply in replies:
+            if isinstance(reply, BaseMessage):
+                self._take(reply)
+                ended = ended or (isinstance(reply, AIMessage) and not reply.tool_calls)
+        if ended and self.pending:  # the answer ends the turn: its other messages, one write, no fsync
+            os.write(self.fd, b"".join(map(dumps, self.pending)))
+            self.pending.clear()
+        return response
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        result = handler(request)
+        if isinstance(result, ToolMessage):
+            self._take(result)
+        return result
