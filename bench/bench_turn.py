@@ -72,7 +72,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
-from turn_floor import ENCODER, WorkFloor
+from turn_floor import ENCODER, Clocked, WorkFloor
 
 from session_graph import Session, SessionManager
 from session_graph.accounting.tokens import TiktokenCounter, message_tokens
@@ -362,6 +362,7 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
     work = WorkFloor(folder / f"floor-{size}.jsonl", BUDGET, seed)  # (b)-(e) of a turn, nothing else
     durable_only = WorkFloor(folder / f"floor-durable-{size}.jsonl", BUDGET, count=False, rest=False)  # (b) alone
     counts_only = WorkFloor(folder / f"floor-counts-{size}.jsonl", BUDGET, durable=False, rest=False)  # (c) alone
+    clocked = Clocked(folder / f"floor-clocked-{size}.jsonl", BUDGET, seed[-SEED:])  # its hooks' own CPU, a pass of its own
     del seed
     viewed, views = viewed_stock(SessionMiddleware, manager)
     sizes = (len(views[0]), len(views[1]))
@@ -381,14 +382,16 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
     main_rounds = balanced(rounds, len(runs))
     try:
         ms, fsyncs = alternate(runs, main_rounds)
+        hooks_ms = hook_cpu(clocked, CLOCKED_TURNS)
     finally:
-        for middleware in (work, durable_only, counts_only):
+        for middleware in (work, durable_only, counts_only, clocked):
             middleware.close()
     out = {"trimming_ms": ms["trimming"], "trimming": ms["session"] / ms["trimming"],
            "trim_window": len(trimming.get_state(trim_config).values["messages"]),
            "stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs["session"],
            "work_ms": ms["work"], "work": ms["work"] / ms["stock"], "over_work": ms["session"] / ms["work"], "work_fsyncs": fsyncs["work"],
            "work_view": work.views, "durable_ms": ms["durable"], "counts_ms": ms["counts"],
+           "work_hooks_ms": hooks_ms,
            "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"],
            "view_first": sizes[0], "view_second": sizes[1], "rounds": main_rounds, "batch": batch, "held_messages": 0}
@@ -405,6 +408,21 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
                    held_messages=len(remember.get_state(remember_config).values["messages"]), heavy_rounds=heavy_rounds,
                    heavy_stock_ms=hm["stock"], heavy_session_ms=hm["session"])
     return out
+
+
+CLOCKED_TURNS = 40  # turns of the work floor's pass that clocks its hooks
+
+
+def hook_cpu(floor: Any, turns: int) -> float:
+    """CPU ms a turn inside ``floor``'s hooks (a ``turn_floor.Clocked``: the model's and the tool's run
+    taken out), over ``turns`` turns of its own agent after 3 untimed ones."""
+    agent = bench_agent(floor)
+    for turn in range(3):
+        agent.invoke({"messages": [HumanMessage(content=question(turn))]})
+    floor.spent = 0.0
+    for turn in range(turns):
+        agent.invoke({"messages": [HumanMessage(content=question(turn))]})
+    return floor.spent / turns * 1e3
 
 
 def alternate(runs: list[tuple[str, Any, int]], rounds: int) -> tuple[dict[str, float], dict[str, float]]:
@@ -467,7 +485,10 @@ def main() -> None:
             print(f"    the floor split, each part alone in the same shape and alternation: (b) the fsync'd append of the input alone "
                   f"{r['durable_ms']:.2f} ms = {r['durable_ms'] - r['shape_ms']:+.3f} ms over the shape doing nothing; (c) the 4 counts alone "
                   f"{r['counts_ms']:.2f} ms = {r['counts_ms'] - r['shape_ms']:+.3f} ms; the rest ((d) the other write, (e) the view, the "
-                  f"glue: floor - shape - both parts) {r['work_ms'] - parts:+.3f} ms")
+                  f"glue: floor - shape - both parts) {r['work_ms'] - parts:+.3f} ms; the floor's hooks' own CPU (their code without the "
+                  f"model's and the tool's run; a pass of its own, {CLOCKED_TURNS} turns after the alternation) {r['work_hooks_ms']:.3f} ms a turn, "
+                  f"so floor - shape - that = {r['work_ms'] - r['shape_ms'] - r['work_hooks_ms']:+.3f} ms outside them (the model's work on the "
+                  f"longer view, and what the hooks' work, the fsync's wait above all, costs the code after them)")
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
                   f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware handed it on one turn; its window varies between resizes) {r['viewed_ms']:.2f} ms "
                   f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")
