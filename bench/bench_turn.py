@@ -15,6 +15,14 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   SessionMiddleware's present shape doing none of its work (its state schema, ``wrap_model_call``
   and ``wrap_tool_call`` calling their handlers, the model hook's cut command where the run has a
   checkpointer: none here).
+- the work floor (``turn_floor.WorkFloor``, its docstring says exactly what it does and does not):
+  the shape doing only what the goal's other requirements impose a turn, in the simplest direct code:
+  the input's line appended with ``os.write`` + ``os.fsync`` before the first model call, an exact
+  o200k count of each new message, the other messages' lines in one ``os.write`` without fsync, a
+  deque view within the budget; its log seeded untimed with the same ``history(size)``. Printed as
+  floor / stock and SessionMiddleware turn / floor; split by two agents doing one part each in the
+  same shape (the fsync'd append alone, the counts alone) and a pass of its own that clocks the
+  floor's hooks (``turn_floor.Clocked``): what lies inside them, what outside.
 - a second baseline, stock + view: the stock agent (no middleware) whose model is handed, in
   place of the turn's messages, what SessionMiddleware hands it (the session's window at the
   token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
@@ -38,9 +46,9 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   alternation.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-stock + view, stock trimming, session and the three floors in alternating batches (their order
+stock + view, stock trimming, session, the three floors, the work floor and its two parts in alternating batches (their order
 turned each round, ``order``: each agent in every place equally often; ``alternate``), median of
-the batches; ``os.fsync`` calls per turn are counted by wrapping ``os.fsync``. Each baseline prints
+the batches; ``os.fsync`` calls per turn (of each agent) are counted by wrapping ``os.fsync``. Each baseline prints
 as "SessionMiddleware turn / <baseline> = Nx". Goals (issue 25): session / stock <= 1.2x, 1 fsync
 a turn.
 """
@@ -478,7 +486,7 @@ def main() -> None:
                   f"({r['work_view'][0]}-{r['work_view'][1]} messages handed + the system prompt); its log seeded untimed with the same {size:,} "
                   f"messages, only the window in memory. It does NOT check ids, hold a session or the history in memory, merge with other "
                   f"writers, lock, recover from a crash (torn lines, reload), keep a meta or trace, run a resize machine (policy, memo, "
-                  f"summary, recall) or cut a checkpointer's state: what our turn buys over it. "
+                  f"summary, recall), cut a checkpointer's state or write a return_direct tool's result: what our turn buys over it. "
                   f"{r['work_ms']:.2f} ms / stock agent = {r['work']:.2f}x, fsyncs per turn {r['work_fsyncs']:.1f}; "
                   f"SessionMiddleware turn / work floor = {r['over_work']:.2f}x (the goal, 1.2x stock = {1.2 * r['stock_ms']:.2f} ms, "
                   f"leaves {1.2 * r['stock_ms'] - r['work_ms']:+.2f} ms over the floor)")

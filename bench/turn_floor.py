@@ -26,7 +26,8 @@ state's last message on the turn's first model call: no checkpointer, so the run
 turn only; a reply is taken as new), no session object (no full history in memory: the log on
 disk is the history), no merge with another writer of the same session, no lock, no crash recovery
 (no torn-line repair, no reload), no meta or trace, no resize machine (no policy, no memo or
-summary, no lite/deep modes, no recall), no checkpointer support (no cut command), no async twin.
+summary, no lite/deep modes, no recall), no checkpointer support (no cut command), no write of a
+``return_direct`` tool's result (the run ends in the tools node), no async twin.
 
 ``durable``, ``count`` and ``rest`` switch the parts off for the bench's split of the floor:
 ``durable`` alone is the fsync'd append of the input; ``count`` alone the four counts;
