@@ -399,7 +399,7 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
            "stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs["session"],
            "work_ms": ms["work"], "work": ms["work"] / ms["stock"], "over_work": ms["session"] / ms["work"], "work_fsyncs": fsyncs["work"],
            "work_view": work.views, "durable_ms": ms["durable"], "counts_ms": ms["counts"],
-           "work_hooks_ms": hooks_ms,
+           "work_hooks": hooks_ms,
            "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"],
            "view_first": sizes[0], "view_second": sizes[1], "rounds": main_rounds, "batch": batch, "held_messages": 0}
@@ -421,16 +421,16 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
 CLOCKED_TURNS = 40  # turns of the work floor's pass that clocks its hooks
 
 
-def hook_cpu(floor: Any, turns: int) -> float:
+def hook_cpu(floor: Any, turns: int) -> dict[str, float]:
     """CPU ms a turn inside ``floor``'s hooks (a ``turn_floor.Clocked``: the model's and the tool's run
-    taken out), over ``turns`` turns of its own agent after 3 untimed ones."""
+    taken out) and its parts, over ``turns`` turns of its own agent after 3 unclocked ones."""
     agent = bench_agent(floor)
     for turn in range(3):
         agent.invoke({"messages": [HumanMessage(content=question(turn))]})
-    floor.spent = 0.0
-    for turn in range(turns):
-        agent.invoke({"messages": [HumanMessage(content=question(turn))]})
-    return floor.spent / turns * 1e3
+    with floor.clocking() as parts:
+        for turn in range(turns):
+            agent.invoke({"messages": [HumanMessage(content=question(turn))]})
+    return {part: spent / turns * 1e3 for part, spent in parts.items()}
 
 
 def alternate(runs: list[tuple[str, Any, int]], rounds: int) -> tuple[dict[str, float], dict[str, float]]:
@@ -461,8 +461,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--remembering-sizes", default="10000",
                         help="sizes at which the stock agent holding the history in its checkpointer runs (~0.4 s a turn at 10k, ~4 s at 100k)")
+    parser.add_argument("--rounds", type=int, help="rounds of the main alternation (raised to whole cycles of its order)")
+    parser.add_argument("--batch", type=int, help="turns a batch")
     args = parser.parse_args()
     rounds, batch, heavy = (5, 4, 1) if args.quick else (15, 6, 12)
+    rounds, batch = args.rounds or rounds, args.batch or batch
     remembering = {int(s) for s in args.remembering_sizes.split(",") if s}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
@@ -493,10 +496,14 @@ def main() -> None:
             print(f"    the floor split, each part alone in the same shape and alternation: (b) the fsync'd append of the input alone "
                   f"{r['durable_ms']:.2f} ms = {r['durable_ms'] - r['shape_ms']:+.3f} ms over the shape doing nothing; (c) the 4 counts alone "
                   f"{r['counts_ms']:.2f} ms = {r['counts_ms'] - r['shape_ms']:+.3f} ms; the rest ((d) the other write, (e) the view, the "
-                  f"glue: floor - shape - both parts) {r['work_ms'] - parts:+.3f} ms; the floor's hooks' own CPU (their code without the "
-                  f"model's and the tool's run; a pass of its own, {CLOCKED_TURNS} turns after the alternation) {r['work_hooks_ms']:.3f} ms a turn, "
-                  f"so floor - shape - that = {r['work_ms'] - r['shape_ms'] - r['work_hooks_ms']:+.3f} ms outside them (the model's work on the "
-                  f"longer view, and what the hooks' work, the fsync's wait above all, costs the code after them)")
+                  f"glue: floor - shape - both parts) {r['work_ms'] - parts:+.3f} ms")
+            hooks = r["work_hooks"]
+            print(f"    inside and outside its hooks (a pass of its own after the alternation, {CLOCKED_TURNS} turns, CPU clocked around "
+                  f"each part): the floor's hooks' own CPU (without the model's and the tool's run) {hooks['hooks']:.3f} ms a turn: os.fsync "
+                  f"{hooks['fsync']:.3f}, the two os.write {hooks['write']:.3f}, the 4 counts {hooks['counts']:.3f}, the rest (the lines' JSON, "
+                  f"the view, the glue, the clock's reads) {hooks['hooks'] - hooks['fsync'] - hooks['write'] - hooks['counts']:.3f}; floor - shape "
+                  f"- that = {r['work_ms'] - r['shape_ms'] - hooks['hooks']:+.3f} ms outside them (the model's work on the longer view, and "
+                  f"what the hooks' work, the fsync's wait above all, costs the code after them)")
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
                   f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware handed it on one turn; its window varies between resizes) {r['viewed_ms']:.2f} ms "
                   f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")

@@ -37,7 +37,8 @@ summary, no lite/deep modes, no recall), no checkpointer support (no cut command
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 import json
 import os
 from pathlib import Path
@@ -159,11 +160,37 @@ class WorkFloor(AgentMiddleware):
 
 
 class Clocked(WorkFloor):
-    """A ``WorkFloor`` summing its hooks' own CPU (``time.process_time``, the handler's run taken
-    out) in ``spent``: for a pass of its own, outside the timed alternation (the clock's reads cost
-    a few microseconds a hook)."""
+    """A ``WorkFloor`` whose CPU (``time.process_time``) is summed in ``parts`` while ``clocking()``:
+    "hooks" its hooks' own (the handler's run, the model's and the tool's, taken out), and of that
+    "fsync" (``os.fsync``), "write" (``os.write``) and "counts" (its ``measure``). For a pass of its
+    own, outside the timed alternation: the clock's reads cost about a microsecond each."""
 
-    spent = 0.0
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # the seed counted unclocked
+        self.parts = dict.fromkeys(("hooks", "fsync", "write", "counts"), 0.0)
+        self.measure = self._timed("counts", self.measure)
+
+    def _timed(self, part: str, fn: Any) -> Any:
+        parts = self.parts
+
+        def timed(*args: Any) -> Any:
+            start = time.process_time()
+            try:
+                return fn(*args)
+            finally:
+                parts[part] += time.process_time() - start
+        return timed
+
+    @contextmanager
+    def clocking(self) -> Iterator[dict[str, float]]:
+        """Clock the parts (``os.write`` and ``os.fsync`` wrapped meanwhile), from zero."""
+        real = os.write, os.fsync
+        self.parts.update(dict.fromkeys(self.parts, 0.0))
+        os.write, os.fsync = self._timed("write", real[0]), self._timed("fsync", real[1])  # type: ignore[assignment]
+        try:
+            yield self.parts
+        finally:
+            os.write, os.fsync = real  # type: ignore[assignment]
 
     def _clocked(self, hook: Any, request: Any, handler: Any) -> Any:
         inner = [0.0]
@@ -179,7 +206,7 @@ class Clocked(WorkFloor):
         try:
             return hook(request, timed)
         finally:
-            self.spent += time.process_time() - start - inner[0]
+            self.parts["hooks"] += time.process_time() - start - inner[0]
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         return self._clocked(super().wrap_model_call, request, handler)

@@ -7,6 +7,7 @@ first model call, each message written once, a view within the budget (its parts
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,17 @@ def test_the_work_floors_parts_alone_do_their_part_only(tmp_path: Path) -> None:
         counts.close()
     with pytest.raises(ValueError, match="count=True"):
         bench.WorkFloor(tmp_path / "x.jsonl", bench.BUDGET, count=False)
+
+
+def test_the_clocked_floor_does_the_floors_work_and_puts_the_clock_back(tmp_path: Path) -> None:
+    bench = load_bench_turn()
+    real = os.write, os.fsync
+    floor = bench.Clocked(tmp_path / "clocked.jsonl", bench.BUDGET, bench.history(8))
+    try:
+        parts = bench.hook_cpu(floor, 2)
+        assert set(parts) == {"hooks", "fsync", "write", "counts"}
+        assert (os.write, os.fsync) == real  # the pass's wrappers removed
+        assert floor.path.read_bytes().count(b"\n") == 8 + 5 * 4  # its 3 unclocked and 2 clocked turns written, once each
+        assert floor.total == bench.exact_counter()([m for m, _ in floor.window])
+    finally:
+        floor.close()
