@@ -15,6 +15,14 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   SessionMiddleware's present shape doing none of its work (its state schema, ``wrap_model_call``
   and ``wrap_tool_call`` calling their handlers, the model hook's cut command where the run has a
   checkpointer: none here).
+- the work floor (``turn_floor.WorkFloor``, its docstring says exactly what it does and does not):
+  the shape doing only what the goal's other requirements impose a turn, in the simplest direct code:
+  the input's line appended with ``os.write`` + ``os.fsync`` before the first model call, an exact
+  o200k count of each new message, the other messages' lines in one ``os.write`` without fsync, a
+  deque view within the budget; its log seeded untimed with the same ``history(size)``. Printed as
+  floor / stock and SessionMiddleware turn / floor; split by two agents doing one part each in the
+  same shape (the fsync'd append alone, the counts alone) and a pass of its own that clocks the
+  floor's hooks (``turn_floor.Clocked``): what lies inside them, what outside.
 - a second baseline, stock + view: the stock agent (no middleware) whose model is handed, in
   place of the turn's messages, what SessionMiddleware hands it (the session's window at the
   token budget and its system message, taken from one session turn; ``ViewedModel``): the model's
@@ -38,9 +46,9 @@ with a fake model (each turn: a ~200-char question, one tool call, a ~0.7 kB too
   alternation.
 
 Timed: CPU time (``time.process_time``: the machine is shared) per ``invoke``, stock,
-stock + view, stock trimming, session and the three floors in alternating batches (their order
+stock + view, stock trimming, session, the three floors, the work floor and its two parts in alternating batches (their order
 turned each round, ``order``: each agent in every place equally often; ``alternate``), median of
-the batches; ``os.fsync`` calls per turn are counted by wrapping ``os.fsync``. Each baseline prints
+the batches; ``os.fsync`` calls per turn (of each agent) are counted by wrapping ``os.fsync``. Each baseline prints
 as "SessionMiddleware turn / <baseline> = Nx". Goals (issue 25): session / stock <= 1.2x, 1 fsync
 a turn.
 """
@@ -72,6 +80,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this bench lives in, not an installed copy
+from turn_floor import ENCODER, Clocked, WorkFloor
+
 from session_graph import Session, SessionManager
 from session_graph.accounting.tokens import TiktokenCounter, message_tokens
 from session_graph.integrations import SessionMiddleware
@@ -123,11 +133,12 @@ def bench_agent(*middleware: Any, model: Any = None, checkpointer: Any = None) -
                         checkpointer=checkpointer, system_prompt=PROMPT)
 
 
-def session_agent(folder: Path, size: int) -> tuple[Any, dict[str, Any], SessionManager]:
+def session_agent(folder: Path, size: int, messages: list[BaseMessage] | None = None) -> tuple[Any, dict[str, Any], SessionManager]:
+    """The SessionMiddleware agent over a JSONL store whose session holds ``messages`` (``history(size)``)."""
     manager = SessionManager(folder / f"sessions-{size}")
     manager.session_factory = lambda key: Session(key).configure(limit={"tokens": BUDGET})
     session = manager.get_or_create("bench")
-    for message in history(size):
+    for message in history(size) if messages is None else messages:
         session.append_message(message)
     session.resize()
     manager.save(session)
@@ -354,7 +365,13 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
     ~0.4 s a turn at 10k, one turn per batch), stock trimming, session, no-op floors), the ratios and
     fsyncs per session turn at ``size`` messages."""
     stock, floor, floor2, shaped = bench_agent(), bench_agent(NoOp()), bench_agent(NoOpTwo()), bench_agent(Shape.of(our_middleware))
-    agent, config, manager = session_agent(folder, size)
+    seed = history(size)  # ~6 s at 100k: built once for the session and the work floor
+    agent, config, manager = session_agent(folder, size, seed)
+    work = WorkFloor(folder / f"floor-{size}.jsonl", BUDGET, seed)  # (b)-(e) of a turn, nothing else
+    durable_only = WorkFloor(folder / f"floor-durable-{size}.jsonl", BUDGET, count=False, rest=False)  # (b) alone
+    counts_only = WorkFloor(folder / f"floor-counts-{size}.jsonl", BUDGET, durable=False, rest=False)  # (c) alone
+    clocked = Clocked(folder / f"floor-clocked-{size}.jsonl", BUDGET, seed[-SEED:])  # its hooks' own CPU, a pass of its own
+    del seed
     viewed, views = viewed_stock(SessionMiddleware, manager)
     sizes = (len(views[0]), len(views[1]))
     turn = [0]
@@ -368,12 +385,21 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
     trimming, trim_config = trimming_stock()
     runs = [("stock", runner(stock), batch), ("viewed", runner(viewed), batch), ("floor", runner(floor), batch),
             ("floor2", runner(floor2), batch), ("shape", runner(shaped, config), batch), ("session", runner(agent, config), batch),
-            ("trimming", runner(trimming, trim_config), batch)]
+            ("trimming", runner(trimming, trim_config), batch), ("work", runner(bench_agent(work)), batch),
+            ("durable", runner(bench_agent(durable_only)), batch), ("counts", runner(bench_agent(counts_only)), batch)]
     main_rounds = balanced(rounds, len(runs))
-    ms, fsyncs = alternate(runs, main_rounds)
+    try:
+        ms, fsyncs = alternate(runs, main_rounds)
+        hooks_ms = hook_cpu(clocked, CLOCKED_TURNS)
+    finally:
+        for middleware in (work, durable_only, counts_only, clocked):
+            middleware.close()
     out = {"trimming_ms": ms["trimming"], "trimming": ms["session"] / ms["trimming"],
            "trim_window": len(trimming.get_state(trim_config).values["messages"]),
-           "stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs,
+           "stock_ms": ms["stock"], "session_ms": ms["session"], "ratio": ms["session"] / ms["stock"], "fsyncs": fsyncs["session"],
+           "work_ms": ms["work"], "work": ms["work"] / ms["stock"], "over_work": ms["session"] / ms["work"], "work_fsyncs": fsyncs["work"],
+           "work_view": work.views, "durable_ms": ms["durable"], "counts_ms": ms["counts"],
+           "work_hooks": hooks_ms,
            "floor_ms": ms["floor"], "floor": ms["floor"] / ms["stock"], "floor2_ms": ms["floor2"], "floor2": ms["floor2"] / ms["stock"],
            "shape_ms": ms["shape"], "shape": ms["shape"] / ms["stock"], "viewed_ms": ms["viewed"], "viewed": ms["session"] / ms["viewed"],
            "view_first": sizes[0], "view_second": sizes[1], "rounds": main_rounds, "batch": batch, "held_messages": 0}
@@ -392,14 +418,30 @@ def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool 
     return out
 
 
-def alternate(runs: list[tuple[str, Any, int]], rounds: int) -> tuple[dict[str, float], float]:
+CLOCKED_TURNS = 40  # turns of the work floor's pass that clocks its hooks
+
+
+def hook_cpu(floor: Any, turns: int) -> dict[str, float]:
+    """CPU ms a turn inside ``floor``'s hooks (a ``turn_floor.Clocked``: the model's and the tool's run
+    taken out) and its parts, over ``turns`` turns of its own agent after 3 unclocked ones."""
+    agent = bench_agent(floor)
+    for turn in range(3):
+        agent.invoke({"messages": [HumanMessage(content=question(turn))]})
+    with floor.clocking() as parts:
+        for turn in range(turns):
+            agent.invoke({"messages": [HumanMessage(content=question(turn))]})
+    return {part: spent / turns * 1e3 for part, spent in parts.items()}
+
+
+def alternate(runs: list[tuple[str, Any, int]], rounds: int) -> tuple[dict[str, float], dict[str, float]]:
     """Run ``runs`` (name, one turn, turns a batch) in ``rounds`` rounds of batches in ``order``, after
-    a warm-up: median CPU ms per turn by name, and ``os.fsync`` calls per "session" turn."""
+    a warm-up: median CPU ms per turn by name, and ``os.fsync`` calls per turn by name."""
     for _, fn, n in runs:  # warm up
         for _ in range(min(3, n)):
             fn()
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
-    fsyncs = turns = 0
+    fsyncs: Counter[str] = Counter()
+    turns: Counter[str] = Counter()
     for round_ in range(rounds):
         for name, fn, n in order(runs, round_):
             with FsyncCounter() as counter:
@@ -407,10 +449,10 @@ def alternate(runs: list[tuple[str, Any, int]], rounds: int) -> tuple[dict[str, 
                 for _ in range(n):
                     fn()
                 times[name].append((time.process_time() - start) / n)
-            if name == "session":
-                fsyncs += counter.calls
-                turns += n
-    return {name: statistics.median(values) * 1e3 for name, values in times.items()}, fsyncs / max(turns, 1)
+            fsyncs[name] += counter.calls
+            turns[name] += n
+    return ({name: statistics.median(values) * 1e3 for name, values in times.items()},
+            {name: fsyncs[name] / max(turns[name], 1) for name in times})
 
 
 def main() -> None:
@@ -419,8 +461,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--remembering-sizes", default="10000",
                         help="sizes at which the stock agent holding the history in its checkpointer runs (~0.4 s a turn at 10k, ~4 s at 100k)")
+    parser.add_argument("--rounds", type=int, help="rounds of the main alternation (raised to whole cycles of its order)")
+    parser.add_argument("--batch", type=int, help="turns a batch")
     args = parser.parse_args()
     rounds, batch, heavy = (5, 4, 1) if args.quick else (15, 6, 12)
+    rounds, batch = args.rounds or rounds, args.batch or batch
     remembering = {int(s) for s in args.remembering_sizes.split(",") if s}
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
@@ -434,6 +479,31 @@ def main() -> None:
                   f"former shape) {r['floor2_ms']:.2f} ms = {r['floor2']:.2f}x; SessionMiddleware's shape doing none of its work "
                   f"(its state schema, wrap_model_call and wrap_tool_call calling their handlers, the cut command only with a checkpointer: none here) "
                   f"{r['shape_ms']:.2f} ms = {r['shape']:.2f}x")
+            parts = r["shape_ms"] + (r["durable_ms"] - r["shape_ms"]) + (r["counts_ms"] - r["shape_ms"])
+            print(f"  work floor (bench/turn_floor.py WorkFloor): a middleware of SessionMiddleware's shape (wrap_model_call + wrap_tool_call, "
+                  f"the agent's own state, no command) doing only the work the issue's requirements impose a turn, in the simplest direct code: "
+                  f"(b) the input's line ({ENCODER} of model_dump()) appended with one os.write + os.fsync before the first model call; "
+                  f"(c) an exact tiktoken o200k count of each new message (input, tool call, tool result, answer: token_measure); "
+                  f"(d) the other 3 messages' lines in one os.write at the answer, no fsync; (e) the view: a deque of the newest messages "
+                  f"within {BUDGET:,} tokens less the system prompt, its oldest (and a tool result left first) dropped by the running total "
+                  f"({r['work_view'][0]}-{r['work_view'][1]} messages handed + the system prompt); its log seeded untimed with the same {size:,} "
+                  f"messages, only the window in memory. It does NOT check ids, hold a session or the history in memory, merge with other "
+                  f"writers, lock, recover from a crash (torn lines, reload), keep a meta or trace, run a resize machine (policy, memo, "
+                  f"summary, recall), cut a checkpointer's state or write a return_direct tool's result: what our turn buys over it. "
+                  f"{r['work_ms']:.2f} ms / stock agent = {r['work']:.2f}x, fsyncs per turn {r['work_fsyncs']:.1f}; "
+                  f"SessionMiddleware turn / work floor = {r['over_work']:.2f}x (the goal, 1.2x stock = {1.2 * r['stock_ms']:.2f} ms, "
+                  f"leaves {1.2 * r['stock_ms'] - r['work_ms']:+.2f} ms over the floor)")
+            print(f"    the floor split, each part alone in the same shape and alternation: (b) the fsync'd append of the input alone "
+                  f"{r['durable_ms']:.2f} ms = {r['durable_ms'] - r['shape_ms']:+.3f} ms over the shape doing nothing; (c) the 4 counts alone "
+                  f"{r['counts_ms']:.2f} ms = {r['counts_ms'] - r['shape_ms']:+.3f} ms; the rest ((d) the other write, (e) the view, the "
+                  f"glue: floor - shape - both parts) {r['work_ms'] - parts:+.3f} ms")
+            hooks = r["work_hooks"]
+            print(f"    inside and outside its hooks (a pass of its own after the alternation, {CLOCKED_TURNS} turns, CPU clocked around "
+                  f"each part): the floor's hooks' own CPU (without the model's and the tool's run) {hooks['hooks']:.3f} ms a turn: os.fsync "
+                  f"{hooks['fsync']:.3f}, the two os.write {hooks['write']:.3f}, the 4 counts {hooks['counts']:.3f}, the rest (the lines' JSON, "
+                  f"the view, the glue, the clock's reads) {hooks['hooks'] - hooks['fsync'] - hooks['write'] - hooks['counts']:.3f}; floor - shape "
+                  f"- that = {r['work_ms'] - r['shape_ms'] - hooks['hooks']:+.3f} ms outside them (the model's work on the longer view, and "
+                  f"what the hooks' work, the fsync's wait above all, costs the code after them)")
             print(f"  second baseline: the stock agent handed the same messages as the session's view (no middleware; its model "
                   f"gets the {r['view_first']} and {r['view_second']} messages, system message included, SessionMiddleware handed it on one turn; its window varies between resizes) {r['viewed_ms']:.2f} ms "
                   f"= {r['viewed_ms'] / r['stock_ms']:.2f}x stock; SessionMiddleware turn / this baseline {r['viewed']:.2f}x")

@@ -41,7 +41,7 @@ class Bench:
 BENCHES = [
     Bench("turn", "bench_turn.py", (), ("--quick",),
           "an agent turn with SessionMiddleware + JSONL vs a stock agent (and stock + view, stock + InMemorySaver "
-          "holding the history, stock + documented trimming), CPU; fsyncs per turn"),
+          "holding the history, stock + documented trimming; the work floor: the goal's work alone, split), CPU; fsyncs per turn"),
     Bench("turn_causes", "bench_turn_causes.py", (), ("--rounds", "8", "--batch", "6"),
           "where the middleware's turn spends its CPU: saves, resize, the rest (record, judge, view, glue)"),
     Bench("write", "bench_write.py", (), ("--rounds", "20"),

@@ -12,7 +12,7 @@ from bench_util import load_bench_turn
 import pytest
 
 
-@pytest.mark.parametrize("count", [2, 6, 7])
+@pytest.mark.parametrize("count", [2, 6, 7, 10])
 def test_every_agent_runs_in_every_place_and_after_each_neighbour_equally_often(count: int) -> None:
     bench = load_bench_turn()
     names = [f"agent{i}" for i in range(count)]
