@@ -270,13 +270,15 @@ def _removable(held: list[BaseMessage]) -> bool:
 
 
 def _tool_messages(result: Any) -> list[BaseMessage]:
-    """The tool results a tool call returned (a ToolMessage, or those a Command's update adds)."""
-    if isinstance(result, Command):
-        update = result.update if isinstance(result.update, dict) else {}
-        found = update.get("messages") or []
-        messages = [m for m in found if isinstance(m, ToolMessage)]
-    else:
-        messages = [result] if isinstance(result, ToolMessage) else []
+    """The tool results a tool call returned (a ToolMessage, those a Command's update adds, or
+    those of a list of both, which a tool may return: one of them answers its call)."""
+    messages: list[BaseMessage] = []
+    for item in result if isinstance(result, list) else [result]:
+        if isinstance(item, Command):
+            update = item.update if isinstance(item.update, dict) else {}
+            messages.extend(m for m in update.get("messages") or [] if isinstance(m, ToolMessage))
+        elif isinstance(item, ToolMessage):
+            messages.append(item)
     for message in messages:  # the id the agent's state keeps (add_messages keeps a given one): recorded once
         message.id = message.id or str(uuid.uuid4())
     return messages
