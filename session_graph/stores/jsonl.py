@@ -28,18 +28,8 @@ from session_graph._base.files import decode_name, encode_name
 from session_graph._base.gc import paused_gc
 from session_graph._base.paths import fresh_file, inside
 from session_graph.errors import StoreError
-from session_graph.stores.base import (
-    SearchHit,
-    SessionInfo,
-    Snapshot,
-    StoreBase,
-    StoredSession,
-    UpdateFn,
-    check_change,
-    check_key,
-    check_schema,
-    resets,
-)
+from session_graph.stores.base import (SearchHit, SessionInfo, Snapshot, StoreBase, StoredSession, UpdateFn, check_change,
+                                        check_key, check_schema, resets)
 from session_graph.stores.jsonl_handles import Held, HeldFiles, log_status
 from session_graph.stores.jsonl_log import (
     RESET,
@@ -68,6 +58,7 @@ from session_graph.stores.jsonl_state import (
     meta_bytes,
     state_line,
 )
+from session_graph.stores.jsonl_tail import after_state
 from session_graph.stores.jsonl_trace import trace_added, trace_of, unknown
 from session_graph.stores.records import LineRecords
 from session_graph.stores.search_index import JsonlSearch
@@ -159,9 +150,9 @@ class JsonlStore(StoreBase):
                 old, written = self._current(log, meta), None
             if old is not None:
                 check_schema(old, str(meta))
-            stored = int((old or {}).get("version", 0))
             # as this store left it (one stat above said so): settle would find nothing to count or cut
-            count, size = (int(old.get("message_count", 0)), int(old["bytes"])) if mine and old else settle(log, old)
+            count, size, after = (int(old.get("message_count", 0)), int(old["bytes"]), 0) if mine and old else settle(log, old)
+            stored = int((old or {}).get("version", 0)) + after  # lines after the state move it (stores.jsonl_tail)
             known = offsets_of(old, count, size)  # None: the log is not as the last state left it
             records = [] if since is None or since >= count else list(self._records(tenant, key, log, since, known, locked=True))
             change = check_change(fn(StoredSession(key, old, stored, count, records)), fn)
@@ -263,6 +254,8 @@ class JsonlStore(StoreBase):
             if seen is not None:
                 return Snapshot(key, state, seen, int(state.get("version", 0)))
         trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
+        if (after := after_state(log, state)[0]) and not settled:  # lines after the state: counted in under the lock
+            raise InFlight  # (a save in flight holds it: its records are no lines after a state once its state line is in)
         records = self._records(tenant, key, log, since, trusted, locked=settled and self.create, settled=settled)
         if state is None and not records:
             return None
@@ -272,7 +265,7 @@ class JsonlStore(StoreBase):
             recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 4)
             state = {"message_count": len(records)}
         full = {**state, "window_start": 0} if state.get("window_start") else state  # never a window read (codec._gap)
-        return Snapshot(key, full, records, int(state.get("version", 0)))  # (a line removed by hand at the window's start)
+        return Snapshot(key, full, records, int(state.get("version", 0)) + after)  # (a line removed by hand at the window's start)
 
     def version(self, tenant: str, key: str) -> int | None:
         """The stored version (from the meta file alone), or None if the session is not stored."""
@@ -280,14 +273,16 @@ class JsonlStore(StoreBase):
         written = self._written.get(meta)[0]
         try:
             state = written if written is not None and written.get("bytes") == log_size(log) else self._current(log, meta, not self.create)
-            if state is None and self.create and log_size(log):  # no state, then a log: a first save landed in between
-                raise InFlight
+            after = 0 if state is written else after_state(log, state)[0]  # lines after the state move it (as read's)
+            if (state is None or after) and self.create and log_size(log):  # no state, then a log: a first save landed in between
+                raise InFlight  # (or lines after the state: a save's in flight, else they are counted in under its lock)
         except InFlight:
             with self._holding(tenant, key):
                 state = self._current(log, meta)
+                after = after_state(log, state)[0]
         if state is None:  # a transcript without its meta file is still a session
             return 0 if log_size(log) else None
-        return int(state.get("version", 0))
+        return int(state.get("version", 0)) + after
 
     def delete(self, tenant: str, key: str) -> bool:
         """Remove a session's log and meta files; False if there was none."""
@@ -317,12 +312,12 @@ class JsonlStore(StoreBase):
             if meta.is_symlink():
                 recovered(f"{meta} is a symbolic link; the store never follows links, so it is not listed.", 3)
                 continue
-            state = self._current(meta.with_name(meta.name[: -len(".meta.json")] + ".jsonl"), meta)
+            state = self._current(log := meta.with_name(meta.name[: -len(".meta.json")] + ".jsonl"), meta)
             if state is None:
                 continue
             key = state.get("key") or decode_name(meta.name[: -len(".meta.json")]) or meta.name
             infos.append(SessionInfo(key, state.get("created_at", ""), state.get("updated_at", ""),
-                                     int(state.get("message_count", 0)), dict(state.get("metadata") or {})))
+                                     after_state(log, state)[1], dict(state.get("metadata") or {})))
         return sorted(infos, key=lambda info: info.updated_at, reverse=True)
 
     def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:

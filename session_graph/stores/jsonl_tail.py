@@ -1,0 +1,50 @@
+"""What a JSONL log holds after its last state line: lines written behind the store's back.
+
+A save writes its records and the state line they make in one write, so a log that goes on
+after its state holds records or reset markers someone else appended: by hand, another tool
+writing the store's record format, a crash between two writes of an older version, or an older
+version itself. Loads count them in (``codec``: the history and the window both end with them);
+``JsonlStore`` counts them in its version too, so a save sees the log changed and merges them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from session_graph.errors import StoreError
+from session_graph.stores.jsonl_log import is_reset, log_size
+from session_graph.stores.jsonl_state import is_state_line
+
+__all__ = ["after_state"]
+
+
+def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
+    """(lines, records): the whole lines after the state's ``bytes`` that are no state line (records,
+    reset markers: written behind the store's back, by hand, another tool, a crash or an older
+    version), and the session's record count with them (a reset marker empties it); (0, the
+    state's count) when the log ends with the state, or it cannot tell (no ``bytes``, a log cut by hand).
+
+    A store's version is the state's plus these lines (``JsonlStore``): every record or marker
+    appended after the state moves it, so a save sees the log changed and merges them; a state
+    line written on top of them has a version above it (``update`` counts them in), so no other
+    log ever shows that number. A torn last line is no line: it is cut (or skipped), never loaded.
+    """
+    count, known = int((state or {}).get("message_count", 0)), (state or {}).get("bytes")
+    if not isinstance(known, int) or known <= 0 or log_size(log) <= known:
+        return 0, count
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(known)
+            raw = handle.read()
+    except FileNotFoundError:
+        return 0, count
+    except OSError as error:
+        raise StoreError(f"cannot read {log}: {error}") from error
+    lines = 0
+    for line in raw[: raw.rfind(b"\n") + 1].splitlines():
+        if is_reset(line):
+            count, lines = 0, lines + 1
+        elif line.strip() and not is_state_line(line):
+            count, lines = count + 1, lines + 1
+    return lines, count
