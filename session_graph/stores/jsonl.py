@@ -151,8 +151,9 @@ class JsonlStore(StoreBase):
             if old is not None:
                 check_schema(old, str(meta))
             # as this store left it (one stat above said so): settle would find nothing to count or cut
-            count, size, after = (int(old.get("message_count", 0)), int(old["bytes"]), 0) if mine and old else settle(log, old)
-            stored = int((old or {}).get("version", 0)) + after  # lines after the state move it (stores.jsonl_tail)
+            count, size = (int(old.get("message_count", 0)), int(old["bytes"])) if mine and old else settle(log, old)
+            after, _, markers = (0, 0, 0) if mine else after_state(log, old)  # lines after the state move the version
+            stored = int((old or {}).get("version", 0)) + after  # (stores.jsonl_tail), reset markers the resets
             known = offsets_of(old, count, size)  # None: the log is not as the last state left it
             records = [] if since is None or since >= count else list(self._records(tenant, key, log, since, known, locked=True))
             change = check_change(fn(StoredSession(key, old, stored, count, records)), fn)
@@ -171,7 +172,7 @@ class JsonlStore(StoreBase):
             count, position = record_lines(change.records, count, position, offsets, lines)
             version = stored + 1
             document = {**state, "key": key, "tenant": tenant, "message_count": count, "version": version,
-                        "resets": resets(old) + change.reset}
+                        "resets": resets(old) + markers + change.reset}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
             document["state_lines"] = 1  # the log holds this document's state lines (meta file only)
@@ -254,7 +255,8 @@ class JsonlStore(StoreBase):
             if seen is not None:
                 return Snapshot(key, state, seen, int(state.get("version", 0)))
         trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
-        if (after := after_state(log, state)[0]) and not settled:  # lines after the state: counted in under the lock
+        after, _, markers = after_state(log, state)
+        if after and not settled:  # lines after the state: counted in under the lock
             raise InFlight  # (a save in flight holds it: its records are no lines after a state once its state line is in)
         records = self._records(tenant, key, log, since, trusted, locked=settled and self.create, settled=settled)
         if state is None and not records:
@@ -265,6 +267,7 @@ class JsonlStore(StoreBase):
             recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 4)
             state = {"message_count": len(records)}
         full = {**state, "window_start": 0} if state.get("window_start") else state  # never a window read (codec._gap)
+        full = {**full, "resets": resets(state) + markers} if markers else full  # a reset marker after the state: a clear
         return Snapshot(key, full, records, int(state.get("version", 0)) + after)  # (a line removed by hand at the window's start)
 
     def version(self, tenant: str, key: str) -> int | None:

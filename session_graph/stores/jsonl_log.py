@@ -70,17 +70,15 @@ def read_meta(meta: Path) -> dict[str, Any] | None:
     return state
 
 
-def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int]:
-    """(records, bytes, lines after the state: ``after_state``'s) of the log now; cuts a torn
-    last line left by a crashed writer."""
+def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
+    """(records, bytes) of the log now; cuts a torn last line left by a crashed writer."""
     try:
         size = os.stat(log).st_size
     except FileNotFoundError:
-        return 0, 0, 0
+        return 0, 0
     count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
     if state is not None and size == known:  # as the last state left it: no torn line, nothing uncounted
-        return count, size, 0
-    after = 0
+        return count, size
     with open(log, "rb+") as handle:
         if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
             tail = last_newline(handle, size)
@@ -92,10 +90,10 @@ def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int]:
             count = count if 0 < known <= size else 0
             for line in handle:
                 if is_reset(line):
-                    count, after = 0, after + 1
+                    count = 0
                 elif line.strip() and not is_state_line(line):
-                    count, after = count + 1, after + 1
-    return count, size, after if 0 < known <= size else 0
+                    count += 1
+    return count, size
 
 
 def decode(log: Path, since: int, offsets: list[list[int]] | None = None, *, settled: bool = True

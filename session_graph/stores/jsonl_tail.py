@@ -19,11 +19,13 @@ from session_graph.stores.jsonl_state import is_state_line
 __all__ = ["after_state"]
 
 
-def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
-    """(lines, records): the whole lines after the state's ``bytes`` that are no state line (records,
-    reset markers: written behind the store's back, by hand, another tool, a crash or an older
-    version), and the session's record count with them (a reset marker empties it); (0, the
-    state's count) when the log ends with the state, or it cannot tell (no ``bytes``, a log cut by hand).
+def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int]:
+    """(lines, records, markers): the whole lines after the state's ``bytes`` that are no state
+    line (records, reset markers: written behind the store's back, by hand, another tool, a crash
+    or an older version), the session's record count with them (a reset marker empties it) and
+    the reset markers among them (the store counts them in its ``resets``, as a save's clear is:
+    a merge then reads the log anew); (0, the state's count, 0) when the log ends with the state,
+    or it cannot tell (no ``bytes``, a log cut by hand).
 
     A store's version is the state's plus these lines (``JsonlStore``): every record or marker
     appended after the state moves it, so a save sees the log changed and merges them; a state
@@ -32,19 +34,19 @@ def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
     """
     count, known = int((state or {}).get("message_count", 0)), (state or {}).get("bytes")
     if not isinstance(known, int) or known <= 0 or log_size(log) <= known:
-        return 0, count
+        return 0, count, 0
     try:
         with open(log, "rb") as handle:
             handle.seek(known)
             raw = handle.read()
     except FileNotFoundError:
-        return 0, count
+        return 0, count, 0
     except OSError as error:
         raise StoreError(f"cannot read {log}: {error}") from error
-    lines = 0
+    lines = markers = 0
     for line in raw[: raw.rfind(b"\n") + 1].splitlines():
         if is_reset(line):
-            count, lines = 0, lines + 1
+            count, lines, markers = 0, lines + 1, markers + 1
         elif line.strip() and not is_state_line(line):
             count, lines = count + 1, lines + 1
-    return lines, count
+    return lines, count, markers
