@@ -28,8 +28,18 @@ from session_graph._base.files import decode_name, encode_name
 from session_graph._base.gc import paused_gc
 from session_graph._base.paths import fresh_file, inside
 from session_graph.errors import StoreError
-from session_graph.stores.base import (SearchHit, SessionInfo, Snapshot, StoreBase, StoredSession, UpdateFn, check_change,
-                                        check_key, check_schema, resets)
+from session_graph.stores.base import (
+    SearchHit,
+    SessionInfo,
+    Snapshot,
+    StoreBase,
+    StoredSession,
+    UpdateFn,
+    check_change,
+    check_key,
+    check_schema,
+    resets,
+)
 from session_graph.stores.jsonl_handles import Held, HeldFiles, log_status
 from session_graph.stores.jsonl_log import (
     RESET,
@@ -58,7 +68,7 @@ from session_graph.stores.jsonl_state import (
     meta_bytes,
     state_line,
 )
-from session_graph.stores.jsonl_tail import after_state
+from session_graph.stores.jsonl_tail import after_state, version_of
 from session_graph.stores.jsonl_trace import trace_added, trace_of, unknown
 from session_graph.stores.records import LineRecords
 from session_graph.stores.search_index import JsonlSearch
@@ -271,21 +281,10 @@ class JsonlStore(StoreBase):
         return Snapshot(key, full, records, int(state.get("version", 0)) + after)  # (a line removed by hand at the window's start)
 
     def version(self, tenant: str, key: str) -> int | None:
-        """The stored version (from the meta file alone), or None if the session is not stored."""
+        """The stored version (the meta file's, plus the log's lines after it: ``stores.jsonl_tail``), or None if the session is not stored."""
         log, meta, _ = self._paths(tenant, key)
-        written = self._written.get(meta)[0]
-        try:
-            state = written if written is not None and written.get("bytes") == log_size(log) else self._current(log, meta, not self.create)
-            after = 0 if state is written else after_state(log, state)[0]  # lines after the state move it (as read's)
-            if (state is None or after) and self.create and log_size(log):  # no state, then a log: a first save landed in between
-                raise InFlight  # (or lines after the state: a save's in flight, else they are counted in under its lock)
-        except InFlight:
-            with self._holding(tenant, key):
-                state = self._current(log, meta)
-                after = after_state(log, state)[0]
-        if state is None:  # a transcript without its meta file is still a session
-            return 0 if log_size(log) else None
-        return int(state.get("version", 0)) + after
+        return version_of(log, self._written.get(meta)[0], lambda settled: self._current(log, meta, settled),
+                          lambda: self._holding(tenant, key), self.create)
 
     def delete(self, tenant: str, key: str) -> bool:
         """Remove a session's log and meta files; False if there was none."""

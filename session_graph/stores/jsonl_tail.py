@@ -9,14 +9,16 @@ version itself. Loads count them in (``codec``: the history and the window both 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from session_graph.errors import StoreError
 from session_graph.stores.jsonl_log import is_reset, log_size
-from session_graph.stores.jsonl_state import is_state_line
+from session_graph.stores.jsonl_state import InFlight, is_state_line
 
-__all__ = ["after_state"]
+__all__ = ["after_state", "version_of"]
 
 
 def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int]:
@@ -50,3 +52,24 @@ def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int]
         elif line.strip() and not is_state_line(line):
             count, lines = count + 1, lines + 1
     return lines, count, markers
+
+
+def version_of(log: Path, written: dict[str, Any] | None, current: Callable[[bool], dict[str, Any] | None],
+               holding: Callable[[], AbstractContextManager[Any]], create: bool) -> int | None:
+    """``JsonlStore.version``: the state's version plus the lines after it, or None if the session
+    is not stored. ``written``: the document the store wrote last (taken when the log is as it
+    left it: no read); ``current(settled)``: the state from the meta file or the log's state lines;
+    ``holding``: the session's lock. Read without the lock (a writable store), a first save's log
+    without its meta file, or lines after the state, may be a save in flight: read again under it,
+    where lines after the state are no save's."""
+    try:
+        state = written if written is not None and written.get("bytes") == log_size(log) else current(not create)
+        after = 0 if state is written else after_state(log, state)[0]
+        if (state is None or after) and create and log_size(log):  # no state, then a log: a first save landed in between
+            raise InFlight
+    except InFlight:
+        with holding():
+            after = after_state(log, state := current(True))[0]
+    if state is None:  # a transcript without its meta file is still a session
+        return 0 if log_size(log) else None
+    return int(state.get("version", 0)) + after
