@@ -214,3 +214,19 @@ def test_list_and_the_cli_count_the_lines_after_the_state(tmp_path: Path, capsys
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing to recover: whole lines of records
         assert len(reloaded(tmp_path).full_chat_history) == 4
+
+
+def test_lines_after_the_state_are_counted_in_under_the_sessions_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock-free read could meet a save in flight (its records written, its state line not yet):
+    lines after the state are counted only under the lock, where they are no save's, so the version
+    a reader takes is never one a save's state line gets too."""
+    _, _, log = saved(tmp_path)
+    store = JsonlStore(tmp_path)
+    taken: list[str] = []
+    real = store._holding
+    monkeypatch.setattr(store, "_holding", lambda tenant, key: taken.append(key) or real(tenant, key))
+    assert store.version("default", "k") == 1 and store.read("default", "k").version == 1 and taken == []
+    by_hand(log, record("hand", 2))
+    assert store.version("default", "k") == 2 and taken == ["k"]
+    assert store.read("default", "k").version == 2 and taken == ["k", "k"]
+    assert store.read("default", "k", window=True).version == 2 and taken == ["k", "k", "k"]
