@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 import subprocess
 import sys
+from typing import Any
 import warnings
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -23,7 +24,7 @@ import pytest
 from session_graph import Session, SessionManager
 from session_graph.cli import main
 from session_graph.resize.history import is_loaded
-from session_graph.stores import JsonlStore
+from session_graph.stores import JsonlStore, jsonl_handles
 
 
 def saved(root: Path) -> tuple[SessionManager, Session, Path]:
@@ -230,3 +231,25 @@ def test_lines_after_the_state_are_counted_in_under_the_sessions_lock(tmp_path: 
     assert store.version("default", "k") == 2 and taken == ["k"]
     assert store.read("default", "k").version == 2 and taken == ["k", "k"]
     assert store.read("default", "k", window=True).version == 2 and taken == ["k", "k", "k"]
+
+
+def test_a_save_cut_short_by_a_full_disk_is_saved_again_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write cut short (its records whole, its state line torn) leaves records after the state:
+    the same manager's next save merges them by id with its own unsaved copies, never twice."""
+    manager, session, _ = saved(tmp_path)
+    session.append_message(HumanMessage("three", id="m3"))
+    session.append_message(AIMessage("four", id="m4"))
+    real = jsonl_handles.os.write
+
+    def short(fd: int, data: Any) -> int:
+        end = bytes(data).index(b'{"_type": "state"') + 10  # the records whole, the state line cut
+        real(fd, bytes(data)[:end])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(jsonl_handles.os, "write", short)
+    with pytest.raises(Exception, match="No space left"):
+        manager.save(session)
+    monkeypatch.setattr(jsonl_handles.os, "write", real)
+    with pytest.warns(RuntimeWarning, match="torn last line"):
+        manager.save(session)
+    same(session, tmp_path, ["m1", "m2", "m3", "m4"])
