@@ -266,6 +266,7 @@ class JsonlStore(StoreBase):
                 return Snapshot(key, state, seen, int(state.get("version", 0)))
         trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
         after, _, markers = after_state(log, state)
+        after = after if self.create else 0  # read-only, lock-free: no version a save in flight gets (jsonl_tail)
         if after and not settled:  # lines after the state: counted in under the lock
             raise InFlight  # (a save in flight holds it: its records are no lines after a state once its state line is in)
         records = self._records(tenant, key, log, since, trusted, locked=settled and self.create, settled=settled)
@@ -281,7 +282,7 @@ class JsonlStore(StoreBase):
         return Snapshot(key, full, records, int(state.get("version", 0)) + after)  # (a line removed by hand at the window's start)
 
     def version(self, tenant: str, key: str) -> int | None:
-        """The stored version (the meta file's, plus the log's lines after it: ``stores.jsonl_tail``), or None if the session is not stored."""
+        """The stored version (the meta file's, plus the log's lines after it in a writable store: ``stores.jsonl_tail``), or None if not stored."""
         log, meta, _ = self._paths(tenant, key)
         return version_of(log, self._written.get(meta)[0], lambda settled: self._current(log, meta, settled),
                           lambda: self._holding(tenant, key), self.create)

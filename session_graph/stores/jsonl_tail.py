@@ -64,7 +64,9 @@ def version_of(log: Path, written: dict[str, Any] | None, current: Callable[[boo
     where lines after the state are no save's."""
     try:
         state = written if written is not None and written.get("bytes") == log_size(log) else current(not create)
-        after = 0 if state is written else after_state(log, state)[0]
+        # a read-only store reads without the lock: lines after the state may be a save in flight,
+        # whose state line then takes the same number; only a writable store counts them (under it)
+        after = 0 if state is written or not create else after_state(log, state)[0]
         if (state is None or after) and create and log_size(log):  # no state, then a log: a first save landed in between
             raise InFlight
     except InFlight:
