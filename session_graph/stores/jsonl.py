@@ -163,10 +163,11 @@ class JsonlStore(StoreBase):
             # as this store left it (one stat above said so): settle would find nothing to count or cut
             count, size = (int(old.get("message_count", 0)), int(old["bytes"])) if mine and old else settle(log, old)
             after, _, markers = (0, 0, 0) if mine else after_state(log, old)  # lines after the state move the version
-            stored = int((old or {}).get("version", 0)) + after  # (stores.jsonl_tail), reset markers the resets
+            stored = int((old or {}).get("version", 0)) + after  # (stores.jsonl_tail), reset markers the resets:
             known = offsets_of(old, count, size)  # None: the log is not as the last state left it
             records = [] if since is None or since >= count else list(self._records(tenant, key, log, since, known, locked=True))
-            change = check_change(fn(StoredSession(key, old, stored, count, records)), fn)
+            seen = {**old, "resets": resets(old) + markers} if markers else old  # a marker after the state: a clear, as read() shows
+            change = check_change(fn(StoredSession(key, seen, stored, count, records)), fn)
             if change is None:
                 return stored
             state = change.state
@@ -278,7 +279,7 @@ class JsonlStore(StoreBase):
             recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 4)
             state = {"message_count": len(records)}
         full = {**state, "window_start": 0} if state.get("window_start") else state  # never a window read (codec._gap)
-        full = {**full, "resets": resets(state) + markers} if markers else full  # a reset marker after the state: a clear
+        full = {**full, "resets": resets(state) + markers, "message_count": 0} if markers else full  # a marker after the state: a clear (all after it late)
         return Snapshot(key, full, records, int(state.get("version", 0)) + after)  # (a line removed by hand at the window's start)
 
     def version(self, tenant: str, key: str) -> int | None:

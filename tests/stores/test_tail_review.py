@@ -3,6 +3,7 @@ two different store contents reporting one version, or a cached session is serve
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from langchain_core.messages import HumanMessage
@@ -40,3 +41,30 @@ def test_a_read_only_reader_meeting_a_save_in_flight_is_not_served_stale(tmp_pat
     now = reader.get("k")
     assert fresh is not None and fresh.metadata.get("topic") == "saved with m2"
     assert now is not None and now.metadata.get("topic") == "saved with m2"  # not the half-saved read's
+
+
+def _record(message_id: str, seq: int) -> bytes:
+    data = {"content": f"text of {message_id}", "type": "human", "id": message_id}
+    line = {"id": message_id, "ts": "2026-01-01T00:00:00Z", "role": "user", "message": {"type": "human", "data": data}, "seq": seq}
+    return json.dumps(line).encode() + b"\n"
+
+
+def test_a_hand_reset_marker_followed_by_as_many_records_as_held_is_a_clear_for_the_save(tmp_path: Path) -> None:
+    """The save's update function must see the reset marker after the state as a clear (its
+    ``resets`` moved, as a read's do), not only when the count fell below what the session holds:
+    a marker and two records after a two-message session looked like nothing new."""
+    manager = SessionManager(tmp_path)
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage("one", id="m1"))
+    session.append_message(HumanMessage("two", id="m2"))
+    manager.save(session)
+    log = tmp_path / "default" / "k.jsonl"
+    with open(log, "ab") as handle:
+        handle.write(b'{"_type": "reset", "ts": "2026-01-01T00:00:00Z"}\n' + _record("h0", 0) + _record("h1", 1))
+    session.append_message(HumanMessage("three", id="m3"))
+    manager.save(session)
+    stored = SessionManager(tmp_path).get("k")
+    assert stored is not None
+    for each in (session, stored):
+        assert [m.id for m in each.full_chat_history] == ["h0", "h1", "m3"]
+        assert [m.id for m in each.current_chat_history] == ["h0", "h1", "m3"]
