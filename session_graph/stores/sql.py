@@ -212,7 +212,7 @@ class SqlStore(StoreBase):
         if rows:
             yield _Exec(self._q("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
                         rows, many=True)
-        created_at = created_at if version else str(state.get("created_at", ""))
+        created_at = created_at or str(state.get("created_at", ""))
         document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at,
                     "resets": resets(stored) + change.reset}
         yield self._x(

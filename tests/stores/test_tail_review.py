@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import sqlite3
 
 from langchain_core.messages import HumanMessage
 
 from session_graph import SessionManager
-from session_graph.stores import JsonlStore, jsonl_handles
+from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
 
 
 def test_a_read_only_reader_meeting_a_save_in_flight_is_not_served_stale(tmp_path: Path, monkeypatch) -> None:
@@ -68,3 +69,22 @@ def test_a_hand_reset_marker_followed_by_as_many_records_as_held_is_a_clear_for_
     for each in (session, stored):
         assert [m.id for m in each.full_chat_history] == ["h0", "h1", "m3"]
         assert [m.id for m in each.current_chat_history] == ["h0", "h1", "m3"]
+
+
+def test_rows_without_a_session_row_merged_by_the_first_save_keep_its_created_at(tmp_path: Path) -> None:
+    """Message rows another tool wrote for a key with no session row: the first save merges them
+    (they move the version of its placeholder row) and must still stamp ``created_at``."""
+    database = tmp_path / "store.sqlite3"
+    store = SqliteStore(database)
+    data = json.dumps({"type": "human", "data": {"content": "by hand", "type": "human", "id": "h0"}})
+    with sqlite3.connect(database) as connection:
+        connection.execute("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           ("default", "k", 0, "h0", "2026-01-01T00:00:00Z", "user", "by hand", data))
+    manager = SessionManager(store)
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage("one", id="m1"))
+    manager.save(session)
+    assert [m.id for m in session.full_chat_history] == ["h0", "m1"]
+    (info,) = store.list("default")
+    store.close()
+    assert info.message_count == 2 and info.created_at != ""
