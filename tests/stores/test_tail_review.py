@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 import sqlite3
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+import pytest
 
 from session_graph import SessionManager
 from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
@@ -88,3 +89,34 @@ def test_rows_without_a_session_row_merged_by_the_first_save_keep_its_created_at
     (info,) = store.list("default")
     store.close()
     assert info.message_count == 2 and info.created_at != ""
+
+
+@pytest.mark.parametrize("between", ["another manager's save", "a line by hand"])
+@pytest.mark.xfail(strict=True, reason="merge._window orders the merged window by the merged history (theirs, then "
+                   "mine), so a message another writer (or a hand line, now merged) stored between my saved tool call "
+                   "and my unsaved tool result lands between them in the window: the model is sent a call not followed "
+                   "by its result. Fix: in _window, keep each tool result right after its call (and the call's other "
+                   "results), the window's order then differing from the history's; the codec keeps the state's order.")
+def test_a_merge_never_splits_a_tool_call_from_its_result_in_the_window(tmp_path: Path, between: str) -> None:
+    manager = SessionManager(tmp_path)
+    session = manager.get_or_create("k")
+    session.append_message(HumanMessage("question", id="m1"))
+    call = {"name": "lookup", "args": {}, "id": "c1", "type": "tool_call"}
+    session.append_message(AIMessage("", id="call", tool_calls=[call]))
+    manager.save(session)  # a step saved the call; its result comes next
+    if between == "a line by hand":
+        with open(tmp_path / "default" / "k.jsonl", "ab") as handle:
+            handle.write(_record("other", 2))
+    else:
+        other = SessionManager(JsonlStore(tmp_path))
+        theirs = other.get("k")
+        assert theirs is not None
+        theirs.append_message(HumanMessage("text of other", id="other"))
+        other.save(theirs)
+    session.append_message(ToolMessage("result", id="result", tool_call_id="c1"))
+    manager.save(session)
+    stored = SessionManager(tmp_path).get("k")
+    assert stored is not None
+    for each in (session, stored):
+        window = [m.id for m in each.current_chat_history]
+        assert window.index("result") == window.index("call") + 1, window
