@@ -92,11 +92,6 @@ def test_rows_without_a_session_row_merged_by_the_first_save_keep_its_created_at
 
 
 @pytest.mark.parametrize("between", ["another manager's save", "a line by hand"])
-@pytest.mark.xfail(strict=True, reason="merge._window orders the merged window by the merged history (theirs, then "
-                   "mine), so a message another writer (or a hand line, now merged) stored between my saved tool call "
-                   "and my unsaved tool result lands between them in the window: the model is sent a call not followed "
-                   "by its result. Fix: in _window, keep each tool result right after its call (and the call's other "
-                   "results), the window's order then differing from the history's; the codec keeps the state's order.")
 def test_a_merge_never_splits_a_tool_call_from_its_result_in_the_window(tmp_path: Path, between: str) -> None:
     manager = SessionManager(tmp_path)
     session = manager.get_or_create("k")
