@@ -4,7 +4,10 @@ A save writes its records and the state line they make in one write, so a log th
 after its state holds records or reset markers someone else appended: by hand, another tool
 writing the store's record format, a crash between two writes of an older version, or an older
 version itself. Loads count them in (``codec``: the history and the window both end with them);
-``JsonlStore`` counts them in its version too, so a save sees the log changed and merges them.
+``JsonlStore`` counts them in its version too, so a save sees the log changed and merges them
+(a writable store, under the session's lock; a read-only one, ``create=False``, reads without
+it, where they may be a save in flight whose state line takes that number: it loads them but
+leaves its version the state's, as before).
 """
 
 from __future__ import annotations
