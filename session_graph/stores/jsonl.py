@@ -68,6 +68,7 @@ from session_graph.stores.jsonl_state import (
     meta_bytes,
     state_line,
 )
+from session_graph.stores.jsonl_tail import after_state, version_of
 from session_graph.stores.jsonl_trace import trace_added, trace_of, unknown
 from session_graph.stores.records import LineRecords
 from session_graph.stores.search_index import JsonlSearch
@@ -159,12 +160,14 @@ class JsonlStore(StoreBase):
                 old, written = self._current(log, meta), None
             if old is not None:
                 check_schema(old, str(meta))
-            stored = int((old or {}).get("version", 0))
             # as this store left it (one stat above said so): settle would find nothing to count or cut
             count, size = (int(old.get("message_count", 0)), int(old["bytes"])) if mine and old else settle(log, old)
+            after, _, markers = (0, 0, 0) if mine else after_state(log, old)  # lines after the state move the version
+            stored = int((old or {}).get("version", 0)) + after  # (stores.jsonl_tail), reset markers the resets:
             known = offsets_of(old, count, size)  # None: the log is not as the last state left it
             records = [] if since is None or since >= count else list(self._records(tenant, key, log, since, known, locked=True))
-            change = check_change(fn(StoredSession(key, old, stored, count, records)), fn)
+            seen = {**old, "resets": resets(old) + markers} if markers else old  # a marker after the state: a clear, as read() shows
+            change = check_change(fn(StoredSession(key, seen, stored, count, records)), fn)
             if change is None:
                 return stored
             state = change.state
@@ -180,7 +183,7 @@ class JsonlStore(StoreBase):
             count, position = record_lines(change.records, count, position, offsets, lines)
             version = stored + 1
             document = {**state, "key": key, "tenant": tenant, "message_count": count, "version": version,
-                        "resets": resets(old) + change.reset}
+                        "resets": resets(old) + markers + change.reset}
             if old is not None:
                 document["created_at"] = old.get("created_at", document.get("created_at"))
             document["state_lines"] = 1  # the log holds this document's state lines (meta file only)
@@ -263,6 +266,10 @@ class JsonlStore(StoreBase):
             if seen is not None:
                 return Snapshot(key, state, seen, int(state.get("version", 0)))
         trusted = state.get("offsets") if state is not None and int(state.get("bytes", -1)) == log_size(log) else None
+        after, _, markers = after_state(log, state)
+        after = after if self.create else 0  # read-only, lock-free: no version a save in flight gets (jsonl_tail)
+        if after and not settled:  # lines after the state: counted in under the lock
+            raise InFlight  # (a save in flight holds it: its records are no lines after a state once its state line is in)
         records = self._records(tenant, key, log, since, trusted, locked=settled and self.create, settled=settled)
         if state is None and not records:
             return None
@@ -272,22 +279,14 @@ class JsonlStore(StoreBase):
             recovered(f"{meta} is missing; loading the {len(records)} messages of {log} without it.", 4)
             state = {"message_count": len(records)}
         full = {**state, "window_start": 0} if state.get("window_start") else state  # never a window read (codec._gap)
-        return Snapshot(key, full, records, int(state.get("version", 0)))  # (a line removed by hand at the window's start)
+        full = {**full, "resets": resets(state) + markers, "message_count": 0} if markers else full  # a marker after the state: a clear (all after it late)
+        return Snapshot(key, full, records, int(state.get("version", 0)) + after)  # (a line removed by hand at the window's start)
 
     def version(self, tenant: str, key: str) -> int | None:
-        """The stored version (from the meta file alone), or None if the session is not stored."""
+        """The stored version (the meta file's, plus the log's lines after it in a writable store: ``stores.jsonl_tail``), or None if not stored."""
         log, meta, _ = self._paths(tenant, key)
-        written = self._written.get(meta)[0]
-        try:
-            state = written if written is not None and written.get("bytes") == log_size(log) else self._current(log, meta, not self.create)
-            if state is None and self.create and log_size(log):  # no state, then a log: a first save landed in between
-                raise InFlight
-        except InFlight:
-            with self._holding(tenant, key):
-                state = self._current(log, meta)
-        if state is None:  # a transcript without its meta file is still a session
-            return 0 if log_size(log) else None
-        return int(state.get("version", 0))
+        return version_of(log, self._written.get(meta)[0], lambda settled: self._current(log, meta, settled),
+                          lambda: self._holding(tenant, key), self.create)
 
     def delete(self, tenant: str, key: str) -> bool:
         """Remove a session's log and meta files; False if there was none."""
@@ -317,12 +316,12 @@ class JsonlStore(StoreBase):
             if meta.is_symlink():
                 recovered(f"{meta} is a symbolic link; the store never follows links, so it is not listed.", 3)
                 continue
-            state = self._current(meta.with_name(meta.name[: -len(".meta.json")] + ".jsonl"), meta)
+            state = self._current(log := meta.with_name(meta.name[: -len(".meta.json")] + ".jsonl"), meta)
             if state is None:
                 continue
             key = state.get("key") or decode_name(meta.name[: -len(".meta.json")]) or meta.name
             infos.append(SessionInfo(key, state.get("created_at", ""), state.get("updated_at", ""),
-                                     int(state.get("message_count", 0)), dict(state.get("metadata") or {})))
+                                     after_state(log, state)[1], dict(state.get("metadata") or {})))
         return sorted(infos, key=lambda info: info.updated_at, reverse=True)
 
     def search(self, tenant: str, text: str, limit: int = 100) -> list[SearchHit]:

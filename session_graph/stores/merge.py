@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from session_graph._base.edits import detached
 from session_graph.resize.history import Spliced, is_loaded
@@ -75,6 +75,25 @@ def _window(base: list[str], mine: list[str], theirs: list[str], order: Order | 
             merged.insert(merged.index(before) + 1 if before is not None else 0, message_id)
     return merged
 
+
+def _paired(window: list[BaseMessage]) -> list[BaseMessage]:
+    """The window with each tool result right after its call (and that call's earlier results).
+    Ordered by the merged history (theirs, then mine), a message another writer stored (or a
+    line appended by hand) between my saved call and my unsaved result would split the pair,
+    and a model refuses a call not followed by its results; the codec keeps this order."""
+    calls = {c.get("id") for m in window if isinstance(m, AIMessage) for c in m.tool_calls}
+    results = [m for m in window if isinstance(m, ToolMessage) and m.tool_call_id in calls]
+    if not results:
+        return window
+    out: list[BaseMessage] = []
+    for message in window:
+        if isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            continue  # placed with its call
+        out.append(message)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            mine = {c.get("id") for c in message.tool_calls}
+            out.extend(m for m in results if m.tool_call_id in mine)
+    return out
 
 def base_document(state: SessionState, document: dict[str, Any], count: int | None = None) -> dict[str, Any]:
     """What a later merge starts from: the stored document as the decoded ``state`` reads it
@@ -224,6 +243,7 @@ def merge_states(
         message = full[position] if position is not None else by_id.get(message_id)
         if message is not None:
             window.append(message)
+    window = _paired(window)
 
     base_memo = base.get("memo") or {}
     mine_changed, theirs_changed = mine.memo != base_memo, theirs.memo != base_memo

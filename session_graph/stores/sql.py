@@ -56,6 +56,19 @@ _TABLES = (
     " PRIMARY KEY (tenant, key, seq))",
 )
 
+_END = (" (SELECT COALESCE(MAX(m.seq) + 1, 0) FROM sg_messages m WHERE m.tenant = sg_sessions.tenant"
+        " AND m.key = sg_sessions.key)")
+"""The seq after the session's last message row: above its ``message_count`` when rows were added
+behind the store's back (by hand, another tool). Those rows move the version (by how many seqs
+they add: each row a number no state of the session is written with, as a write on top of them
+numbers itself above them) and the count, so a save merges them as another writer's (one index
+seek on the primary key, in the statement that reads the session row)."""
+
+
+def _after(count: Any, end: Any) -> int:
+    """How many seqs the message rows run past the session's count (rows added behind its back)."""
+    return max(0, int(end or 0) - int(count))
+
 
 @dataclass(frozen=True)
 class Dialect:
@@ -165,13 +178,14 @@ class SqlStore(StoreBase):
             " VALUES (?, ?, '{}', 0, 0, '', '') ON CONFLICT (tenant, key) DO NOTHING",
             (tenant, key),
         )
-        old_state, version, count, created_at = yield self._x(
-            "SELECT state, version, message_count, created_at FROM sg_sessions WHERE tenant = ? AND key = ?"
+        old_state, version, count, created_at, end = yield self._x(
+            f"SELECT state, version, message_count, created_at,{_END} FROM sg_sessions WHERE tenant = ? AND key = ?"
             + self.dialect.lock_row,
             (tenant, key),
             "one",
         )
-        version, count = int(version), int(count)
+        after = _after(count, end)  # rows added behind the store's back: counted in, the version moved
+        version, count = int(version) + after, int(count) + after
         stored = check_schema(_json(old_state, where), where) if version else None
         records = []
         if since is not None and since < count:
@@ -198,7 +212,7 @@ class SqlStore(StoreBase):
         if rows:
             yield _Exec(self._q("INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
                         rows, many=True)
-        created_at = created_at if version else str(state.get("created_at", ""))
+        created_at = created_at or str(state.get("created_at", ""))
         document = {**state, "key": key, "tenant": tenant, "message_count": count, "created_at": created_at,
                     "resets": resets(stored) + change.reset}
         yield self._x(
@@ -209,12 +223,14 @@ class SqlStore(StoreBase):
         return version + 1
 
     def _read_flow(self, tenant: str, key: str, since: int = 0, window: bool = False) -> Flow:
-        row = yield self._x("SELECT state, version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, check_key(key)), "one")
+        row = yield self._x(f"SELECT state, version, message_count,{_END} FROM sg_sessions WHERE tenant = ? AND key = ?",
+                            (tenant, check_key(key)), "one")
         if row is None:
             return None
         where = f"{self._where} session {key!r}"
         state = check_schema(_json(row[0], where), where)
-        start = int(state.get("window_start", 0) or 0) if window else 0
+        after = _after(row[2], row[3])  # rows added behind the store's back: in the version; read whole (their window)
+        start = int(state.get("window_start", 0) or 0) if window and not after else 0
         if start >= 2:  # record 0 (a system prompt) and the window on: what a lazy load needs
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ?"
                                  " AND (seq = 0 OR seq >= ?) ORDER BY seq", (tenant, key, start), "packed")
@@ -222,7 +238,7 @@ class SqlStore(StoreBase):
             rows = yield self._x("SELECT seq, id, ts, role, data FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ?"
                                  " ORDER BY seq", (tenant, key, since), "packed")
         records = self._packed(rows, key)
-        return Snapshot(key, state, records, int(row[1]))
+        return Snapshot(key, state, records, int(row[1]) + after)
 
     def _ids_flow(self, tenant: str, key: str, start: int, stop: int) -> Flow:
         rows = yield self._x("SELECT id FROM sg_messages WHERE tenant = ? AND key = ? AND seq >= ? AND seq < ? ORDER BY seq",
@@ -257,8 +273,8 @@ class SqlStore(StoreBase):
         return RowRecords(rows if isinstance(rows, list) else list(rows), record)
 
     def _version_flow(self, tenant: str, key: str) -> Flow:
-        row = yield self._x("SELECT version FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, key), "one")
-        return None if row is None else int(row[0])
+        row = yield self._x(f"SELECT version, message_count,{_END} FROM sg_sessions WHERE tenant = ? AND key = ?", (tenant, key), "one")
+        return None if row is None else int(row[0]) + _after(row[1], row[2])
 
     def _delete_flow(self, tenant: str, key: str) -> Flow:
         yield self._x("DELETE FROM sg_messages WHERE tenant = ? AND key = ?", (tenant, key))
@@ -268,11 +284,11 @@ class SqlStore(StoreBase):
 
     def _list_flow(self, tenant: str) -> Flow:
         rows = yield self._x(
-            "SELECT key, created_at, updated_at, message_count, state FROM sg_sessions WHERE tenant = ? ORDER BY updated_at DESC",
-            (tenant,), "all",
+            f"SELECT key, created_at, updated_at, message_count, state,{_END} FROM sg_sessions WHERE tenant = ?"
+            " ORDER BY updated_at DESC", (tenant,), "all",
         )
-        return [SessionInfo(k, c, u, int(n), dict(_json(s, f"{self._where} session {k!r}").get("metadata") or {}))
-                for k, c, u, n, s in rows]
+        return [SessionInfo(k, c, u, int(n) + _after(n, e), dict(_json(s, f"{self._where} session {k!r}").get("metadata") or {}))
+                for k, c, u, n, s, e in rows]
 
     def _search_flow(self, tenant: str, text: str, limit: int) -> Flow:
         rows = yield self._x(
