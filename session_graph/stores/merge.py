@@ -86,13 +86,17 @@ def _paired(window: list[BaseMessage]) -> list[BaseMessage]:
     if not results:
         return window
     out: list[BaseMessage] = []
+    placed: set[int] = set()  # each result once, with the first call of its id (a repeated call id: not twice)
     for message in window:
         if isinstance(message, ToolMessage) and message.tool_call_id in calls:
             continue  # placed with its call
         out.append(message)
         if isinstance(message, AIMessage) and message.tool_calls:
             mine = {c.get("id") for c in message.tool_calls}
-            out.extend(m for m in results if m.tool_call_id in mine)
+            for result in results:
+                if result.tool_call_id in mine and id(result) not in placed:
+                    placed.add(id(result))
+                    out.append(result)
     return out
 
 def base_document(state: SessionState, document: dict[str, Any], count: int | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 
 from session_graph import SessionManager
 from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
+from session_graph.stores.merge import _paired
 
 
 def test_a_read_only_reader_meeting_a_save_in_flight_is_not_served_stale(tmp_path: Path, monkeypatch) -> None:
@@ -115,3 +116,11 @@ def test_a_merge_never_splits_a_tool_call_from_its_result_in_the_window(tmp_path
     for each in (session, stored):
         window = [m.id for m in each.current_chat_history]
         assert window.index("result") == window.index("call") + 1, window
+
+
+def test_a_merged_window_places_each_tool_result_once_when_two_calls_share_its_id() -> None:
+    """Two replies calling the same id (a model repeating one): the result follows the first, and is not copied after the second."""
+    call = {"id": "x", "name": "lookup", "args": {}}
+    window = [HumanMessage("q", id="h"), AIMessage("", tool_calls=[call], id="a1"), AIMessage("", tool_calls=[call], id="a2"),
+              ToolMessage("r", tool_call_id="x", id="t1")]
+    assert [m.id for m in _paired(window)] == ["h", "a1", "t1", "a2"]
