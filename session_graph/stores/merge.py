@@ -82,22 +82,22 @@ def _paired(window: list[BaseMessage]) -> list[BaseMessage]:
     line appended by hand) between my saved call and my unsaved result would split the pair,
     and a model refuses a call not followed by its results; the codec keeps this order."""
     calls = {c.get("id") for m in window if isinstance(m, AIMessage) for c in m.tool_calls}
-    results = [m for m in window if isinstance(m, ToolMessage) and m.tool_call_id in calls]
+    results: dict[str | None, list[tuple[int, BaseMessage]]] = {}  # by call id, in window order
+    for index, message in enumerate(window):
+        if isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            results.setdefault(message.tool_call_id, []).append((index, message))
     if not results:
         return window
     out: list[BaseMessage] = []
-    placed: set[int] = set()  # each result once, with the first call of its id (a repeated call id: not twice)
     for message in window:
         if isinstance(message, ToolMessage) and message.tool_call_id in calls:
             continue  # placed with its call
         out.append(message)
-        if isinstance(message, AIMessage) and message.tool_calls:
-            mine = {c.get("id") for c in message.tool_calls}
-            for result in results:
-                if result.tool_call_id in mine and id(result) not in placed:
-                    placed.add(id(result))
-                    out.append(result)
+        if isinstance(message, AIMessage) and message.tool_calls:  # each result once, with the first call of its id
+            mine = [r for c in message.tool_calls for r in results.pop(c.get("id"), ())]
+            out.extend(m for _, m in sorted(mine, key=lambda r: r[0]))
     return out
+
 
 def base_document(state: SessionState, document: dict[str, Any], count: int | None = None) -> dict[str, Any]:
     """What a later merge starts from: the stored document as the decoded ``state`` reads it

@@ -124,3 +124,11 @@ def test_a_merged_window_places_each_tool_result_once_when_two_calls_share_its_i
     window = [HumanMessage("q", id="h"), AIMessage("", tool_calls=[call], id="a1"), AIMessage("", tool_calls=[call], id="a2"),
               ToolMessage("r", tool_call_id="x", id="t1")]
     assert [m.id for m in _paired(window)] == ["h", "a1", "t1", "a2"]
+
+
+def test_a_merged_window_keeps_a_calls_results_in_their_stored_order() -> None:
+    """Results split from their reply's two calls come back right after it, in the order they were stored."""
+    calls = [{"id": "c1", "name": "lookup", "args": {}}, {"id": "c2", "name": "lookup", "args": {}}]
+    window = [HumanMessage("q", id="h"), AIMessage("", tool_calls=calls, id="a"), HumanMessage("o", id="other"),
+              ToolMessage("r2", tool_call_id="c2", id="t2"), ToolMessage("r1", tool_call_id="c1", id="t1")]
+    assert [m.id for m in _paired(window)] == ["h", "a", "t2", "t1", "other"]
