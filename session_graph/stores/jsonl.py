@@ -162,8 +162,8 @@ class JsonlStore(StoreBase):
                 check_schema(old, str(meta))
             # as this store left it (one stat above said so): settle would find nothing to count or cut
             count, size = (int(old.get("message_count", 0)), int(old["bytes"])) if mine and old else settle(log, old)
-            after, _, markers = (0, 0, 0) if mine else after_state(log, old)  # lines after the state move the version
-            stored = int((old or {}).get("version", 0)) + after  # (stores.jsonl_tail), reset markers the resets:
+            after, _, markers = (0, 0, 0) if mine else after_state(log, old)  # lines after the state (stores.jsonl_tail):
+            stored = int((old or {}).get("version", 0)) + after  # each moves the version; a reset marker among them is a clear
             known = offsets_of(old, count, size)  # None: the log is not as the last state left it
             records = [] if since is None or since >= count else list(self._records(tenant, key, log, since, known, locked=True))
             seen = {**old, "resets": resets(old) + markers} if markers else old  # a marker after the state: a clear, as read() shows
