@@ -11,7 +11,7 @@ locks and writes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 import contextlib
 import json
 import logging
@@ -87,13 +87,21 @@ def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
             size = tail
         if size != known or state is None:  # lines written after the last state (or unknown): count them
             handle.seek(known if 0 < known <= size else 0)
-            count = count if 0 < known <= size else 0
-            for line in handle:
-                if is_reset(line):
-                    count = 0
-                elif line.strip() and not is_state_line(line):
-                    count += 1
+            count = tally(handle, count if 0 < known <= size else 0)[1]
     return count, size
+
+
+def tally(lines: Iterable[bytes], count: int) -> tuple[int, int, int]:
+    """(lines, records, markers) of whole log lines after a state holding ``count`` records: the
+    lines that are no state line, the record count with them (a reset marker empties it) and
+    the reset markers among them (``settle``, ``stores.jsonl_tail``)."""
+    read = markers = 0
+    for line in lines:
+        if is_reset(line):
+            count, read, markers = 0, read + 1, markers + 1
+        elif line.strip() and not is_state_line(line):
+            count, read = count + 1, read + 1
+    return read, count, markers
 
 
 def decode(log: Path, since: int, offsets: list[list[int]] | None = None, *, settled: bool = True

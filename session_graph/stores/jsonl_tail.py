@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from session_graph.errors import StoreError
-from session_graph.stores.jsonl_log import is_reset, log_size
-from session_graph.stores.jsonl_state import InFlight, is_state_line
+from session_graph.stores.jsonl_log import log_size, tally
+from session_graph.stores.jsonl_state import InFlight
 
 __all__ = ["after_state", "version_of"]
 
@@ -48,13 +48,7 @@ def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int]
         return 0, count, 0
     except OSError as error:
         raise StoreError(f"cannot read {log}: {error}") from error
-    lines = markers = 0
-    for line in raw[: raw.rfind(b"\n") + 1].splitlines():
-        if is_reset(line):
-            count, lines, markers = 0, lines + 1, markers + 1
-        elif line.strip() and not is_state_line(line):
-            count, lines = count + 1, lines + 1
-    return lines, count, markers
+    return tally(raw[: raw.rfind(b"\n") + 1].splitlines(), count)
 
 
 def version_of(log: Path, written: dict[str, Any] | None, current: Callable[[bool], dict[str, Any] | None],
