@@ -1,4 +1,4 @@
-"""Fake models and tools for agent loops: tool calls, replies, failures, recorded prompts."""
+"""Fake models and tools for agent loops: tool calls, replies, failures, recorded prompts; a session counting tokens."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+
+from session_graph import Session
 
 
 class ToolCallingFake(GenericFakeChatModel):
@@ -69,3 +71,8 @@ def broken(topic: str) -> str:
 
 def model(replies: Iterator[AIMessage] | None = None, **kwargs: Any) -> ToolCallingFake:
     return ToolCallingFake(messages=replies or tool_then_answer(), **kwargs)
+
+
+def counted_session(key: str) -> Session:
+    """A session counting tiktoken tokens under a token budget (a ``session_factory``)."""
+    return Session(key).configure(mode="lite", limit={"tokens": 160}).set_settings("session.tokens.encoding", "cl100k_base")

@@ -77,14 +77,13 @@ class Measures:
         self.counting = tokens is not None  # whether tokens are counted apart from chars
         self.entries: dict[str, tuple[BaseMessage, int, int, int]] = {}  # by id (read them, do not write them)
 
-    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+    def __getstate__(self) -> dict[str, Any]:
         """Pickled (a session's ``pickle``, ``deepcopy``) with ``token_measure``'s recipe for its closure, made again when loaded."""
         remake = getattr(self._tokens, "remake", None)
-        return None, {"_chars": self._chars, "_tokens": None if remake else self._tokens, "remake": remake, "counting": self.counting,
-                      "entries": self.entries}
+        return {"_chars": self._chars, "_tokens": None if remake else self._tokens, "remake": remake, "counting": self.counting,
+                "entries": self.entries}
 
-    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
-        values = state[1]
+    def __setstate__(self, values: dict[str, Any]) -> None:
         self._chars, self.counting, self.entries = values["_chars"], values["counting"], values["entries"]
         self._tokens = values["remake"]() if values["remake"] is not None else values["_tokens"]
 

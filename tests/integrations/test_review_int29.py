@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agents_util import ToolCallingFake, lookup
+from agents_util import ToolCallingFake, counted_session, lookup
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -40,9 +40,6 @@ def _replies(direct: bool) -> Iterator[AIMessage]:
             yield AIMessage(content=f"answer {i} " + "word " * 20, id=f"a{i}")
 
 
-def _counted(key: str) -> Session:
-    return Session(key).configure(mode="lite", limit={"tokens": 160}).set_settings("session.tokens.encoding", "cl100k_base")
-
 
 @pytest.mark.parametrize("direct", [False, True], ids=["answer", "return_direct"])
 @pytest.mark.parametrize("state", ["checkpointer", "passed history", "input only"])
@@ -50,7 +47,7 @@ def _counted(key: str) -> Session:
 @pytest.mark.parametrize("store", ["jsonl", "sqlite"])
 def test_agent_turns_are_stored_once_and_reload_equal(tmp_path: Path, store: str, run: str, state: str, direct: bool) -> None:
     target = tmp_path / "s.db" if store == "sqlite" else tmp_path / "sessions"
-    manager = SessionManager(target, session_factory=_counted)
+    manager = SessionManager(target, session_factory=counted_session)
     agent = create_agent(ToolCallingFake(messages=_replies(direct)), tools=[lookup, finish], middleware=[SessionMiddleware(manager=manager)],
                          checkpointer=InMemorySaver() if state == "checkpointer" else None)
     config: Any = {"configurable": {"thread_id": "t1"}}
@@ -68,7 +65,7 @@ def test_agent_turns_are_stored_once_and_reload_equal(tmp_path: Path, store: str
     window = session.current_chat_history
     calls = {c["id"] for m in window if isinstance(m, AIMessage) for c in m.tool_calls}
     assert calls == {m.tool_call_id for m in window if isinstance(m, ToolMessage)}  # no call split from its result
-    reloaded = SessionManager(target, session_factory=_counted).get("t1")
+    reloaded = SessionManager(target, session_factory=counted_session).get("t1")
     assert reloaded is not None
     assert [m.id for m in reloaded.full_chat_history] == ids
     assert [m.id for m in reloaded.current_chat_history] == [m.id for m in window]
@@ -90,13 +87,13 @@ def test_another_process_continues_the_thread(tmp_path: Path, run: str, state: s
         model = ToolCallingFake(messages=replies)
         pause = ["tools"] if state == "paused before tools" else None
         agents = [create_agent(model, tools=[lookup], checkpointer=saver, interrupt_before=pause,
-                               middleware=[SessionMiddleware(manager=SessionManager(tmp_path, session_factory=_counted))]) for _ in range(2)]
+                               middleware=[SessionMiddleware(manager=SessionManager(tmp_path, session_factory=counted_session))]) for _ in range(2)]
         question = HumanMessage(content=f"question {turn} " + "x " * 30, id=f"q{turn}")
         given: Any = {"messages": [*history, question] if saver is None else [question]}
         for agent, value in zip(agents, (given, None) if pause else (given,), strict=False):
             result = asyncio.run(agent.ainvoke(value, config)) if run == "ainvoke" else agent.invoke(value, config)
         history = result["messages"]
-    session = SessionManager(tmp_path, session_factory=_counted).get("t1")
+    session = SessionManager(tmp_path, session_factory=counted_session).get("t1")
     assert session is not None
     ids = [m.id for m in session.full_chat_history]
     assert len(ids) == len(set(ids)) == TURNS * 5

@@ -11,7 +11,7 @@ from pathlib import Path
 import pickle
 from typing import Any
 
-from agents_util import ToolCallingFake, lookup
+from agents_util import ToolCallingFake, counted_session, lookup
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 import pytest
@@ -26,10 +26,6 @@ def _replies(turns: int) -> Any:
         yield AIMessage(content="", tool_calls=calls, id=f"r{i}")
         yield AIMessage(content=f"answer {i} " + "word " * 20, id=f"a{i}")
 
-
-def _counted(key: str) -> Session:
-    """A session counting tiktoken tokens under a token budget."""
-    return Session(key).configure(mode="lite", limit={"tokens": 160}).set_settings("session.tokens.encoding", "cl100k_base")
 
 
 def _after_turns(tmp_path: Path, factory: Any = lambda key: Session(key).use_lite(chars=300)) -> Session:
@@ -59,7 +55,7 @@ def _shape(session: Session, stamps: bool = True) -> tuple[Any, ...]:
 @pytest.mark.parametrize("counted", [False, True], ids=["chars", "tiktoken"])
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 def test_a_copied_session_takes_the_next_turn_as_the_original(tmp_path: Path, how: str, counted: bool) -> None:
-    original = _after_turns(tmp_path, _counted) if counted else _after_turns(tmp_path)
+    original = _after_turns(tmp_path, counted_session) if counted else _after_turns(tmp_path)
     made = copy.deepcopy(original) if how == "deepcopy" else pickle.loads(pickle.dumps(original))
     assert _shape(made) == _shape(original)
     _next_turn(made)
