@@ -66,15 +66,20 @@ def same(live: Session, root: Path, history: list[str], window: list[str] | None
         assert ids(session.current_chat_history) == (history if window is None else window)
 
 
+def saves_three(manager: SessionManager, session: Session, root: Path, history: list[str]) -> None:
+    """My next message (``m3``) saved: the live session and a fresh load then hold ``history``."""
+    session.append_message(HumanMessage("three", id="m3"))
+    manager.save(session)
+    same(session, root, history)
+
+
 @pytest.mark.parametrize("lines", [1, 2])
 def test_hand_lines_reach_the_live_session_and_its_window_once(tmp_path: Path, lines: int) -> None:
     manager, session, log = saved(tmp_path)
     hand = [f"hand{i}" for i in range(lines)]
     by_hand(log, b"".join(record(h, 2 + i) for i, h in enumerate(hand)))
     assert manager.store.version("default", "k") == 1 + lines  # every line after the state moves the version
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m1", "m2", *hand, "m3"])
+    saves_three(manager, session, tmp_path, ["m1", "m2", *hand, "m3"])
     session.append_message(HumanMessage("four", id="m4"))
     manager.save(session)  # merged once: the next save (appended) neither repeats nor loses them
     same(session, tmp_path, ["m1", "m2", *hand, "m3", "m4"])
@@ -110,9 +115,7 @@ def test_a_hand_reset_marker_is_merged_as_another_writers_clear(tmp_path: Path) 
     manager, session, log = saved(tmp_path)
     by_hand(log, b'{"_type": "reset", "ts": "2026-01-01T00:00:00Z"}\n')
     assert manager.list_sessions()[0].message_count == 0 and manager.store.version("default", "k") == 2
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m3"])
+    saves_three(manager, session, tmp_path, ["m3"])
     # as another writer's clear (a save of a cleared session) leaves a session that saves after it
     other, cleared, _ = saved(tmp_path / "other")
     writer = SessionManager(tmp_path / "other")
@@ -142,9 +145,7 @@ def test_a_hand_line_then_another_manager_saving(tmp_path: Path, loaded: str) ->
     theirs.append_message(HumanMessage("theirs", id="b1"))
     writer.save(theirs)
     assert ids(theirs.current_chat_history) == ["m1", "m2", "hand", "b1"]
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
+    saves_three(manager, session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
 
 
 def test_a_hand_line_then_another_process_saving(tmp_path: Path) -> None:
@@ -153,9 +154,7 @@ def test_a_hand_line_then_another_process_saving(tmp_path: Path) -> None:
     script = ("import sys; from session_graph import SessionManager; from langchain_core.messages import HumanMessage\n"
               "m = SessionManager(sys.argv[1]); s = m.get('k'); s.append_message(HumanMessage('theirs', id='b1')); m.save(s)\n")
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, cwd=Path(__file__).parents[2], timeout=120)
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
+    saves_three(manager, session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
 
 
 def test_an_async_save_merges_the_hand_line(tmp_path: Path) -> None:
