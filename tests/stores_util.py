@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 import uuid
@@ -37,3 +38,14 @@ def store_spec(kind: str, tmp_path: Path) -> str:
 
 def fresh_tenant() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"  # Postgres is shared between tests: a tenant each
+
+
+def hand_message(message_id: str) -> dict[str, object]:
+    """A human message as another tool writing the stores' format would store it (not this library's encoder)."""
+    return {"type": "human", "data": {"content": f"text of {message_id}", "type": "human", "id": message_id}}
+
+
+def hand_record(message_id: str, seq: int) -> bytes:
+    """A JSONL record line of ``hand_message``, appended behind the store's back."""
+    line = {"id": message_id, "ts": "2026-01-01T00:00:00Z", "role": "user", "message": hand_message(message_id), "seq": seq}
+    return json.dumps(line).encode() + b"\n"

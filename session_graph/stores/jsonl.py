@@ -160,9 +160,9 @@ class JsonlStore(StoreBase):
                 old, written = self._current(log, meta), None
             if old is not None:
                 check_schema(old, str(meta))
-            # as this store left it (one stat above said so): settle would find nothing to count or cut
-            count, size = (int(old.get("message_count", 0)), int(old["bytes"])) if mine and old else settle(log, old)
-            after, _, markers = (0, 0, 0) if mine else after_state(log, old)  # lines after the state (stores.jsonl_tail):
+            # as this store left it (one stat above said so): settle would find nothing to count or cut;
+            # after, markers: the lines after the state (stores.jsonl_tail.after_state's, from settle's one read)
+            count, size, after, markers = (int(old.get("message_count", 0)), int(old["bytes"]), 0, 0) if mine and old else settle(log, old)
             stored = int((old or {}).get("version", 0)) + after  # each moves the version; a reset marker among them is a clear
             known = offsets_of(old, count, size)  # None: the log is not as the last state left it
             records = [] if since is None or since >= count else list(self._records(tenant, key, log, since, known, locked=True))

@@ -70,15 +70,18 @@ def read_meta(meta: Path) -> dict[str, Any] | None:
     return state
 
 
-def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
-    """(records, bytes) of the log now; cuts a torn last line left by a crashed writer."""
+def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int, int]:
+    """(records, bytes, lines, markers) of the log now; cuts a torn last line left by a crashed
+    writer. ``lines``, ``markers``: what ``stores.jsonl_tail.after_state`` says of the lines after
+    the state (read here once, in the same pass that counts them)."""
     try:
         size = os.stat(log).st_size
     except FileNotFoundError:
-        return 0, 0
+        return 0, 0, 0, 0
     count, known = int((state or {}).get("message_count", 0)), int((state or {}).get("bytes", 0))
+    after = markers = 0
     if state is not None and size == known:  # as the last state left it: no torn line, nothing uncounted
-        return count, size
+        return count, size, after, markers
     with open(log, "rb+") as handle:
         if size and (handle.seek(size - 1), handle.read(1))[1] != b"\n":
             tail = last_newline(handle, size)
@@ -87,8 +90,9 @@ def settle(log: Path, state: dict[str, Any] | None) -> tuple[int, int]:
             size = tail
         if size != known or state is None:  # lines written after the last state (or unknown): count them
             handle.seek(known if 0 < known <= size else 0)
-            count = tally(handle, count if 0 < known <= size else 0)[1]
-    return count, size
+            after, count, markers = tally(handle, count if 0 < known <= size else 0)
+            after, markers = (after, markers) if 0 < known <= size else (0, 0)  # counted from the start: none after a state
+    return count, size, after, markers
 
 
 def tally(lines: Iterable[bytes], count: int) -> tuple[int, int, int]:

@@ -34,8 +34,9 @@ def after_state(log: Path, state: dict[str, Any] | None) -> tuple[int, int, int]
 
     A store's version is the state's plus these lines (``JsonlStore``): every record or marker
     appended after the state moves it, so a save sees the log changed and merges them; a state
-    line written on top of them has a version above it (``update`` counts them in), so no other
-    log ever shows that number. A torn last line is no line: it is cut (or skipped), never loaded.
+    line written on top of them has a version above it (``update`` counts them in, as
+    ``jsonl_log.settle`` gives them from its one read), so no other log ever shows that number.
+    A torn last line is no line: it is cut (or skipped), never loaded.
     """
     count, known = int((state or {}).get("message_count", 0)), (state or {}).get("bytes")
     if not isinstance(known, int) or known <= 0 or log_size(log) <= known:

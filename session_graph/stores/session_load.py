@@ -304,8 +304,6 @@ def merge_with(manager: Owner, entry: Entry, snapshot: Snapshot, held: int) -> M
     return result
 
 
-
-
 def stored_snapshot(store: SessionStore, tenant: str, key: str) -> Snapshot:
     """What ``store`` holds of ``tenant``'s session ``key``, read whole.
 

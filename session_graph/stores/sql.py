@@ -287,8 +287,8 @@ class SqlStore(StoreBase):
             f"SELECT key, created_at, updated_at, message_count, state,{_END} FROM sg_sessions WHERE tenant = ?"
             " ORDER BY updated_at DESC", (tenant,), "all",
         )
-        return [SessionInfo(k, c, u, int(n) + _after(n, e), dict(_json(s, f"{self._where} session {k!r}").get("metadata") or {}))
-                for k, c, u, n, s, e in rows]
+        return [SessionInfo(k, c, u, max(int(n), int(e)), dict(_json(s, f"{self._where} session {k!r}").get("metadata") or {}))
+                for k, c, u, n, s, e in rows]  # max: the count with rows added behind its back (_END)
 
     def _search_flow(self, tenant: str, text: str, limit: int) -> Flow:
         rows = yield self._x(

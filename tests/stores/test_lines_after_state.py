@@ -20,6 +20,7 @@ import warnings
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
+from stores_util import hand_record
 
 from session_graph import Session, SessionManager
 from session_graph.cli import main
@@ -34,13 +35,6 @@ def saved(root: Path) -> tuple[SessionManager, Session, Path]:
     session.append_message(AIMessage("two", id="m2"))
     manager.save(session)
     return manager, session, root / "default" / "k.jsonl"
-
-
-def record(message_id: str, seq: int) -> bytes:
-    """A record line as another tool writing the store's format would (not this library's encoder)."""
-    data = {"content": f"text of {message_id}", "type": "human", "id": message_id}
-    line = {"id": message_id, "ts": "2026-01-01T00:00:00Z", "role": "user", "message": {"type": "human", "data": data}, "seq": seq}
-    return json.dumps(line).encode() + b"\n"
 
 
 def by_hand(log: Path, data: bytes) -> None:
@@ -66,15 +60,20 @@ def same(live: Session, root: Path, history: list[str], window: list[str] | None
         assert ids(session.current_chat_history) == (history if window is None else window)
 
 
+def saves_three(manager: SessionManager, session: Session, root: Path, history: list[str]) -> None:
+    """My next message (``m3``) saved: the live session and a fresh load then hold ``history``."""
+    session.append_message(HumanMessage("three", id="m3"))
+    manager.save(session)
+    same(session, root, history)
+
+
 @pytest.mark.parametrize("lines", [1, 2])
 def test_hand_lines_reach_the_live_session_and_its_window_once(tmp_path: Path, lines: int) -> None:
     manager, session, log = saved(tmp_path)
     hand = [f"hand{i}" for i in range(lines)]
-    by_hand(log, b"".join(record(h, 2 + i) for i, h in enumerate(hand)))
+    by_hand(log, b"".join(hand_record(h, 2 + i) for i, h in enumerate(hand)))
     assert manager.store.version("default", "k") == 1 + lines  # every line after the state moves the version
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m1", "m2", *hand, "m3"])
+    saves_three(manager, session, tmp_path, ["m1", "m2", *hand, "m3"])
     session.append_message(HumanMessage("four", id="m4"))
     manager.save(session)  # merged once: the next save (appended) neither repeats nor loses them
     same(session, tmp_path, ["m1", "m2", *hand, "m3", "m4"])
@@ -85,7 +84,7 @@ def test_the_version_moves_with_each_line_and_a_later_state_line_is_above_it(tmp
     other = JsonlStore(tmp_path)  # another process's store: no cache of what this one wrote
     seen = [(manager.store.version("default", "k"), other.version("default", "k"))]
     for i in range(2):
-        by_hand(log, record(f"hand{i}", 2 + i))
+        by_hand(log, hand_record(f"hand{i}", 2 + i))
         seen.append((manager.store.version("default", "k"), other.version("default", "k")))
     assert seen == [(1, 1), (2, 2), (3, 3)]
     assert other.read("default", "k").version == 3 and other.read("default", "k", window=True).version == 3
@@ -97,7 +96,7 @@ def test_the_version_moves_with_each_line_and_a_later_state_line_is_above_it(tmp
 def test_a_torn_hand_line_is_cut_with_a_warning_and_the_save_goes_on(tmp_path: Path) -> None:
     manager, session, log = saved(tmp_path)
     size = log.stat().st_size
-    by_hand(log, record("torn", 2)[:40])  # no newline: a write cut short
+    by_hand(log, hand_record("torn", 2)[:40])  # no newline: a write cut short
     assert manager.store.version("default", "k") == 1  # a torn line is no line: nothing to merge
     session.append_message(HumanMessage("three", id="m3"))
     with pytest.warns(RuntimeWarning, match="torn last line"):
@@ -110,9 +109,7 @@ def test_a_hand_reset_marker_is_merged_as_another_writers_clear(tmp_path: Path) 
     manager, session, log = saved(tmp_path)
     by_hand(log, b'{"_type": "reset", "ts": "2026-01-01T00:00:00Z"}\n')
     assert manager.list_sessions()[0].message_count == 0 and manager.store.version("default", "k") == 2
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m3"])
+    saves_three(manager, session, tmp_path, ["m3"])
     # as another writer's clear (a save of a cleared session) leaves a session that saves after it
     other, cleared, _ = saved(tmp_path / "other")
     writer = SessionManager(tmp_path / "other")
@@ -133,34 +130,30 @@ def test_a_hand_line_then_another_manager_saving(tmp_path: Path, loaded: str) ->
     if loaded == "before the line":
         writer = SessionManager(tmp_path)
         theirs = writer.get("k")
-        by_hand(log, record("hand", 2))
+        by_hand(log, hand_record("hand", 2))
     else:
-        by_hand(log, record("hand", 2))
+        by_hand(log, hand_record("hand", 2))
         writer = SessionManager(tmp_path)
         theirs = writer.get("k")
     assert theirs is not None
     theirs.append_message(HumanMessage("theirs", id="b1"))
     writer.save(theirs)
     assert ids(theirs.current_chat_history) == ["m1", "m2", "hand", "b1"]
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
+    saves_three(manager, session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
 
 
 def test_a_hand_line_then_another_process_saving(tmp_path: Path) -> None:
     manager, session, log = saved(tmp_path)
-    by_hand(log, record("hand", 2))
+    by_hand(log, hand_record("hand", 2))
     script = ("import sys; from session_graph import SessionManager; from langchain_core.messages import HumanMessage\n"
               "m = SessionManager(sys.argv[1]); s = m.get('k'); s.append_message(HumanMessage('theirs', id='b1')); m.save(s)\n")
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, cwd=Path(__file__).parents[2], timeout=120)
-    session.append_message(HumanMessage("three", id="m3"))
-    manager.save(session)
-    same(session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
+    saves_three(manager, session, tmp_path, ["m1", "m2", "hand", "b1", "m3"])
 
 
 def test_an_async_save_merges_the_hand_line(tmp_path: Path) -> None:
     manager, session, log = saved(tmp_path)
-    by_hand(log, record("hand", 2))
+    by_hand(log, hand_record("hand", 2))
 
     async def save() -> None:
         session.append_message(HumanMessage("three", id="m3"))
@@ -190,13 +183,13 @@ def test_a_lazily_loaded_session_merges_the_hand_line(tmp_path: Path, when: str)
     history, window = pruned(tmp_path)
     log = tmp_path / "default" / "k.jsonl"
     if when == "before the load":
-        by_hand(log, record("hand", len(history)))
+        by_hand(log, hand_record("hand", len(history)))
     manager = SessionManager(tmp_path)
     session = manager.get("k")
     assert session is not None
     if when == "after the lazy load":
         assert not is_loaded(session.full_chat_history)  # the window read: the middle stays in the store
-        by_hand(log, record("hand", len(history)))
+        by_hand(log, hand_record("hand", len(history)))
     session.append_message(HumanMessage("mine", id="mine"))
     manager.save(session)
     expected = [*history, "hand", "mine"]
@@ -207,7 +200,7 @@ def test_a_lazily_loaded_session_merges_the_hand_line(tmp_path: Path, when: str)
 
 def test_list_and_the_cli_count_the_lines_after_the_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manager, _, log = saved(tmp_path)
-    by_hand(log, record("hand0", 2) + record("hand1", 3))
+    by_hand(log, hand_record("hand0", 2) + hand_record("hand1", 3))
     assert [info.message_count for info in manager.list_sessions()] == [4]
     assert [info.message_count for info in JsonlStore(tmp_path).list("default")] == [4]
     code, out = main(["sessions", "list", "--json", "--store", str(tmp_path)]), capsys.readouterr().out
@@ -227,7 +220,7 @@ def test_lines_after_the_state_are_counted_in_under_the_sessions_lock(tmp_path: 
     real = store._holding
     monkeypatch.setattr(store, "_holding", lambda tenant, key: taken.append(key) or real(tenant, key))
     assert store.version("default", "k") == 1 and store.read("default", "k").version == 1 and taken == []
-    by_hand(log, record("hand", 2))
+    by_hand(log, hand_record("hand", 2))
     assert store.version("default", "k") == 2 and taken == ["k"]
     assert store.read("default", "k").version == 2 and taken == ["k", "k"]
     assert store.read("default", "k", window=True).version == 2 and taken == ["k", "k", "k"]

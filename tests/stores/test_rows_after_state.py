@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 import pytest
-from stores_util import fresh_tenant, make_store, postgres_dsn
+from stores_util import fresh_tenant, hand_message, make_store, postgres_dsn
 
 from session_graph import SessionManager
 
@@ -26,7 +26,7 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 def by_hand(kind: str, tmp_path: Path, tenant: str, message_id: str, seq: int) -> None:
     """A message row inserted without touching the session row (another tool writing the table)."""
-    data = json.dumps({"type": "human", "data": {"content": f"text of {message_id}", "type": "human", "id": message_id}})
+    data = json.dumps(hand_message(message_id))
     row = (tenant, "k", seq, message_id, "2026-01-01T00:00:00Z", "user", f"text of {message_id}", data)
     sql = "INSERT INTO sg_messages (tenant, key, seq, id, ts, role, text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     if kind == "sqlite":

@@ -9,6 +9,7 @@ import sqlite3
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 import pytest
+from stores_util import hand_record
 
 from session_graph import SessionManager
 from session_graph.stores import JsonlStore, SqliteStore, jsonl_handles
@@ -46,12 +47,6 @@ def test_a_read_only_reader_meeting_a_save_in_flight_is_not_served_stale(tmp_pat
     assert now is not None and now.metadata.get("topic") == "saved with m2"  # not the half-saved read's
 
 
-def _record(message_id: str, seq: int) -> bytes:
-    data = {"content": f"text of {message_id}", "type": "human", "id": message_id}
-    line = {"id": message_id, "ts": "2026-01-01T00:00:00Z", "role": "user", "message": {"type": "human", "data": data}, "seq": seq}
-    return json.dumps(line).encode() + b"\n"
-
-
 def test_a_hand_reset_marker_followed_by_as_many_records_as_held_is_a_clear_for_the_save(tmp_path: Path) -> None:
     """The save's update function must see the reset marker after the state as a clear (its
     ``resets`` moved, as a read's do), not only when the count fell below what the session holds:
@@ -63,7 +58,7 @@ def test_a_hand_reset_marker_followed_by_as_many_records_as_held_is_a_clear_for_
     manager.save(session)
     log = tmp_path / "default" / "k.jsonl"
     with open(log, "ab") as handle:
-        handle.write(b'{"_type": "reset", "ts": "2026-01-01T00:00:00Z"}\n' + _record("h0", 0) + _record("h1", 1))
+        handle.write(b'{"_type": "reset", "ts": "2026-01-01T00:00:00Z"}\n' + hand_record("h0", 0) + hand_record("h1", 1))
     session.append_message(HumanMessage("three", id="m3"))
     manager.save(session)
     stored = SessionManager(tmp_path).get("k")
@@ -102,7 +97,7 @@ def test_a_merge_never_splits_a_tool_call_from_its_result_in_the_window(tmp_path
     manager.save(session)  # a step saved the call; its result comes next
     if between == "a line by hand":
         with open(tmp_path / "default" / "k.jsonl", "ab") as handle:
-            handle.write(_record("other", 2))
+            handle.write(hand_record("other", 2))
     else:
         other = SessionManager(JsonlStore(tmp_path))
         theirs = other.get("k")
