@@ -360,10 +360,10 @@ def calls_outside(agents: dict[str, tuple[Any, Any]], turns: int) -> dict[str, C
     return counts
 
 
-def measure(size: int, rounds: int, batch: int, folder: Path, remembering: bool = True) -> dict[str, float]:
+def measure(size: int, rounds: int, batch: int, folder: Path, remembering: int) -> dict[str, float]:
     """CPU ms per turn (stock, stock + view, stock with the history in its checkpointer (``remembering``:
-    ~0.4 s a turn at 10k, one turn per batch), stock trimming, session, no-op floors), the ratios and
-    fsyncs per session turn at ``size`` messages."""
+    the rounds of its own alternation, 0 not run; ~0.4 s a turn at 10k, one turn per batch), stock
+    trimming, session, no-op floors), the ratios and fsyncs per session turn at ``size`` messages."""
     stock, floor, floor2, shaped = bench_agent(), bench_agent(NoOp()), bench_agent(NoOpTwo()), bench_agent(Shape.of(our_middleware))
     seed = history(size)  # ~6 s at 100k: built once for the session and the work floor
     agent, config, manager = session_agent(folder, size, seed)

@@ -19,6 +19,7 @@ more for the session outside our hooks, whatever the machine's load.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from pathlib import Path
 import statistics
@@ -31,6 +32,7 @@ from bench_agents import _question as question
 from bench_turn import Shape, balanced, bench_agent, calls_outside, flagged, history, order, session_agent
 from bench_turn_causes import shape
 from langchain_core.messages import HumanMessage
+from turn_floor import own_cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import session_graph.integrations.middleware as middleware
@@ -43,21 +45,9 @@ def timed_hooks(spent: dict[str, float]) -> None:
         real = getattr(middleware.SessionMiddleware, attr)
 
         def hook(self: Any, request: Any, handler: Any, real: Any = real, label: str = attr) -> Any:
-            inner_cpu = [0.0]
-
-            def inner(request: Any) -> Any:
-                start = time.thread_time()
-                try:
-                    return handler(request)
-                finally:
-                    inner_cpu[0] += time.thread_time() - start
-
-            start = time.thread_time()
-            try:
-                return real(self, request, inner)
-            finally:
-                synced = getattr(getattr(self.binding.manager, "store", None), "fsync", True)
-                spent[label if synced else label + " nosync"] += time.thread_time() - start - inner_cpu[0]
+            synced = getattr(getattr(self.binding.manager, "store", None), "fsync", True)
+            return own_cpu(functools.partial(real, self), request, handler, spent, label if synced else label + " nosync",
+                           time.thread_time)
 
         setattr(middleware.SessionMiddleware, attr, hook)
 

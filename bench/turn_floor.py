@@ -192,24 +192,29 @@ class Clocked(WorkFloor):
         finally:
             os.write, os.fsync = real  # type: ignore[assignment]
 
-    def _clocked(self, hook: Any, request: Any, handler: Any) -> Any:
-        inner = [0.0]
-
-        def timed(request: Any) -> Any:
-            start = time.process_time()
-            try:
-                return handler(request)
-            finally:
-                inner[0] += time.process_time() - start
-
-        start = time.process_time()
-        try:
-            return hook(request, timed)
-        finally:
-            self.parts["hooks"] += time.process_time() - start - inner[0]
-
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        return self._clocked(super().wrap_model_call, request, handler)
+        return own_cpu(super().wrap_model_call, request, handler, self.parts, "hooks")
 
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return self._clocked(super().wrap_tool_call, request, handler)
+        return own_cpu(super().wrap_tool_call, request, handler, self.parts, "hooks")
+
+
+def own_cpu(hook: Any, request: Any, handler: Any, spent: dict[str, float], part: str,
+            clock: Any = time.process_time) -> Any:
+    """``hook(request, handler)``, its own CPU (``clock``: the process's, or ``time.thread_time`` for
+    the running thread's alone) added to ``spent[part]``: the handler's run (the model's, the tool's)
+    taken out."""
+    inner = [0.0]
+
+    def timed(request: Any) -> Any:
+        start = clock()
+        try:
+            return handler(request)
+        finally:
+            inner[0] += clock() - start
+
+    start = clock()
+    try:
+        return hook(request, timed)
+    finally:
+        spent[part] += clock() - start - inner[0]
